@@ -1,0 +1,37 @@
+"""kernel-agent: an LLM agent that writes code into a live Jupyter kernel.
+
+Public names are imported lazily so that ``kernel-agent --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "KernelSession": "kernel_agent.executors.kernel",
+    "AsyncKernelSession": "kernel_agent.executors.kernel",
+    "CellResult": "kernel_agent.results",
+    "CellError": "kernel_agent.results",
+    "Transcript": "kernel_agent.transcript",
+    "Settings": "kernel_agent.settings",
+}
+
+__all__ = [*_EXPORTS, "__version__", "load_ipython_extension", "unload_ipython_extension"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'kernel_agent' has no attribute {name!r}")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext kernel_agent``."""
+    import_module("kernel_agent.magics").load_ipython_extension(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    import_module("kernel_agent.magics").unload_ipython_extension(ipython)

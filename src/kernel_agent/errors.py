@@ -1,0 +1,108 @@
+"""The exceptions kernel-agent raises.
+
+    KernelAgentError               base: every error the CLI turns into one line
+    ├── ConfigError                bad settings or arguments (empty task, timeout <= 0, bad path)
+    ├── KernelError                anything about starting or driving a kernel
+    │   ├── KernelNotFound         no kernelspec by that name
+    │   ├── KernelStartError       the kernel did not start or did not answer
+    │   └── KernelDied             the kernel is gone and could not be brought back
+    ├── SandboxError               the sandbox was asked for and cannot be had
+    ├── LLMError                   talking to the model failed
+    │   ├── LLMConnectionError     endpoint unreachable (after retries)
+    │   ├── LLMAuthError           401/403: a missing or wrong key
+    │   ├── LLMModelNotFound       the endpoint does not know the model
+    │   └── LLMResponseError       a reply we could not use
+    ├── LocalModelError            the bundled model is missing, corrupt or cannot be served
+    ├── GatewayError               a Kernel/Enterprise Gateway refused or went away
+    ├── NotebookError              a notebook cannot be read, written or is invalid
+    └── VerifyMismatch             re-execution did not reproduce the stored outputs
+
+Each carries a one-line message; ``exit_code`` is what the CLI exits with.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "KernelAgentError",
+    "ConfigError",
+    "KernelError",
+    "KernelNotFound",
+    "KernelStartError",
+    "KernelDied",
+    "SandboxError",
+    "LLMError",
+    "LLMConnectionError",
+    "LLMAuthError",
+    "LLMModelNotFound",
+    "LLMResponseError",
+    "LocalModelError",
+    "GatewayError",
+    "NotebookError",
+    "VerifyMismatch",
+]
+
+
+class KernelAgentError(Exception):
+    """Base class. ``str(err)`` is a complete one-line message for a user."""
+
+    exit_code = 1
+
+
+class ConfigError(KernelAgentError):
+    exit_code = 2
+
+
+class KernelError(KernelAgentError):
+    exit_code = 3
+
+
+class KernelNotFound(KernelError):
+    pass
+
+
+class KernelStartError(KernelError):
+    pass
+
+
+class KernelDied(KernelError):
+    pass
+
+
+class SandboxError(KernelAgentError):
+    exit_code = 3
+
+
+class LLMError(KernelAgentError):
+    exit_code = 4
+
+
+class LLMConnectionError(LLMError):
+    pass
+
+
+class LLMAuthError(LLMError):
+    pass
+
+
+class LLMModelNotFound(LLMError):
+    pass
+
+
+class LLMResponseError(LLMError):
+    pass
+
+
+class LocalModelError(KernelAgentError):
+    exit_code = 5
+
+
+class GatewayError(KernelAgentError):
+    exit_code = 3
+
+
+class NotebookError(KernelAgentError):
+    exit_code = 6
+
+
+class VerifyMismatch(KernelAgentError):
+    exit_code = 7
