@@ -53,7 +53,7 @@ class Settings:
     cell_timeout: float = 120.0
     startup_timeout: float = 60.0
     env_passthrough: tuple[str, ...] = ()
-    max_output_bytes: int = 1_000_000
+    max_output_chars: int = 1_000_000
     # isolation and limits
     sandbox: SandboxMode = "auto"
     memory_limit_mb: int | None = 4096

@@ -1,0 +1,301 @@
+"""A persistent local Jupyter kernel: :class:`AsyncKernelSession` and its blocking twin.
+
+One implementation, async; :class:`KernelSession` is generated from it. The hot
+path waits on shell and iopub together (no sleep-polling), finishes when both the
+``idle`` status and the ``execute_reply`` for *our* request have arrived, and checks
+that the kernel process is alive about once a second, so a kernel killed mid-cell is
+reported in about a second instead of at the timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import zmq
+import zmq.asyncio
+from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.kernelspec import NoSuchKernel
+
+from ..errors import ConfigError, KernelDied, KernelNotFound, KernelStartError
+from ..outputs import DisplayMap, OutputCollector
+from ..results import CellError, CellResult
+from ..secrets_filter import kernel_environment
+from ..syncify import sync_facade
+
+__all__ = ["AsyncKernelSession", "KernelSession"]
+
+_ALIVE_CHECK_S = 1.0
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class AsyncKernelSession:
+    """A kernel that keeps its state across ``execute`` calls.
+
+    ``kernel_name`` is any installed kernelspec. The kernel's environment is
+    ``env`` (default: ours) without secret-looking variables, except those named in
+    ``env_passthrough``. ``interrupt_grace`` is how long an interrupted cell may take
+    to stop before the kernel is restarted.
+    """
+
+    def __init__(
+        self,
+        kernel_name: str = "python3",
+        cwd: str | Path | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        env_passthrough: tuple[str, ...] | list[str] = (),
+        startup_timeout: float = 60.0,
+        max_output_chars: int = 1_000_000,
+        interrupt_grace: float = 3.0,
+        restart_on_death: bool = True,
+        launcher: Any = None,
+    ) -> None:
+        if not kernel_name:
+            raise ConfigError("kernel name is empty")
+        self.cwd = Path(cwd).resolve() if cwd is not None else Path.cwd()
+        if not self.cwd.is_dir():
+            raise ConfigError(f"working directory does not exist: {self.cwd}")
+        if startup_timeout <= 0:
+            raise ConfigError(f"startup timeout must be positive, got {startup_timeout}")
+        self.kernel_name = kernel_name
+        self.env = kernel_environment(env, env_passthrough)
+        self.startup_timeout = startup_timeout
+        self.max_output_chars = max_output_chars
+        self.interrupt_grace = interrupt_grace
+        self.restart_on_death = restart_on_death
+        self.launcher = launcher
+        self.kernelspec: dict[str, Any] = {}
+        self.language_info: dict[str, Any] = {}
+        self.display_map: DisplayMap = {}
+        self._km: AsyncKernelManager | None = None
+        self._kc: Any = None
+        self._poller: zmq.asyncio.Poller | None = None
+
+    # ----------------------------------------------------------------- lifecycle
+    async def start(self) -> None:
+        """Start the kernel and wait until it answers ``kernel_info``."""
+        if self._km is not None:
+            return
+        km = AsyncKernelManager(kernel_name=self.kernel_name)
+        try:
+            spec = km.kernel_spec
+        except NoSuchKernel:
+            raise KernelNotFound(f"no Jupyter kernel named {self.kernel_name!r} is installed") from None
+        if spec is None:
+            raise KernelNotFound(f"no Jupyter kernel named {self.kernel_name!r} is installed")
+        launch_kw: dict[str, Any] = {"cwd": str(self.cwd), "env": dict(self.env)}
+        if self.launcher is not None:
+            launch_kw = self.launcher.prepare(km, launch_kw)
+        self._km = km
+        try:
+            await km.start_kernel(**launch_kw)
+        except Exception as exc:
+            self._km = None
+            raise KernelStartError(f"kernel {self.kernel_name!r} failed to start: {exc}") from exc
+        self.kernelspec = {
+            "name": self.kernel_name,
+            "display_name": spec.display_name,
+            "language": spec.language,
+        }
+        await self._connect()
+
+    async def _connect(self) -> None:
+        assert self._km is not None
+        kc = self._km.client()
+        kc.start_channels(stdin=False, hb=False, control=False)
+        try:
+            await kc.wait_for_ready(timeout=self.startup_timeout)
+        except RuntimeError as exc:
+            kc.stop_channels()
+            await self._km.shutdown_kernel(now=True)
+            self._km = None
+            raise KernelStartError(f"kernel {self.kernel_name!r} did not become ready: {exc}") from None
+        self._kc = kc
+        self._poller = zmq.asyncio.Poller()
+        self._poller.register(kc.shell_channel.socket, zmq.POLLIN)
+        self._poller.register(kc.iopub_channel.socket, zmq.POLLIN)
+        reply = await self._request_reply(kc.kernel_info())
+        self.language_info = dict(reply["content"].get("language_info", {}))
+
+    async def shutdown(self) -> None:
+        """Stop the kernel. Safe to call twice."""
+        km, kc = self._km, self._kc
+        self._km = self._kc = self._poller = None
+        if kc is not None:
+            kc.stop_channels()
+        if km is not None:
+            try:
+                await km.shutdown_kernel(now=not await km.is_alive())
+            except Exception:  # a kernel that is already gone is fine
+                await km.shutdown_kernel(now=True)
+            if self.launcher is not None and hasattr(self.launcher, "cleanup"):
+                self.launcher.cleanup(km)
+
+    async def __aenter__(self) -> AsyncKernelSession:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    async def is_alive(self) -> bool:
+        return self._km is not None and await self._km.is_alive()
+
+    async def interrupt(self) -> None:
+        """Send the kernel an interrupt (SIGINT for local kernels)."""
+        await self._manager().interrupt_kernel()
+
+    async def restart(self) -> None:
+        """Restart the kernel (state is lost) and reconnect."""
+        km = self._manager()
+        if self._kc is not None:
+            self._kc.stop_channels()
+            self._kc = self._poller = None
+        await km.restart_kernel(now=True)
+        self.display_map.clear()
+        await self._connect()
+
+    def _manager(self) -> AsyncKernelManager:
+        if self._km is None:
+            raise KernelDied("the kernel is not running (session not started or shut down)")
+        return self._km
+
+    # ----------------------------------------------------------------- execute
+    async def execute(
+        self,
+        code: str,
+        timeout: float | None = None,
+        on_output: Callable[[Any], Any] | None = None,
+    ) -> CellResult:
+        """Run ``code`` and return its :class:`CellResult`.
+
+        A cell past ``timeout`` seconds is interrupted (status "timeout"); if the
+        interrupt does not stop it within ``interrupt_grace``, the kernel is restarted.
+        A kernel that dies mid-cell gives status "died" and, if ``restart_on_death``,
+        a fresh kernel for the next cell.
+        """
+        if timeout is not None and timeout <= 0:
+            raise ConfigError(f"timeout must be positive, got {timeout}")
+        if self._kc is None:
+            await self.start()
+        collector = OutputCollector(self.max_output_chars, self.display_map, on_output)
+        started = _now()
+        msg_id = self._kc.execute(code, allow_stdin=False, stop_on_error=False)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        outcome = await self._collect(msg_id, collector, deadline)
+        status, error, restarted = "ok", collector.error, False
+        if outcome == "reply_error":
+            status = "error"
+        elif outcome == "timeout":
+            status = "timeout"
+            await self.interrupt()
+            grace = time.monotonic() + self.interrupt_grace
+            after = await self._collect(msg_id, collector, grace)
+            if after in ("timeout", "died"):
+                await self.restart()
+                restarted = True
+                how = "the interrupt did not stop it, so the kernel was restarted and its state is lost"
+            else:
+                how = "it was interrupted; kernel state is kept"
+            error = CellError("CellTimeoutError", f"cell exceeded its {timeout:g} s timeout: {how}")
+        elif outcome == "died":
+            status = "died"
+            error = CellError("DeadKernelError", f"the kernel died while running this cell ({await self._exit_reason()})")
+            if self.restart_on_death:
+                await self.restart()
+                restarted = True
+        return CellResult(
+            code=code,
+            status=status,  # type: ignore[arg-type]
+            execution_count=collector.execution_count,
+            outputs=collector.outputs,
+            error=error,
+            started=started,
+            ended=_now(),
+            restarted=restarted,
+        )
+
+    async def _collect(self, msg_id: str, collector: OutputCollector, deadline: float | None) -> str:
+        """Feed messages for ``msg_id`` to ``collector`` until idle + reply.
+
+        Returns "ok", "reply_error", "timeout" (deadline passed) or "died".
+        """
+        kc, km, poller = self._kc, self._km, self._poller
+        assert kc is not None and km is not None and poller is not None
+        shell, iopub = kc.shell_channel.socket, kc.iopub_channel.socket
+        session = kc.session
+        idle = reply = False
+        reply_status = "ok"
+        next_alive_check = time.monotonic() + _ALIVE_CHECK_S
+        while not (idle and reply):
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                return "timeout"
+            if now >= next_alive_check:
+                if not await km.is_alive():
+                    return "died"
+                next_alive_check = now + _ALIVE_CHECK_S
+            wait = next_alive_check - now
+            if deadline is not None:
+                wait = min(wait, deadline - now)
+            events = dict(await poller.poll(max(wait, 0) * 1000))
+            if not events:
+                continue
+            if iopub in events:
+                msg = session.deserialize(session.feed_identities(await iopub.recv_multipart())[1])
+                if msg["parent_header"].get("msg_id") == msg_id:
+                    if msg["msg_type"] == "status":
+                        idle = msg["content"]["execution_state"] == "idle"
+                    else:
+                        collector.feed(msg)
+            if shell in events:
+                msg = session.deserialize(session.feed_identities(await shell.recv_multipart())[1])
+                if msg["parent_header"].get("msg_id") == msg_id:
+                    reply = True
+                    reply_status = msg["content"].get("status", "ok")
+                    if collector.execution_count is None:
+                        collector.execution_count = msg["content"].get("execution_count")
+        return "ok" if reply_status == "ok" else "reply_error"
+
+    async def _request_reply(self, msg_id: str, timeout: float = 30.0) -> dict[str, Any]:
+        """Wait for the shell reply to ``msg_id`` (used for kernel_info)."""
+        assert self._kc is not None
+        deadline = time.monotonic() + timeout
+        while (remaining := deadline - time.monotonic()) > 0:
+            msg = await self._kc.get_shell_msg(timeout=remaining)
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return msg
+        raise KernelStartError("the kernel did not answer kernel_info")
+
+    async def _exit_reason(self) -> str:
+        km = self._km
+        process = getattr(getattr(km, "provisioner", None), "process", None)
+        code = process.poll() if process is not None else None
+        if code is None:
+            return "exit status unknown"
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit code {code}"
+
+
+KernelSession = sync_facade(
+    AsyncKernelSession,
+    name="KernelSession",
+    doc="""A persistent Jupyter kernel with a blocking API.
+
+    ``with KernelSession(kernel_name="python3", cwd=workdir) as k: r = k.execute(code)``.
+    Same arguments and methods as :class:`AsyncKernelSession`.
+    """,
+)
