@@ -1,12 +1,62 @@
-"""The ``kernel-agent`` command (placeholder until the agent lands)."""
+"""The ``kernel-agent`` command: argument parsing and the one place errors become messages.
+
+Each subcommand lives in ``kernel_agent.commands.<name>`` and exposes
+``register(subparsers)`` (adds its parser, sets ``func``) and raises
+:class:`~kernel_agent.errors.KernelAgentError` for anything a user should read.
+"""
 
 from __future__ import annotations
 
+import argparse
 import sys
+from importlib import import_module
 
-__all__ = ["main"]
+from .errors import KernelAgentError
+
+__all__ = ["main", "build_parser"]
+
+#: Subcommand modules, in the order ``--help`` lists them.
+COMMANDS = ("run", "verify", "export")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kernel-agent",
+        description="An LLM agent that analyses data in a live Jupyter kernel "
+        "and leaves a reproducible notebook.",
+    )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"kernel-agent {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = import_module(f"kernel_agent.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"kernel_agent.commands.{name}":
+                raise
+            continue
+        module.register(sub)
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    print("kernel-agent: the agent CLI is not built yet", file=sys.stderr)
-    return 2
+    """Entry point; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    commands = set(parser._subparsers._group_actions[0].choices) if parser._subparsers else set()
+    # `kernel-agent TASK` is a shortcut for `kernel-agent run TASK`.
+    if argv and "run" in commands and argv[0] not in commands and not argv[0].startswith("-"):
+        argv.insert(0, "run")
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KernelAgentError as exc:
+        print(f"kernel-agent: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("kernel-agent: interrupted", file=sys.stderr)
+        return 130
