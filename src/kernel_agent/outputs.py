@@ -97,6 +97,8 @@ class OutputCollector:
         self.outputs: list[NotebookNode] = []
         self.execution_count: int | None = None
         self.error: CellError | None = None
+        #: filled by the executor from the execute_reply
+        self.user_expressions: dict[str, Any] = {}
         self.display_map: DisplayMap = {} if display_map is None else display_map
         self._on_output = on_output
         self._clear_pending = False

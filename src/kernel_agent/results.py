@@ -54,6 +54,8 @@ class CellResult:
     started: datetime
     ended: datetime
     restarted: bool = False
+    #: results of ``user_expressions`` from the execute_reply (name -> mime bundle)
+    user_expressions: dict[str, Any] = field(default_factory=dict)
 
     @property
     def duration(self) -> float:

@@ -30,7 +30,11 @@ class AsyncExecutor(Protocol):
     async def start(self) -> None: ...
 
     async def execute(
-        self, code: str, timeout: float | None = None, on_output: OutputCallback | None = None
+        self,
+        code: str,
+        timeout: float | None = None,
+        on_output: OutputCallback | None = None,
+        user_expressions: dict[str, str] | None = None,
     ) -> CellResult: ...
 
     async def interrupt(self) -> None: ...

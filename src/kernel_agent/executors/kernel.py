@@ -175,13 +175,16 @@ class AsyncKernelSession:
         code: str,
         timeout: float | None = None,
         on_output: Callable[[Any], Any] | None = None,
+        user_expressions: dict[str, str] | None = None,
     ) -> CellResult:
         """Run ``code`` and return its :class:`CellResult`.
 
         A cell past ``timeout`` seconds is interrupted (status "timeout"); if the
         interrupt does not stop it within ``interrupt_grace``, the kernel is restarted.
         A kernel that dies mid-cell gives status "died" and, if ``restart_on_death``,
-        a fresh kernel for the next cell.
+        a fresh kernel for the next cell. ``user_expressions`` are evaluated by the
+        kernel after the cell, in the same request; results land in
+        ``CellResult.user_expressions``.
         """
         if timeout is not None and timeout <= 0:
             raise ConfigError(f"timeout must be positive, got {timeout}")
@@ -189,7 +192,9 @@ class AsyncKernelSession:
             await self.start()
         collector = OutputCollector(self.max_output_chars, self.display_map, on_output)
         started = _now()
-        msg_id = self._kc.execute(code, allow_stdin=False, stop_on_error=False)
+        msg_id = self._kc.execute(
+            code, allow_stdin=False, stop_on_error=False, user_expressions=user_expressions or {}
+        )
         deadline = None if timeout is None else time.monotonic() + timeout
         outcome = await self._collect(msg_id, collector, deadline)
         status, error, restarted = "ok", collector.error, False
@@ -222,6 +227,7 @@ class AsyncKernelSession:
             started=started,
             ended=_now(),
             restarted=restarted,
+            user_expressions=collector.user_expressions,
         )
 
     async def _collect(self, msg_id: str, collector: OutputCollector, deadline: float | None) -> str:
@@ -262,6 +268,7 @@ class AsyncKernelSession:
                 if msg["parent_header"].get("msg_id") == msg_id:
                     reply = True
                     reply_status = msg["content"].get("status", "ok")
+                    collector.user_expressions = msg["content"].get("user_expressions") or {}
                     if collector.execution_count is None:
                         collector.execution_count = msg["content"].get("execution_count")
         return "ok" if reply_status == "ok" else "reply_error"
