@@ -1,22 +1,41 @@
-"""Generate a blocking facade from an async class, so there is one implementation."""
+"""Blocking facades over the async core, so there is one implementation.
+
+- :func:`sync_facade` generates a blocking class from an async one (coroutine
+  methods block via ``jupyter_core.utils.run_sync``, nbclient's helper).
+- :class:`BackgroundLoop` runs an event loop in a thread of its own, for objects
+  whose async state (zmq sockets, HTTP clients) must live across many calls, and
+  turns async generators into plain iterators. Work that must happen in the
+  consumer's thread (an approval prompt, code run in the user's IPython shell) is
+  sent back to it with :func:`call_in_consumer`.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextvars
 import inspect
-from typing import Any
+import queue
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, TypeVar
 
 from jupyter_core.utils import run_sync
 
-__all__ = ["sync_facade"]
+__all__ = ["sync_facade", "BackgroundLoop", "call_in_consumer"]
+
+T = TypeVar("T")
+
+_consumer: contextvars.ContextVar[Callable[..., Awaitable[Any]] | None] = contextvars.ContextVar(
+    "kernel_agent_consumer", default=None
+)
 
 
 def sync_facade(async_cls: type, *, name: str, doc: str | None = None) -> type:
     """Build a class wrapping ``async_cls`` whose coroutine methods block.
 
-    The facade owns one instance of ``async_cls`` (``facade.aio``); coroutine
-    methods become blocking ones via ``jupyter_core.utils.run_sync``, which keeps
-    one event loop per thread (the one nbclient uses). Properties and plain
-    attributes are forwarded. ``start``/``shutdown`` give it a context manager.
+    The facade owns one instance of ``async_cls`` (``facade.aio``); properties and
+    plain attributes are forwarded; ``start``/``shutdown`` give a context manager.
     """
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -57,3 +76,137 @@ def _blocking(method: Any) -> Any:
     call.__name__ = method.__name__
     call.__doc__ = method.__doc__
     return call
+
+
+async def call_in_consumer(fn: Callable[..., T], *args: Any) -> T:
+    """Run ``fn(*args)`` in the thread that consumes this loop's results.
+
+    Under :meth:`BackgroundLoop.iterate` that is the caller's thread; otherwise
+    ``fn`` is simply called here. Awaitable results are awaited.
+    """
+    remote = _consumer.get()
+    if remote is None:
+        value = fn(*args)
+    else:
+        value = await remote(fn, *args)
+    if inspect.isawaitable(value):
+        value = await value
+    return value  # type: ignore[no-any-return]
+
+
+class BackgroundLoop:
+    """An asyncio loop running in a daemon thread for the lifetime of an object."""
+
+    def __init__(self, name: str = "kernel-agent-loop") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Awaitable[T]) -> T:
+        """Run ``coro`` on the loop and block for its result (Ctrl-C cancels it)."""
+        future = asyncio.run_coroutine_threadsafe(_as_coroutine(coro), self.loop)
+        try:
+            return _wait(future)
+        except KeyboardInterrupt:
+            future.cancel()
+            _drain(future)
+            raise
+
+    def iterate(self, agen: AsyncIterator[T]) -> Iterator[T]:
+        """Iterate an async generator from this (blocking) thread.
+
+        On Ctrl-C or when the iterator is closed early, the generator's task is
+        cancelled and allowed to clean up (its ``finally`` blocks run) before this
+        returns or re-raises.
+        """
+        items: queue.Queue[tuple[str, Any]] = queue.Queue()
+        loop = self.loop
+
+        async def remote(fn: Callable[..., Any], *args: Any) -> Any:
+            future = loop.create_future()
+            items.put(("call", (fn, args, future)))
+            return await future
+
+        async def pump() -> None:
+            _consumer.set(remote)
+            async for item in agen:
+                items.put(("item", item))
+
+        task_future = asyncio.run_coroutine_threadsafe(pump(), loop)
+        task_future.add_done_callback(lambda f: items.put(("done", None)))
+        try:
+            while True:
+                try:
+                    kind, payload = items.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                if kind == "item":
+                    yield payload
+                elif kind == "call":
+                    self._serve(*payload)
+                else:
+                    break
+            task_future.result()
+        except (KeyboardInterrupt, GeneratorExit):
+            task_future.cancel()
+            while not task_future.done() or not items.empty():
+                try:
+                    kind, payload = items.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                if kind == "call":
+                    fn, args, future = payload
+                    loop.call_soon_threadsafe(_cancel, future)
+            raise
+
+    def _serve(self, fn: Callable[..., Any], args: tuple[Any, ...], future: asyncio.Future[Any]) -> None:
+        try:
+            value = fn(*args)
+        except BaseException as exc:  # handed to the awaiting coroutine
+            self.loop.call_soon_threadsafe(_set_exception, future, exc)
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            return
+        self.loop.call_soon_threadsafe(_set_result, future, value)
+
+    def close(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+
+async def _as_coroutine(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+def _wait(future: Any) -> Any:
+    while True:
+        try:
+            return future.result(timeout=0.2)
+        except concurrent.futures.TimeoutError:
+            continue
+
+
+def _drain(future: Any) -> None:
+    try:
+        _wait(future)
+    except BaseException:
+        pass
+
+
+def _set_result(future: asyncio.Future[Any], value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _set_exception(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
+
+def _cancel(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.cancel()

@@ -1,0 +1,449 @@
+"""The agent loop: the model writes a cell, the kernel runs it, the model reads the outputs.
+
+:class:`AsyncAgent.run` is an async generator of typed events (see :mod:`events`);
+nothing here prints. :class:`Agent` is its blocking face: the same loop on a
+background event loop, with ``run()`` a plain iterator and ``run_to_end()``.
+Every executed cell goes into the transcript as it finishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .endpoint import Endpoint, open_endpoint
+from .errors import ConfigError
+from .events import (
+    Answer,
+    CellFinished,
+    CellOutput,
+    CellSkipped,
+    CellStarted,
+    Event,
+    ModelDelta,
+    ModelReply,
+    Notice,
+    RunFinished,
+    RunResult,
+    RunStarted,
+    Usage,
+)
+from .executors.base import AsyncExecutor
+from .llm_view import render_cell
+from .namespace import NAMESPACE_EXPRESSION, VariableInfo, describe, parse_summary
+from .prompts import prompt
+from .results import CellResult
+from .settings import Settings
+from .syncify import BackgroundLoop, call_in_consumer
+from .transcript import Transcript
+
+__all__ = ["AsyncAgent", "Agent", "Approval", "default_notebook_path"]
+
+#: ``approve(code, step)`` returns ("run", code) — possibly edited —, ("skip", None) or ("quit", None).
+Approval = tuple[str, "str | None"]
+ApproveFn = Callable[[str, int], Any]
+
+_FENCE = re.compile(r"```[^\n`]*\n.*?(?:```|\Z)", re.S)
+
+
+def default_notebook_path(settings: Settings, task: str) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    slug = re.sub(r"[^a-z0-9]+", "-", task.lower()).strip("-")[:40] or "run"
+    return settings.notebook_dir / f"{stamp}-{slug}.ipynb"
+
+
+class AsyncAgent:
+    """An LLM working in one kernel. Reusable across tasks (interactive chat).
+
+    ``executor`` defaults to a local (sandboxed) kernel built from ``settings``;
+    ``approve`` is asked before each cell runs.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        executor: AsyncExecutor | None = None,
+        notebook: str | Path | None = None,
+        approve: ApproveFn | None = None,
+    ) -> None:
+        self.settings = settings or Settings.from_env()
+        self.executor = executor
+        self._own_executor = executor is None
+        self.notebook_path = Path(notebook) if notebook else None
+        self.approve = approve
+        self.transcript: Transcript | None = None
+        self.messages: list[dict[str, Any]] = []
+        self.cells: list[CellResult] = []
+        self.usage = Usage()
+        self.sandbox_note = "none"
+        self._namespace: dict[str, VariableInfo] = {}
+        self._endpoint_cm: Any = None
+        self.endpoint: Endpoint | None = None
+        self._llm: Any = None
+        self.protocol = "fenced"
+        self._step = 0
+        self._pending_tool_errors: list[tuple[str, str]] = []
+
+    # ---------------------------------------------------------------- lifecycle
+    async def start(self, task: str = "") -> None:
+        """Start the model endpoint, the kernel and the transcript (idempotent)."""
+        if self.endpoint is None:
+            from .llm import LLMClient, choose_protocol
+
+            self._endpoint_cm = open_endpoint(self.settings)
+            self.endpoint = await self._endpoint_cm.__aenter__()
+            ep = self.endpoint
+            llm_settings = self.settings.with_(base_url=ep.base_url, api_key=ep.api_key, model=ep.model)
+            self._llm = LLMClient(llm_settings)
+            self.protocol = choose_protocol(self.settings, ep.model if not ep.local else "local")
+        if self.executor is None:
+            from .executors.factory import make_executor
+
+            self.executor, self.sandbox_note = make_executor(self.settings)
+        if not getattr(self.executor, "language_info", None):
+            await self.executor.start()
+        if self.transcript is None:
+            path = self.notebook_path or default_notebook_path(self.settings, task)
+            self.transcript = Transcript(
+                path,
+                kernelspec=self.executor.kernelspec,
+                language_info=self.executor.language_info,
+                metadata={
+                    "model": self.endpoint.label,
+                    "protocol": self.protocol,
+                    "sandbox": self.sandbox_note,
+                    "started": _now_iso(),
+                },
+            )
+            self.messages = [{"role": "system", "content": self._system_prompt()}]
+
+    async def close(self) -> None:
+        """Stop the kernel (if this agent started it) and the local model server."""
+        executor, self.executor = self.executor, None
+        if executor is not None and self._own_executor:
+            with contextlib.suppress(Exception):
+                await executor.shutdown()
+        cm, self._endpoint_cm, self.endpoint = self._endpoint_cm, None, None
+        if cm is not None:
+            await cm.__aexit__(None, None, None)
+
+    async def __aenter__(self) -> AsyncAgent:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _system_prompt(self) -> str:
+        assert self.executor is not None
+        info = self.executor.language_info
+        language = info.get("name", "python")
+        how = prompt(f"run_{self.protocol}", language=language, fence_lang=language)
+        vision = " and the image itself" if self.settings.vision else ""
+        return prompt(
+            "system",
+            language=language,
+            kernel_display=self.executor.kernelspec.get("display_name", language),
+            cwd=str(getattr(self.executor, "cwd", "") or self.settings.cwd or Path.cwd()),
+            how_to_run=how,
+            vision_note=vision,
+        )
+
+    # --------------------------------------------------------------------- run
+    async def run(self, task: str) -> AsyncIterator[Event]:
+        """Work on ``task`` until the model answers; yields events as they happen."""
+        task = task.strip()
+        if not task:
+            raise ConfigError("the task is empty")
+        await self.start(task)
+        assert self.transcript is not None and self.executor is not None
+        started = time.monotonic()
+        first_cell = len(self.cells)
+        result = RunResult(answer="", status="error", notebook=self.transcript.path)
+        self.transcript.add_markdown(f"**Task:** {task}", {"role": "task"})
+        self.transcript.update_run_metadata(task=task)
+        yield RunStarted(task, self.endpoint.label, self.protocol, self.transcript.path, self.sandbox_note)
+        if self.sandbox_note.startswith("none"):
+            yield Notice(f"kernel is not sandboxed ({self.sandbox_note})", "warning")
+        self.messages.append({"role": "user", "content": task})
+        try:
+            async for event in self._loop(result):
+                yield event
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            result.status, result.answer = "interrupted", result.answer or "(interrupted)"
+            raise
+        finally:
+            result.cells = self.cells[first_cell:]
+            result.usage = self.usage
+            result.duration_s = time.monotonic() - started
+            result.kernel_time_s = sum(c.duration for c in result.cells)
+            self.transcript.update_run_metadata(
+                status=result.status,
+                usage=self.usage.as_dict(),
+                ended=_now_iso(),
+                duration_s=round(result.duration_s, 3),
+                model_time_s=round(result.model_time_s, 3),
+                kernel_time_s=round(result.kernel_time_s, 3),
+            )
+        yield Answer(result.answer)
+        yield RunFinished(result)
+
+    async def _loop(self, result: RunResult) -> AsyncIterator[Event]:
+        settings, transcript = self.settings, self.transcript
+        assert transcript is not None
+        failures = 0
+        ran_code = nudged = False
+        steps = 0
+        while True:
+            if steps >= settings.max_steps:
+                result.status = "max_steps"
+                result.answer = f"Stopped after {steps} steps without a final answer (--max-steps {settings.max_steps})."
+                break
+            gen_started = time.monotonic()
+            completion = None
+            async for item in self._llm.stream_chat(self.messages, tools=self._tools()):
+                if hasattr(item, "text") and not hasattr(item, "tool_calls"):
+                    yield ModelDelta(item.text)
+                else:
+                    completion = item
+            gen_s = time.monotonic() - gen_started
+            result.model_time_s += gen_s
+            assert completion is not None
+            self.usage.add(completion.usage)
+            codes, prose, call_ids = self._cells_from(completion)
+            self.messages.append(completion.assistant_message())
+            if prose.strip() and codes:
+                transcript.add_markdown(prose.strip(), {"role": "prose"})
+                yield ModelReply(prose.strip(), steps)
+            if not codes and self._pending_tool_errors:
+                steps += 1
+                failures += 1
+                self._flush_tool_errors()
+                if failures >= settings.max_consecutive_errors:
+                    result.status = "failed"
+                    result.answer = f"Gave up after {failures} malformed tool calls in a row."
+                    break
+                continue
+            if not codes:
+                if not ran_code and not nudged:
+                    nudged = True
+                    self.messages.append({"role": "user", "content": prompt("nudge_no_code")})
+                    continue
+                result.answer = prose.strip() or completion.text.strip()
+                result.status = "ok" if ran_code else "no_code"
+                break
+            tokens = completion.usage
+            for index, code in enumerate(codes):
+                steps += 1
+                self._step += 1
+                call_id = call_ids[index] if call_ids else None
+                decision, code = await self._approve(code)
+                if decision == "quit":
+                    result.status, result.answer = "stopped", "Stopped by the user before running a cell."
+                    for pending in call_ids[index:] or [None]:
+                        self._reply_to_call(pending, "The user stopped the run.")
+                    break
+                if decision == "skip":
+                    transcript.add_code(code, None, {"status": "skipped", "step": self._step})
+                    self._reply_to_call(call_id, "The user skipped this cell; it did not run.")
+                    yield CellSkipped(self._step, code)
+                    continue
+                yield CellStarted(self._step, code)
+                cell = None
+                async for event in self._execute(code):
+                    if isinstance(event, CellResult):
+                        cell = event
+                    else:
+                        yield event
+                assert cell is not None
+                ran_code = True
+                self.cells.append(cell)
+                failures = failures + 1 if cell.status != "ok" else 0
+                meta = {
+                    "status": cell.status,
+                    "step": self._step,
+                    "attempt": failures if cell.status != "ok" else 1,
+                    "restarted": cell.restarted,
+                    "model": self.endpoint.label if self.endpoint else "",
+                    "tokens": _usage_dict(tokens) if index == 0 else {},
+                    "gen_s": round(gen_s, 3) if index == 0 else 0.0,
+                    "exec_s": round(cell.duration, 3),
+                }
+                transcript.freeze(transcript.add_code(code, cell, meta))
+                yield CellFinished(self._step, cell)
+                view_text, images = self._view(cell)
+                self._reply_to_call(call_id, view_text, images)
+                if cell.restarted:
+                    note = "The kernel was restarted: every variable and import is gone."
+                    transcript.add_markdown(f"*kernel-agent: {note}*", {"role": "note"})
+                    yield Notice(note, "warning")
+                if cell.status != "ok" and self.protocol == "fenced":
+                    break  # let the model fix it before running further blocks
+            if result.status == "stopped":
+                break
+            if failures >= settings.max_consecutive_errors:
+                result.status = "failed"
+                result.answer = f"Gave up after {failures} failing cells in a row; the last error was: {self.cells[-1].error}"
+                break
+        transcript.add_markdown(result.answer, {"role": "answer"})
+
+    # ------------------------------------------------------------------ pieces
+    def _tools(self) -> list[dict[str, Any]] | None:
+        if self.protocol != "tools":
+            return None
+        from .llm import RUN_CELL_TOOL
+
+        return [RUN_CELL_TOOL]
+
+    def _cells_from(self, completion: Any) -> tuple[list[str], str, list[str]]:
+        """(codes to run, prose, tool-call ids) from one reply."""
+        if self.protocol == "tools":
+            codes, ids = [], []
+            for call in completion.tool_calls:
+                if call.parse_error or not isinstance(call.args, dict) or "code" not in call.args:
+                    why = call.parse_error or "missing the 'code' argument"
+                    self._pending_tool_errors.append((call.id, f"Invalid run_cell call: {why}. Call run_cell with a JSON object {{\"code\": \"...\"}}."))
+                    continue
+                codes.append(str(call.args["code"]))
+                ids.append(call.id)
+            return codes, completion.text or "", ids
+        from .llm import extract_code_blocks
+
+        text = completion.text or ""
+        codes = extract_code_blocks(text, self.executor.language_info.get("name", "python"))[:1]
+        return codes, _FENCE.sub("", text).strip() if codes else text, []
+
+    def _reply_to_call(self, call_id: str | None, text: str, images: list[str] | None = None) -> None:
+        if self.protocol == "tools" and call_id is not None:
+            self._flush_tool_errors()
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+            if images:
+                self.messages.append(_image_message("Images from the cell above:", images))
+        elif images:
+            self.messages.append(_image_message(text, images))
+        else:
+            self.messages.append({"role": "user", "content": text})
+
+    def _flush_tool_errors(self) -> None:
+        for bad_id, why in self._pending_tool_errors:
+            self.messages.append({"role": "tool", "tool_call_id": bad_id, "content": why})
+        self._pending_tool_errors = []
+
+    async def _approve(self, code: str) -> tuple[str, str]:
+        if self.approve is None:
+            return "run", code
+        decision = await call_in_consumer(self.approve, code, self._step)
+        action, edited = decision if isinstance(decision, tuple) else (decision, None)
+        if action not in ("run", "skip", "quit"):
+            raise ConfigError(f"approval callback returned {action!r}; expected run, skip or quit")
+        return action, edited if (action == "run" and edited) else code
+
+    async def _execute(self, code: str) -> AsyncIterator[Any]:
+        """Run one cell, yielding CellOutput events while it runs, then the CellResult."""
+        assert self.executor is not None
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        step = self._step
+        python = self.executor.language_info.get("name") == "python"
+        task = asyncio.ensure_future(
+            self.executor.execute(
+                code,
+                timeout=self.settings.cell_timeout,
+                on_output=lambda out: queue.put_nowait(CellOutput(step, out)),
+                user_expressions={"ns": NAMESPACE_EXPRESSION} if python else None,
+            )
+        )
+        try:
+            while not task.done() or not queue.empty():
+                getter = asyncio.ensure_future(queue.get())
+                await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield getter.result()
+                else:
+                    getter.cancel()
+        finally:
+            if not task.done():  # cancelled mid-cell (Ctrl-C): stop the code in the kernel too
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await asyncio.shield(self.executor.interrupt())
+                with contextlib.suppress(BaseException):
+                    await task
+        yield task.result()
+
+    def _view(self, cell: CellResult) -> tuple[str, list[str]]:
+        view = render_cell(cell, budget=self.settings.llm_output_chars, vision=self.settings.vision)
+        summary = parse_summary(cell.user_expressions.get("ns"))
+        notes = ""
+        if summary is not None:
+            if cell.restarted:
+                self._namespace = {}
+            change = describe(self._namespace, summary)
+            self._namespace = summary
+            if change:
+                notes = f"\nVariables {change}"
+        text = prompt(
+            "cell_output",
+            count=cell.execution_count if cell.execution_count is not None else "?",
+            status=cell.status,
+            body=view.text + notes,
+        )
+        return text, view.images
+
+
+def _image_message(text: str, images: list[str]) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    parts += [{"type": "image_url", "image_url": {"url": url}} for url in images]
+    return {"role": "user", "content": parts}
+
+
+def _usage_dict(usage: Any) -> dict[str, int]:
+    if usage is None:
+        return {}
+    return {k: int(getattr(usage, k, 0) or 0) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Agent:
+    """The blocking face of :class:`AsyncAgent`: ``run()`` iterates events, ``run_to_end()`` returns.
+
+    ``with Agent(settings) as agent: result = agent.run_to_end("...")``.
+    """
+
+    def __init__(self, settings: Settings | None = None, **kwargs: Any) -> None:
+        self._bg = BackgroundLoop()
+        self.aio = AsyncAgent(settings, **kwargs)
+
+    def run(self, task: str) -> Iterator[Event]:
+        return self._bg.iterate(self.aio.run(task))
+
+    def run_to_end(self, task: str) -> RunResult:
+        finished = None
+        for event in self.run(task):
+            if isinstance(event, RunFinished):
+                finished = event.result
+        assert finished is not None
+        return finished
+
+    @property
+    def transcript(self) -> Transcript | None:
+        return self.aio.transcript
+
+    def close(self) -> None:
+        try:
+            self._bg.run(self.aio.close())
+        finally:
+            self._bg.close()
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,191 @@
+"""``kernel-agent run TASK``: one task, a task from stdin, or an interactive chat."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+__all__ = ["register", "add_model_options", "settings_from_args"]
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """Flags shared by everything that talks to a model and a kernel."""
+    m = parser.add_argument_group("model")
+    m.add_argument("--model", "-m", help="model name, provider:model, 'local' or 'local:PATH.gguf' (env KERNEL_AGENT_MODEL)")
+    m.add_argument("--base-url", help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")
+    m.add_argument("--api-key", help="API key (env OPENAI_API_KEY)")
+    m.add_argument("--protocol", choices=("auto", "tools", "fenced"), help="how the model runs code")
+    m.add_argument("--temperature", type=float)
+    m.add_argument("--top-p", type=float)
+    m.add_argument("--presence-penalty", type=float)
+    m.add_argument("--frequency-penalty", type=float)
+    m.add_argument("--max-tokens", type=int)
+    m.add_argument("--vision", action="store_true", default=None, help="send images to the model")
+    k = parser.add_argument_group("kernel")
+    k.add_argument("--kernel", dest="kernel_name", help="Jupyter kernelspec name (default python3)")
+    k.add_argument("--cwd", type=Path, help="the kernel's working directory (default: here)")
+    k.add_argument("--cell-timeout", type=float, help="seconds before a cell is interrupted")
+    k.add_argument("--sandbox", choices=("auto", "bwrap", "none"), help="isolate the kernel (default auto)")
+    k.add_argument("--gateway-url", help="Jupyter Kernel/Enterprise Gateway URL (env KERNEL_AGENT_GATEWAY_URL)")
+    k.add_argument("--gateway-token", help="gateway token (env KERNEL_AGENT_GATEWAY_TOKEN)")
+    a = parser.add_argument_group("loop")
+    a.add_argument("--max-steps", type=int, help="most cells per task (default 20)")
+
+
+def settings_from_args(args: argparse.Namespace) -> Any:
+    from ..settings import Settings
+
+    names = (
+        "model base_url api_key protocol temperature top_p presence_penalty frequency_penalty "
+        "max_tokens vision kernel_name cwd cell_timeout sandbox gateway_url gateway_token max_steps"
+    ).split()
+    return Settings.from_env(**{n: getattr(args, n, None) for n in names})
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("run", help="work on a task in a live kernel", description="Work on TASK in a live Jupyter kernel and write the notebook.")
+    p.add_argument("task", nargs="*", help="the task; '-' or none reads stdin")
+    p.add_argument("-i", "--input", dest="input_text", help="the task as one string")
+    p.add_argument("--interactive", action="store_true", help="chat: several tasks in one kernel")
+    p.add_argument("--notebook", "-o", type=Path, help="where the transcript goes (default notebooks/<time>-<task>.ipynb)")
+    p.add_argument("--approve", action="store_true", help="ask before each cell: run / skip / edit / quit")
+    p.add_argument("--format", choices=("markdown", "json", "plain"), default="markdown", help="final output format")
+    p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    p.add_argument("--quiet", "-q", action="store_true", help="no live progress")
+    add_model_options(p)
+    p.set_defaults(func=run_command)
+
+
+def _read_task(args: argparse.Namespace) -> str:
+    if args.input_text is not None:
+        return args.input_text
+    if args.task and args.task != ["-"]:
+        return " ".join(args.task)
+    if args.interactive:
+        return ""
+    if sys.stdin is None or sys.stdin.isatty() and args.task != ["-"]:
+        raise ConfigError("no task given: kernel-agent run \"TASK\" (or pipe it on stdin)")
+    return sys.stdin.read()
+
+
+def run_command(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
+    task = _read_task(args).strip()
+    if not task and not args.interactive:
+        raise ConfigError("the task is empty")
+    settings = settings_from_args(args)
+    notebook = args.notebook
+    if notebook is not None:
+        _check_writable(notebook)
+    from rich.console import Console
+
+    from ..agent import Agent
+    from ..events import RunFinished
+    from ..render import EventRenderer, print_result
+
+    out = Console(soft_wrap=True)
+    err = Console(stderr=True, soft_wrap=True)
+    render = EventRenderer(err, quiet=args.quiet or args.format == "json")
+    approve = _terminal_approver(err) if args.approve else None
+    status = 0
+    with Agent(settings, notebook=notebook, approve=approve) as agent:
+        tasks = [task] if task else []
+        while True:
+            if not tasks:
+                if not args.interactive:
+                    break
+                nxt = _prompt_task(err)
+                if nxt is None:
+                    break
+                tasks.append(nxt)
+            current = tasks.pop(0)
+            result = None
+            try:
+                for event in agent.run(current):
+                    render(event)
+                    if isinstance(event, RunFinished):
+                        result = event.result
+            except KeyboardInterrupt:
+                if not args.interactive:
+                    raise
+                err.print("[yellow]interrupted; the kernel and its state are kept[/]")
+                continue
+            assert result is not None
+            print_result(out, err, result, args.format)
+            status = 0 if result.ok else 1
+    return status
+
+
+def _check_writable(path: Path) -> None:
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.exists() and path.is_dir():
+        raise ConfigError(f"notebook path is a directory: {path}")
+    probe = folder
+    while not probe.exists():
+        probe = probe.parent
+    if not os.access(probe, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ConfigError(f"cannot write the notebook at {path}: permission denied")
+
+
+def _prompt_task(err: Any) -> str | None:
+    while True:
+        try:
+            line = input("kernel-agent> ")
+        except EOFError:
+            err.print()
+            return None
+        except KeyboardInterrupt:
+            err.print()
+            return None
+        line = line.strip()
+        if line in ("/exit", "/quit", "exit", "quit"):
+            return None
+        if line:
+            return line
+
+
+def _terminal_approver(err: Any) -> Any:
+    from rich.syntax import Syntax
+
+    def approve(code: str, step: int) -> tuple[str, str | None]:
+        err.print(Syntax(code, "python", theme="ansi_dark", line_numbers=True))
+        while True:
+            try:
+                answer = input(f"cell {step}: [r]un, [s]kip, [e]dit, [q]uit? ").strip().lower()
+            except EOFError:
+                return "quit", None
+            if answer in ("", "r", "run"):
+                return "run", code
+            if answer in ("s", "skip"):
+                return "skip", None
+            if answer in ("q", "quit"):
+                return "quit", None
+            if answer in ("e", "edit"):
+                return "run", _edit(code)
+
+    return approve
+
+
+def _edit(code: str) -> str:
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if editor:
+        with tempfile.NamedTemporaryFile("w+", suffix=".py", delete=False) as fh:
+            fh.write(code)
+        try:
+            subprocess.run([*editor.split(), fh.name], check=False)
+            return Path(fh.name).read_text()
+        finally:
+            os.unlink(fh.name)
+    print("enter the new code; finish with a line holding a single '.'")
+    lines = []
+    while (line := input()) != ".":
+        lines.append(line)
+    return "\n".join(lines) or code

@@ -1,0 +1,91 @@
+"""Which OpenAI-compatible endpoint a run talks to, from settings.
+
+``--model`` takes a name, ``provider:name`` or ``local``/``local:PATH``:
+
+- ``openai:gpt-4o-mini`` (or a bare name with ``OPENAI_API_KEY`` set): OpenAI;
+- ``ollama:qwen2.5-coder`` → http://localhost:11434/v1 unless ``--base-url``;
+- ``vllm:NAME`` → http://localhost:8000/v1, ``llamacpp:NAME`` → http://localhost:8080/v1;
+- any name with ``--base-url`` → that server;
+- ``local`` (the default with no key and no base URL) → the bundled model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from .errors import ConfigError
+from .settings import Settings
+
+__all__ = ["Endpoint", "resolve_endpoint", "open_endpoint", "DEFAULT_OPENAI_MODEL"]
+
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+_PROVIDER_URLS = {
+    "ollama": "http://localhost:11434/v1",
+    "vllm": "http://localhost:8000/v1",
+    "llamacpp": "http://localhost:8080/v1",
+}
+_NO_KEY_NEEDED = "not-needed"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    base_url: str | None
+    api_key: str
+    model: str
+    provider: str
+    local: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+
+def is_local(settings: Settings) -> bool:
+    model = settings.model
+    if model is None:
+        return not settings.api_key and not settings.base_url
+    return model == "local" or model.startswith("local:")
+
+
+def resolve_endpoint(settings: Settings) -> Endpoint:
+    """The remote endpoint for ``settings`` (not the local model: see :func:`open_endpoint`)."""
+    model = settings.model or DEFAULT_OPENAI_MODEL
+    provider, _, name = model.partition(":") if ":" in model else ("", "", model)
+    if provider and provider not in (*_PROVIDER_URLS, "openai"):
+        # not a provider prefix (e.g. "qwen2.5:7b" for Ollama): the whole string is the name
+        provider, name = "", model
+    if not name:
+        raise ConfigError(f"model name is empty in {model!r}")
+    base_url = settings.base_url or _PROVIDER_URLS.get(provider)
+    if provider == "openai" or (not provider and not base_url):
+        provider = "openai"
+        if not settings.api_key:
+            raise ConfigError(
+                "no API key for OpenAI: set OPENAI_API_KEY or pass --api-key "
+                "(or use --base-url for another server, or --model local)"
+            )
+    return Endpoint(
+        base_url=base_url,
+        api_key=settings.api_key or _NO_KEY_NEEDED,
+        model=name,
+        provider=provider or "custom",
+    )
+
+
+@contextlib.asynccontextmanager
+async def open_endpoint(settings: Settings) -> AsyncIterator[Endpoint]:
+    """Yield the endpoint to talk to, serving the bundled model for the run if needed."""
+    if not is_local(settings):
+        yield resolve_endpoint(settings)
+        return
+    from .local_server import local_endpoint  # heavy: only for local runs
+
+    manager = local_endpoint(settings)
+    base_url, model_name = await asyncio.to_thread(manager.__enter__)
+    try:
+        yield Endpoint(base_url=base_url, api_key=_NO_KEY_NEEDED, model=model_name, provider="local", local=True)
+    finally:
+        await asyncio.to_thread(manager.__exit__, None, None, None)

@@ -1,0 +1,25 @@
+"""Pick and build the executor a run uses, from settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..settings import Settings
+from .base import AsyncExecutor
+
+__all__ = ["make_executor"]
+
+
+def make_executor(settings: Settings) -> tuple[AsyncExecutor, str]:
+    """(executor, sandbox description) for ``settings``; not started yet."""
+    from .kernel import AsyncKernelSession
+
+    cwd = Path(settings.cwd) if settings.cwd else Path.cwd()
+    session = AsyncKernelSession(
+        settings.kernel_name,
+        cwd,
+        env_passthrough=settings.env_passthrough,
+        startup_timeout=settings.startup_timeout,
+        max_output_chars=settings.max_output_chars,
+    )
+    return session, "none (sandbox not available yet)"

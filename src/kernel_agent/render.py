@@ -1,0 +1,174 @@
+"""Render agent events in a terminal with rich (live progress on stderr).
+
+stdout carries only the final result in the chosen ``--format``; everything live
+(streamed tokens, cells, outputs, spinner) goes to stderr, so
+``kernel-agent --format json ... | jq`` works.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.syntax import Syntax
+
+from .events import (
+    Answer,
+    CellFinished,
+    CellOutput,
+    CellSkipped,
+    CellStarted,
+    Event,
+    ModelDelta,
+    Notice,
+    RunFinished,
+    RunResult,
+    RunStarted,
+)
+from .results import strip_ansi
+
+__all__ = ["EventRenderer", "print_result", "save_images"]
+
+_IMAGE_EXT = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/svg+xml": "svg"}
+
+
+def save_images(result_outputs: list[Any], folder: Path, step: int) -> list[Path]:
+    """Write the images of one cell next to the notebook; returns their paths."""
+    paths = []
+    for index, out in enumerate(result_outputs):
+        for mime, ext in _IMAGE_EXT.items():
+            data = out.get("data", {}).get(mime)
+            if data is None:
+                continue
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"cell{step}_{index}.{ext}"
+            if mime == "image/svg+xml":
+                path.write_text(data if isinstance(data, str) else "".join(data), encoding="utf-8")
+            else:
+                path.write_bytes(base64.b64decode(data))
+            paths.append(path)
+            break
+    return paths
+
+
+class EventRenderer:
+    """Shows a run as it happens. ``quiet`` keeps only notices and errors."""
+
+    def __init__(self, console: Console, *, quiet: bool = False, show_code: bool = True) -> None:
+        self.console = console
+        self.quiet = quiet
+        self.show_code = show_code
+        self.notebook: Path | None = None
+        self._status: Any = None
+        self._streaming = False
+
+    def __call__(self, event: Event) -> None:
+        handler = getattr(self, f"_on_{type(event).__name__}", None)
+        if handler is not None:
+            handler(event)
+
+    def _end_stream(self) -> None:
+        if self._streaming:
+            self.console.print()
+            self._streaming = False
+
+    def _stop_spinner(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+    def _on_RunStarted(self, event: RunStarted) -> None:
+        self.notebook = event.notebook
+        if not self.quiet:
+            self.console.print(
+                f"[bold]kernel-agent[/] · model [cyan]{event.model}[/] · {event.protocol} · "
+                f"notebook [green]{event.notebook}[/]",
+                highlight=False,
+            )
+
+    def _on_ModelDelta(self, event: ModelDelta) -> None:
+        if self.quiet:
+            return
+        if not self._streaming:
+            self._streaming = True
+        self.console.print(event.text, end="", style="dim", markup=False, highlight=False)
+
+    def _on_CellStarted(self, event: CellStarted) -> None:
+        self._end_stream()
+        if self.quiet:
+            return
+        if self.show_code:
+            self.console.print(
+                Panel(Syntax(event.code, "python", theme="ansi_dark", word_wrap=True), title=f"cell {event.step}", title_align="left", border_style="blue")
+            )
+        if self.console.is_terminal:
+            self._status = self.console.status("running…", spinner="dots")
+            self._status.start()
+
+    def _on_CellOutput(self, event: CellOutput) -> None:
+        if self.quiet:
+            return
+        out = event.output
+        kind = out.get("output_type")
+        if kind == "stream":
+            self.console.print(out.get("text", ""), end="", markup=False, highlight=False,
+                               style="red" if out.get("name") == "stderr" else None)
+        elif kind == "error":
+            self.console.print(strip_ansi("\n".join(out.get("traceback", []))), style="red", markup=False, highlight=False)
+        else:
+            data = out.get("data", {})
+            image = next((m for m in _IMAGE_EXT if m in data), None)
+            if image:
+                self.console.print(f"[magenta][{image} image][/]")
+            elif "text/plain" in data:
+                self.console.print(data["text/plain"], markup=False, highlight=False)
+
+    def _on_CellFinished(self, event: CellFinished) -> None:
+        self._stop_spinner()
+        result = event.result
+        if self.notebook is not None:
+            folder = self.notebook.with_name(self.notebook.stem + "_files")
+            for path in save_images(result.outputs, folder, event.step):
+                self.console.print(f"[magenta]image saved:[/] {path}", highlight=False)
+        if result.status != "ok" and result.status != "error":
+            self.console.print(f"[yellow]{result.status}:[/] {result.error}", highlight=False)
+        elif not self.quiet:
+            colour = "green" if result.ok else "red"
+            self.console.print(f"[{colour}]{result.status}[/] in {result.duration:.2f}s", highlight=False)
+
+    def _on_CellSkipped(self, event: CellSkipped) -> None:
+        self.console.print(f"[yellow]cell {event.step} skipped[/]")
+
+    def _on_Notice(self, event: Notice) -> None:
+        self._end_stream()
+        style = "bold yellow" if event.level == "warning" else "cyan"
+        self.console.print(f"[{style}]kernel-agent: {event.text}[/]", highlight=False)
+
+    def _on_Answer(self, event: Answer) -> None:
+        self._end_stream()
+        self._stop_spinner()
+
+    def _on_RunFinished(self, event: RunFinished) -> None:
+        self._stop_spinner()
+
+
+def print_result(console: Console, err: Console, result: RunResult, fmt: str) -> None:
+    """The final output on stdout (``console``); a summary line on stderr (``err``)."""
+    if fmt == "json":
+        console.print_json(json.dumps(result.as_dict()))
+        return
+    if fmt == "plain":
+        console.print(result.answer, markup=False, highlight=False, soft_wrap=True)
+    else:
+        console.print(Markdown(result.answer or "_(no answer)_"))
+    usage = result.usage
+    tail = (
+        f"status {result.status} · {len(result.cells)} cells · {usage.total_tokens} tokens · "
+        f"{result.duration_s:.1f}s · notebook {result.notebook}"
+    )
+    err.print(tail, style="dim", highlight=False, markup=False)
