@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     commands = set(parser._subparsers._group_actions[0].choices) if parser._subparsers else set()
     # `kernel-agent TASK` is a shortcut for `kernel-agent run TASK`.
-    if argv and "run" in commands and argv[0] not in commands and not argv[0].startswith("-"):
+    if argv and "run" in commands and argv[0] not in commands and argv[0] not in ("-h", "--help", "--version"):
         argv.insert(0, "run")
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

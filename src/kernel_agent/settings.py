@@ -73,6 +73,10 @@ class Settings:
     gateway_token: str | None = None
 
     def __post_init__(self) -> None:
+        for name in ("notebook_dir", "home", "cwd"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, Path):
+                object.__setattr__(self, name, Path(value).expanduser())
         if self.cell_timeout is not None and self.cell_timeout <= 0:
             raise ConfigError(f"cell timeout must be positive, got {self.cell_timeout}")
         if self.max_steps < 1:
