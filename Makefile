@@ -11,7 +11,7 @@ $(VENV)/bin/python:
 	$(PIP) install -q -U pip
 
 $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
-	$(PIP) install -q -e '.[test]'
+	CMAKE_BUILD_PARALLEL_LEVEL=2 $(PIP) install -q -e '.[test,local]'
 	$(PY) -m bash_kernel.install --sys-prefix >/dev/null
 	touch $@
 
@@ -23,8 +23,11 @@ test: venv
 bench: venv
 	$(PY) bench/bench_kernel.py
 
-demo:
-	@echo "make demo waits for the bundled local model (issue: embedded default); not there yet."
+DEMO_TASK ?= Make a small dataset: a pandas DataFrame with a column n holding the integers 1 to 10 and a column square holding n squared. Compute the sum of the squares, plot square against n as a line chart, and tell me the sum.
+
+demo: venv
+	mkdir -p notebooks
+	$(VENV)/bin/kernel-agent run --model local --temperature 0 --notebook notebooks/demo.ipynb "$(DEMO_TASK)"
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info

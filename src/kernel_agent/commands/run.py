@@ -93,6 +93,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     out = Console(soft_wrap=True)
     err = Console(stderr=True, soft_wrap=True)
+    _prepare_local_model(settings, err)
     render = EventRenderer(err, quiet=args.quiet or args.format == "json")
     approve = _terminal_approver(err) if args.approve else None
     status = 0
@@ -122,6 +123,18 @@ def run_command(args: argparse.Namespace) -> int:
             print_result(out, err, result, args.format)
             status = 0 if result.ok else 1
     return status
+
+
+def _prepare_local_model(settings: Any, err: Any) -> None:
+    """Assemble the bundled model up front, with a progress bar (a no-op once it is cached)."""
+    from ..endpoint import is_local
+
+    if not is_local(settings):
+        return
+    from ..local_model import resolve_local_model, rich_progress
+
+    with rich_progress(console=err) as progress:
+        resolve_local_model(settings.model or "local", settings.home, progress)
 
 
 def _check_writable(path: Path) -> None:
