@@ -177,13 +177,25 @@ def test_outputs_stream_as_events_while_a_cell_runs(fake_llm, tmp_path):
     assert kinds[start + 1 : finish].count("CellOutput") >= 2
 
 
-def test_a_kernel_death_is_reported_and_the_model_told(fake_llm, tmp_path):
-    fake_llm.enqueue(run_cell("x = 1"), run_cell("import os; os._exit(1)"), run_cell("print('alive')"), text("ok"))
+def test_a_kernel_death_is_reported_and_state_rebuilt(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("x = 1"), run_cell("y = x + 1"), run_cell("import os; os._exit(1)"),
+                     run_cell("print(x, y)"), text("ok"))
     result, events = run(fake_llm, tmp_path)
-    assert [c.status for c in result.cells] == ["ok", "died", "ok"]
-    assert any(isinstance(e, Notice) and "restarted" in e.text for e in events)
+    assert [c.status for c in result.cells] == ["ok", "ok", "died", "ok"]
+    assert result.cells[3].outputs[0]["text"] == "1 2\n"
+    assert any(isinstance(e, Notice) and "rebuilding" in e.text for e in events)
+    told = fake_llm.requests[3]["messages"][-1]["content"]
+    assert "died" in told and "replaying 2 earlier cells" in told and "survived: x, y" in told
+    nb = read_nb(result.notebook)
+    replays = [c.source for c in nb.cells if c.cell_type == "code" and c.metadata["kernel_agent"].get("replay")]
+    assert replays == ["x = 1", "y = x + 1"]
+
+
+def test_without_rebuild_the_model_is_told_what_is_gone(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("x = 1"), run_cell("import os; os._exit(1)"), text("ok"))
+    result, events = run(fake_llm, tmp_path, rebuild_state=False)
     told = fake_llm.requests[2]["messages"][-1]["content"]
-    assert "died" in told
+    assert "every variable and import is gone (x)" in told
 
 
 def test_interactive_use_keeps_one_kernel_and_one_notebook(fake_llm, tmp_path):

@@ -91,6 +91,8 @@ class AsyncAgent:
         self._step = 0
         self._pending_tool_errors: list[tuple[str, str]] = []
         self._seen_tool_call = False
+        #: (code, seconds) of the successful cells whose effects live in the kernel now
+        self._state_cells: list[tuple[str, float]] = []
 
     # ---------------------------------------------------------------- lifecycle
     async def start(self, task: str = "") -> None:
@@ -278,12 +280,16 @@ class AsyncAgent:
                 }
                 transcript.freeze(transcript.add_code(code, cell, meta))
                 yield CellFinished(self._step, cell)
+                before_restart = dict(self._namespace)
                 view_text, images = self._view(cell)
-                self._reply_to_call(call_id, view_text, images)
                 if cell.restarted:
-                    note = "The kernel was restarted: every variable and import is gone."
-                    transcript.add_markdown(f"*kernel-agent: {note}*", {"role": "note"})
-                    yield Notice(note, "warning")
+                    rebuild = _Rebuild()
+                    async for event in self._rebuild_state(before_restart, rebuild):
+                        yield event
+                    view_text += "\n" + rebuild.note
+                elif cell.ok:
+                    self._state_cells.append((code, cell.duration))
+                self._reply_to_call(call_id, view_text, images)
                 if cell.status != "ok" and self.protocol == "fenced":
                     break  # let the model fix it before running further blocks
             if result.status == "stopped":
@@ -359,6 +365,44 @@ class AsyncAgent:
         else:
             self.messages.append({"role": "user", "content": text})
 
+    async def _rebuild_state(self, lost: dict[str, VariableInfo], out: _Rebuild) -> AsyncIterator[Event]:
+        """After a restart, replay the cells that built the state (a setting), and say what survived."""
+        assert self.executor is not None and self.transcript is not None
+        cells, self._state_cells = self._state_cells, []
+        replayed = skipped = 0
+        summary: dict[str, VariableInfo] = {}
+        if self.settings.rebuild_state and cells:
+            yield Notice(f"kernel restarted: rebuilding its state by replaying {len(cells)} cells", "warning")
+            python = self.executor.language_info.get("name") == "python"
+            for code, duration in cells:
+                if duration > self.settings.rebuild_max_cell_s:
+                    skipped += 1
+                    continue
+                result = await self.executor.execute(
+                    code, timeout=self.settings.cell_timeout,
+                    user_expressions={"ns": NAMESPACE_EXPRESSION} if python else None,
+                )
+                meta = {"status": result.status, "replay": True, "exec_s": round(result.duration, 3)}
+                self.transcript.freeze(self.transcript.add_code(code, result, meta))
+                if not result.ok:
+                    break
+                replayed += 1
+                self._state_cells.append((code, result.duration))
+                summary = parse_summary(result.user_expressions.get("ns")) or summary
+        self._namespace = summary
+        survived = sorted(k for k in lost if k in summary)
+        gone = sorted(k for k in lost if k not in summary)
+        if replayed:
+            out.note = (f"The kernel was restarted and its state rebuilt by replaying {replayed} earlier cells"
+                        f"{f' ({skipped} slow cells skipped)' if skipped else ''}. "
+                        f"Variables that survived: {', '.join(survived) or 'none'}. "
+                        f"Gone: {', '.join(gone) or 'none'}.")
+        else:
+            out.note = "The kernel was restarted: every variable and import is gone" + (
+                f" ({', '.join(gone)})." if gone else ".")
+        self.transcript.add_markdown(f"*kernel-agent: {out.note}*", {"role": "note"})
+        yield Notice(out.note, "warning")
+
     def _flush_tool_errors(self) -> None:
         for bad_id, why in self._pending_tool_errors:
             self.messages.append({"role": "tool", "tool_call_id": bad_id, "content": why})
@@ -422,6 +466,10 @@ class AsyncAgent:
             body=view.text + notes,
         )
         return text, view.images
+
+
+class _Rebuild:
+    note = ""
 
 
 def _history_message(completion: Any) -> dict[str, Any]:

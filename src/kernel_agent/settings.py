@@ -61,6 +61,7 @@ class Settings:
     file_size_limit_mb: int | None = 1024
     max_processes: int | None = 256
     rebuild_state: bool = True
+    rebuild_max_cell_s: float = 30.0
     # the loop
     max_steps: int = 20
     max_consecutive_errors: int = 4
