@@ -185,7 +185,8 @@ def print_result(console: Console, err: Console, result: RunResult, fmt: str) ->
         console.print(Markdown(result.answer or "_(no answer)_"))
     usage = result.usage
     tail = (
-        f"status {result.status} · {len(result.cells)} cells · {usage.total_tokens} tokens · "
+        f"status {result.status} · {len(result.cells)} cells · "
+        f"{f'{usage.total_tokens} tokens' if usage.total_tokens else 'tokens not reported by the endpoint'} · "
         f"{result.duration_s:.1f}s · notebook {result.notebook}"
     )
     err.print(tail, style="dim", highlight=False, markup=False)
