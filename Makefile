@@ -3,8 +3,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 PYTEST_ARGS ?=
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test demo bench venv system-deps lint clean
+.PHONY: test demo bench venv system-deps system-deps-chromium lint clean
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -17,8 +18,14 @@ $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 
 venv: $(VENV)/.installed
 
-test: venv
+test: venv system-deps-chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Headless Chromium renders exported notebooks (tests, PDF export): Debian's package.
+system-deps-chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		$(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium; }
 
 bench: venv
 	$(PY) bench/bench_kernel.py
