@@ -3,28 +3,38 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 PYTEST_ARGS ?=
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test demo bench venv system-deps lint clean
+.PHONY: test demo bench venv system-deps system-deps-chromium lint clean
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
 	$(PIP) install -q -U pip
 
 $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
-	$(PIP) install -q -e '.[test]'
+	CMAKE_BUILD_PARALLEL_LEVEL=2 $(PIP) install -q -e '.[test,local]'
 	$(PY) -m bash_kernel.install --sys-prefix >/dev/null
 	touch $@
 
 venv: $(VENV)/.installed
 
-test: venv
+test: venv system-deps-chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Headless Chromium renders exported notebooks (tests, PDF export): Debian's package.
+system-deps-chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		$(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium; }
 
 bench: venv
 	$(PY) bench/bench_kernel.py
 
-demo:
-	@echo "make demo waits for the bundled local model (issue: embedded default); not there yet."
+DEMO_TASK ?= Make a small dataset: a pandas DataFrame with a column n holding the integers 1 to 10 and a column square holding n squared. Compute the sum of the squares, plot square against n as a line chart, and tell me the sum.
+
+demo: venv
+	mkdir -p notebooks
+	$(VENV)/bin/kernel-agent run --model local --temperature 0 --notebook notebooks/demo.ipynb "$(DEMO_TASK)"
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info

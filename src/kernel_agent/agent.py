@@ -90,6 +90,9 @@ class AsyncAgent:
         self.protocol = "fenced"
         self._step = 0
         self._pending_tool_errors: list[tuple[str, str]] = []
+        self._seen_tool_call = False
+        #: (code, seconds) of the successful cells whose effects live in the kernel now
+        self._state_cells: list[tuple[str, float]] = []
 
     # ---------------------------------------------------------------- lifecycle
     async def start(self, task: str = "") -> None:
@@ -207,17 +210,17 @@ class AsyncAgent:
                 break
             gen_started = time.monotonic()
             completion = None
-            async for item in self._llm.stream_chat(self.messages, tools=self._tools()):
-                if hasattr(item, "text") and not hasattr(item, "tool_calls"):
-                    yield ModelDelta(item.text)
+            async for event in self._generate():
+                if isinstance(event, Event):
+                    yield event
                 else:
-                    completion = item
+                    completion = event
             gen_s = time.monotonic() - gen_started
             result.model_time_s += gen_s
             assert completion is not None
             self.usage.add(completion.usage)
             codes, prose, call_ids = self._cells_from(completion)
-            self.messages.append(completion.assistant_message())
+            self.messages.append(_history_message(completion))
             if prose.strip() and codes:
                 transcript.add_markdown(prose.strip(), {"role": "prose"})
                 yield ModelReply(prose.strip(), steps)
@@ -277,12 +280,16 @@ class AsyncAgent:
                 }
                 transcript.freeze(transcript.add_code(code, cell, meta))
                 yield CellFinished(self._step, cell)
+                before_restart = dict(self._namespace)
                 view_text, images = self._view(cell)
-                self._reply_to_call(call_id, view_text, images)
                 if cell.restarted:
-                    note = "The kernel was restarted: every variable and import is gone."
-                    transcript.add_markdown(f"*kernel-agent: {note}*", {"role": "note"})
-                    yield Notice(note, "warning")
+                    rebuild = _Rebuild()
+                    async for event in self._rebuild_state(before_restart, rebuild):
+                        yield event
+                    view_text += "\n" + rebuild.note
+                elif cell.ok:
+                    self._state_cells.append((code, cell.duration))
+                self._reply_to_call(call_id, view_text, images)
                 if cell.status != "ok" and self.protocol == "fenced":
                     break  # let the model fix it before running further blocks
             if result.status == "stopped":
@@ -294,6 +301,30 @@ class AsyncAgent:
         transcript.add_markdown(result.answer, {"role": "answer"})
 
     # ------------------------------------------------------------------ pieces
+    async def _generate(self) -> AsyncIterator[Any]:
+        """Stream one reply: model events, then the Completion (falls back to fenced)."""
+        from .llm import Completion, Retrying, TextDelta, should_fall_back_to_fenced
+
+        while True:
+            try:
+                async for item in self._llm.stream_chat(self.messages, tools=self._tools()):
+                    if isinstance(item, TextDelta):
+                        yield ModelDelta(item.text)
+                    elif isinstance(item, Retrying):
+                        yield Notice(f"model endpoint: {item.reason}; retrying in {item.delay:.1f}s "
+                                     f"({item.attempt}/{item.max_retries})", "warning")
+                    elif isinstance(item, Completion):
+                        yield item
+                return
+            except Exception as exc:
+                if self.protocol != "tools" or not should_fall_back_to_fenced(exc):
+                    raise
+                self.protocol = "fenced"
+                self.messages[0] = {"role": "system", "content": self._system_prompt()}
+                if self.transcript is not None:
+                    self.transcript.update_run_metadata(protocol="fenced")
+                yield Notice("the endpoint rejected tool calls; switching to fenced code blocks")
+
     def _tools(self) -> list[dict[str, Any]] | None:
         if self.protocol != "tools":
             return None
@@ -305,14 +336,18 @@ class AsyncAgent:
         """(codes to run, prose, tool-call ids) from one reply."""
         if self.protocol == "tools":
             codes, ids = [], []
+            self._seen_tool_call = self._seen_tool_call or bool(completion.tool_calls)
             for call in completion.tool_calls:
-                if call.parse_error or not isinstance(call.args, dict) or "code" not in call.args:
-                    why = call.parse_error or "missing the 'code' argument"
+                if call.name != "run_cell" or call.parse_error or call.code is None:
+                    why = (f"there is no tool named {call.name!r}" if call.name != "run_cell"
+                           else call.parse_error or "missing the 'code' argument")
                     self._pending_tool_errors.append((call.id, f"Invalid run_cell call: {why}. Call run_cell with a JSON object {{\"code\": \"...\"}}."))
                     continue
-                codes.append(str(call.args["code"]))
+                codes.append(call.code)
                 ids.append(call.id)
-            return codes, completion.text or "", ids
+            if completion.tool_calls or self._pending_tool_errors or self._seen_tool_call:
+                return codes, completion.text or "", ids
+            # a server that ignores `tools` answers with fenced blocks: run them all the same
         from .llm import extract_code_blocks
 
         text = completion.text or ""
@@ -329,6 +364,44 @@ class AsyncAgent:
             self.messages.append(_image_message(text, images))
         else:
             self.messages.append({"role": "user", "content": text})
+
+    async def _rebuild_state(self, lost: dict[str, VariableInfo], out: _Rebuild) -> AsyncIterator[Event]:
+        """After a restart, replay the cells that built the state (a setting), and say what survived."""
+        assert self.executor is not None and self.transcript is not None
+        cells, self._state_cells = self._state_cells, []
+        replayed = skipped = 0
+        summary: dict[str, VariableInfo] = {}
+        if self.settings.rebuild_state and cells:
+            yield Notice(f"kernel restarted: rebuilding its state by replaying {len(cells)} cells", "warning")
+            python = self.executor.language_info.get("name") == "python"
+            for code, duration in cells:
+                if duration > self.settings.rebuild_max_cell_s:
+                    skipped += 1
+                    continue
+                result = await self.executor.execute(
+                    code, timeout=self.settings.cell_timeout,
+                    user_expressions={"ns": NAMESPACE_EXPRESSION} if python else None,
+                )
+                meta = {"status": result.status, "replay": True, "exec_s": round(result.duration, 3)}
+                self.transcript.freeze(self.transcript.add_code(code, result, meta))
+                if not result.ok:
+                    break
+                replayed += 1
+                self._state_cells.append((code, result.duration))
+                summary = parse_summary(result.user_expressions.get("ns")) or summary
+        self._namespace = summary
+        survived = sorted(k for k in lost if k in summary)
+        gone = sorted(k for k in lost if k not in summary)
+        if replayed:
+            out.note = (f"The kernel was restarted and its state rebuilt by replaying {replayed} earlier cells"
+                        f"{f' ({skipped} slow cells skipped)' if skipped else ''}. "
+                        f"Variables that survived: {', '.join(survived) or 'none'}. "
+                        f"Gone: {', '.join(gone) or 'none'}.")
+        else:
+            out.note = "The kernel was restarted: every variable and import is gone" + (
+                f" ({', '.join(gone)})." if gone else ".")
+        self.transcript.add_markdown(f"*kernel-agent: {out.note}*", {"role": "note"})
+        yield Notice(out.note, "warning")
 
     def _flush_tool_errors(self) -> None:
         for bad_id, why in self._pending_tool_errors:
@@ -393,6 +466,19 @@ class AsyncAgent:
             body=view.text + notes,
         )
         return text, view.images
+
+
+class _Rebuild:
+    note = ""
+
+
+def _history_message(completion: Any) -> dict[str, Any]:
+    """The assistant message for the history, with unparseable tool arguments replaced by {}."""
+    message = completion.assistant_message()
+    for part, call in zip(message.get("tool_calls", []), completion.tool_calls):
+        if call.parse_error:
+            part["function"]["arguments"] = "{}"
+    return message
 
 
 def _image_message(text: str, images: list[str]) -> dict[str, Any]:

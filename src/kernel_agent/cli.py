@@ -8,12 +8,21 @@ Each subcommand lives in ``kernel_agent.commands.<name>`` and exposes
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from importlib import import_module
 
 from .errors import KernelAgentError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "Terminated"]
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C: the run stops cleanly, the notebook is kept."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated()
 
 #: Subcommand modules, in the order ``--help`` lists them.
 COMMANDS = ("run", "verify", "export")
@@ -46,17 +55,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     commands = set(parser._subparsers._group_actions[0].choices) if parser._subparsers else set()
     # `kernel-agent TASK` is a shortcut for `kernel-agent run TASK`.
-    if argv and "run" in commands and argv[0] not in commands and not argv[0].startswith("-"):
+    if argv and "run" in commands and argv[0] not in commands and argv[0] not in ("-h", "--help", "--version"):
         argv.insert(0, "run")
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return int(args.func(args) or 0)
     except KernelAgentError as exc:
         print(f"kernel-agent: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("kernel-agent: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, Terminated)
+        print(f"kernel-agent: {'terminated' if terminated else 'interrupted'}; "
+              "the notebook keeps every finished cell", file=sys.stderr)
+        return 143 if terminated else 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)

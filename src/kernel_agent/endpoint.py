@@ -81,11 +81,21 @@ async def open_endpoint(settings: Settings) -> AsyncIterator[Endpoint]:
     if not is_local(settings):
         yield resolve_endpoint(settings)
         return
-    from .local_server import local_endpoint  # heavy: only for local runs
+    from .local_model import BUNDLED_MODEL, resolve_local_model
+    from .local_server import AsyncLocalModelServer
 
-    manager = local_endpoint(settings)
-    base_url, model_name = await asyncio.to_thread(manager.__enter__)
+    spec = settings.model or "local"
+    path = await asyncio.to_thread(resolve_local_model, spec, settings.home)
+    server = AsyncLocalModelServer(
+        path,
+        model_name=BUNDLED_MODEL.name if spec == "local" else None,
+        startup_timeout=settings.startup_timeout,
+        log_dir=settings.home / "logs",
+    )
+    # started from this (long-lived) loop thread: the server dies with it, never orphaned
+    await server.start()
     try:
-        yield Endpoint(base_url=base_url, api_key=_NO_KEY_NEEDED, model=model_name, provider="local", local=True)
+        yield Endpoint(base_url=server.base_url, api_key=_NO_KEY_NEEDED, model=server.model_name,
+                       provider="local", local=True)
     finally:
-        await asyncio.to_thread(manager.__exit__, None, None, None)
+        await server.shutdown()

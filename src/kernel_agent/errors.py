@@ -15,6 +15,7 @@
     ├── LocalModelError            the bundled model is missing, corrupt or cannot be served
     ├── GatewayError               a Kernel/Enterprise Gateway refused or went away
     ├── NotebookError              a notebook cannot be read, written or is invalid
+    │   └── ExportError            a notebook cannot be exported (e.g. no PDF toolchain)
     └── VerifyMismatch             re-execution did not reproduce the stored outputs
 
 Each carries a one-line message; ``exit_code`` is what the CLI exits with.
@@ -38,6 +39,7 @@ __all__ = [
     "LocalModelError",
     "GatewayError",
     "NotebookError",
+    "ExportError",
     "VerifyMismatch",
 ]
 
@@ -102,6 +104,10 @@ class GatewayError(KernelAgentError):
 
 class NotebookError(KernelAgentError):
     exit_code = 6
+
+
+class ExportError(NotebookError):
+    pass
 
 
 class VerifyMismatch(KernelAgentError):

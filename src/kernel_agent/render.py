@@ -25,6 +25,7 @@ from .events import (
     CellStarted,
     Event,
     ModelDelta,
+    ModelReply,
     Notice,
     RunFinished,
     RunResult,
@@ -65,7 +66,8 @@ class EventRenderer:
         self.show_code = show_code
         self.notebook: Path | None = None
         self._status: Any = None
-        self._streaming = False
+        self._live: Any = None
+        self._stream_text = ""
 
     def __call__(self, event: Event) -> None:
         handler = getattr(self, f"_on_{type(event).__name__}", None)
@@ -73,9 +75,11 @@ class EventRenderer:
             handler(event)
 
     def _end_stream(self) -> None:
-        if self._streaming:
-            self.console.print()
-            self._streaming = False
+        """Clear the transient view of the streaming reply (its text is printed elsewhere)."""
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+        self._stream_text = ""
 
     def _stop_spinner(self) -> None:
         if self._status is not None:
@@ -92,11 +96,24 @@ class EventRenderer:
             )
 
     def _on_ModelDelta(self, event: ModelDelta) -> None:
-        if self.quiet:
+        if self.quiet or not self.console.is_terminal:
             return
-        if not self._streaming:
-            self._streaming = True
-        self.console.print(event.text, end="", style="dim", markup=False, highlight=False)
+        from rich.live import Live
+        from rich.text import Text
+
+        self._stream_text += event.text
+        tail = "\n".join(self._stream_text.splitlines()[-12:])
+        view = Text(tail, style="dim")
+        if self._live is None:
+            self._live = Live(view, console=self.console, transient=True, refresh_per_second=12)
+            self._live.start()
+        else:
+            self._live.update(view)
+
+    def _on_ModelReply(self, event: ModelReply) -> None:
+        self._end_stream()
+        if not self.quiet:
+            self.console.print(event.text, style="italic", markup=False, highlight=False)
 
     def _on_CellStarted(self, event: CellStarted) -> None:
         self._end_stream()
@@ -168,7 +185,8 @@ def print_result(console: Console, err: Console, result: RunResult, fmt: str) ->
         console.print(Markdown(result.answer or "_(no answer)_"))
     usage = result.usage
     tail = (
-        f"status {result.status} · {len(result.cells)} cells · {usage.total_tokens} tokens · "
+        f"status {result.status} · {len(result.cells)} cells · "
+        f"{f'{usage.total_tokens} tokens' if usage.total_tokens else 'tokens not reported by the endpoint'} · "
         f"{result.duration_s:.1f}s · notebook {result.notebook}"
     )
     err.print(tail, style="dim", highlight=False, markup=False)

@@ -61,6 +61,7 @@ class Settings:
     file_size_limit_mb: int | None = 1024
     max_processes: int | None = 256
     rebuild_state: bool = True
+    rebuild_max_cell_s: float = 30.0
     # the loop
     max_steps: int = 20
     max_consecutive_errors: int = 4
@@ -73,6 +74,10 @@ class Settings:
     gateway_token: str | None = None
 
     def __post_init__(self) -> None:
+        for name in ("notebook_dir", "home", "cwd"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, Path):
+                object.__setattr__(self, name, Path(value).expanduser())
         if self.cell_timeout is not None and self.cell_timeout <= 0:
             raise ConfigError(f"cell timeout must be positive, got {self.cell_timeout}")
         if self.max_steps < 1:

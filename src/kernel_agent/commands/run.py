@@ -93,6 +93,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     out = Console(soft_wrap=True)
     err = Console(stderr=True, soft_wrap=True)
+    _prepare_local_model(settings, err)
     render = EventRenderer(err, quiet=args.quiet or args.format == "json")
     approve = _terminal_approver(err) if args.approve else None
     status = 0
@@ -124,21 +125,48 @@ def run_command(args: argparse.Namespace) -> int:
     return status
 
 
+def _prepare_local_model(settings: Any, err: Any) -> None:
+    """Assemble the bundled model up front, with a progress bar (a no-op once it is cached)."""
+    from ..endpoint import is_local
+
+    if not is_local(settings):
+        return
+    from ..local_model import resolve_local_model, rich_progress
+
+    with rich_progress(console=err) as progress:
+        resolve_local_model(settings.model or "local", settings.home, progress)
+
+
 def _check_writable(path: Path) -> None:
-    folder = path.parent if str(path.parent) else Path(".")
-    if path.exists() and path.is_dir():
+    """Fail before the run starts if the transcript could not be written."""
+    if path.is_dir():
         raise ConfigError(f"notebook path is a directory: {path}")
-    probe = folder
-    while not probe.exists():
-        probe = probe.parent
-    if not os.access(probe, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise ConfigError(f"cannot write the notebook at {path}: permission denied")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+        if path.exists() and not os.access(path, os.W_OK):
+            raise PermissionError(13, "permission denied")
+    except OSError as exc:
+        raise ConfigError(f"cannot write the notebook at {path}: {exc.strerror or exc}") from None
+
+
+def _ask(question: str) -> str:
+    """input(), with the question on stderr unless we talk to a terminal (stdout stays clean)."""
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return input(question)
+    sys.stderr.write(question)
+    sys.stderr.flush()
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line.rstrip("\n")
 
 
 def _prompt_task(err: Any) -> str | None:
     while True:
         try:
-            line = input("kernel-agent> ")
+            line = _ask("kernel-agent> ")
         except EOFError:
             err.print()
             return None
@@ -159,7 +187,7 @@ def _terminal_approver(err: Any) -> Any:
         err.print(Syntax(code, "python", theme="ansi_dark", line_numbers=True))
         while True:
             try:
-                answer = input(f"cell {step}: [r]un, [s]kip, [e]dit, [q]uit? ").strip().lower()
+                answer = _ask(f"cell {step}: [r]un, [s]kip, [e]dit, [q]uit? ").strip().lower()
             except EOFError:
                 return "quit", None
             if answer in ("", "r", "run"):

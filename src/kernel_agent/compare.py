@@ -1,0 +1,320 @@
+"""Do two lists of cell outputs say the same thing? Pure functions, no kernel.
+
+Used by :mod:`kernel_agent.verify` to compare a cell's stored outputs with the
+outputs of re-executing it. What is *not* a difference:
+
+- memory addresses (``0x7f3a...``), UUIDs and long random hex ids, timestamps
+  with a time of day, durations (``1.2 ms``, ``3 s``, ``%timeit`` loop counts),
+  ANSI escapes, the cell names in tracebacks (``Cell In[7]``,
+  ``/tmp/ipykernel_123/456.py``), SVG ids and dates;
+- how a stream was chunked: each stream (stdout, stderr) is compared as the
+  concatenation of its text with ``\\r``/``\\b`` resolved, and streams are
+  compared apart from the rich outputs, so the interleaving of stdout, stderr
+  and displays (asynchronous in Jupyter) does not matter;
+- output metadata and execution counts;
+- a stored stream cut by kernel-agent's output bound matches when the new text
+  starts with the kept head and ends with the kept tail.
+
+Images (png, jpeg, gif, webp) are compared by decoded pixels within an
+:class:`ImageTolerance`; a size mismatch is always a difference.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import difflib
+import io
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .outputs import resolve_control_chars
+from .results import strip_ansi
+
+__all__ = [
+    "ImageTolerance",
+    "ImageComparison",
+    "CellComparison",
+    "normalize_text",
+    "compare_images",
+    "compare_outputs",
+    "render_outputs",
+]
+
+_SUBSTITUTIONS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"Cell In\s?\[\s*\d*\s*\]"), "Cell In[N]"),
+    (re.compile(r"Input In \[\s*\d*\s*\]"), "Input In [N]"),
+    (re.compile(r"<ipython-input-\d+-[0-9a-f]+>"), "<ipython-input>"),
+    (re.compile(r"[^\s'\"(]*ipykernel_\d+[/\\]\d+\.py"), "<cell>"),
+    (
+        re.compile(
+            r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+        ),
+        "<uuid>",
+    ),
+    (
+        re.compile(
+            r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
+        ),
+        "<timestamp>",
+    ),
+    (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<time>"),
+    (re.compile(r"\b[\d,]+ loops? each\b"), "N loops each"),
+    (
+        re.compile(
+            r"(?<![\w.])\d+(?:\.\d+)?(?:e[-+]?\d+)?\s?"
+            r"(?:ns|µs|μs|us|ms|s|secs?|seconds?|mins?|minutes?)\b"
+        ),
+        "<duration>",
+    ),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "0x..."),
+    (re.compile(r"\bT_[0-9a-f]{5}\b"), "T_<id>"),  # pandas Styler table ids
+    (re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{12,}\b"), "<hex>"),
+]
+_SVG_IDS = re.compile(r"(\bid=\"|url\(#|href=\"#)[^\")]+")
+_SVG_DATE = re.compile(r"<dc:date>.*?</dc:date>", re.S)
+_TRUNCATED = re.compile(r"\n\[kernel-agent: output truncated, [\d,]+ characters omitted\]\n")
+_IMAGE_MIMES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+def normalize_text(text: str) -> str:
+    """``text`` with run-to-run noise replaced by placeholders (see module doc)."""
+    text = strip_ansi(text)
+    for pattern, replacement in _SUBSTITUTIONS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _normalize_svg(text: str) -> str:
+    return normalize_text(_SVG_IDS.sub(r"\1<id>", _SVG_DATE.sub("", text)))
+
+
+# ------------------------------------------------------------------ images
+@dataclass(frozen=True)
+class ImageTolerance:
+    """How different two images may be and still count as the same.
+
+    A pixel differs when one of its channels (RGB, after compositing any alpha
+    onto white) differs by more than ``pixel_threshold`` (0-255). Images match
+    when at most ``fraction`` of their pixels differ **and** the mean absolute
+    channel difference is at most ``mean`` (0-255). ``ImageTolerance.exact()``
+    allows no difference at all.
+    """
+
+    fraction: float = 0.01
+    mean: float = 2.0
+    pixel_threshold: int = 16
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.fraction <= 1:
+            raise ValueError(f"image tolerance fraction must be in [0, 1], got {self.fraction}")
+        if self.mean < 0 or self.pixel_threshold < 0:
+            raise ValueError("image tolerance mean and pixel threshold must be >= 0")
+
+    @classmethod
+    def exact(cls) -> ImageTolerance:
+        return cls(fraction=0.0, mean=0.0, pixel_threshold=0)
+
+
+@dataclass(frozen=True)
+class ImageComparison:
+    same: bool
+    reason: str
+    size: tuple[int, int] | None = None
+    other_size: tuple[int, int] | None = None
+    mean: float = 0.0
+    fraction: float = 0.0
+
+
+def _decode_image(data: Any) -> Any:
+    from PIL import Image
+
+    raw = data if isinstance(data, bytes) else base64.b64decode("".join(str(data).split()))
+    image = Image.open(io.BytesIO(raw))
+    image.load()
+    rgba = image.convert("RGBA")
+    white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+    return Image.alpha_composite(white, rgba).convert("RGB")
+
+
+def compare_images(
+    stored: Any, fresh: Any, tolerance: ImageTolerance | None = None
+) -> ImageComparison:
+    """Compare two images (base64 text or bytes) by decoded pixels."""
+    import numpy as np
+
+    tolerance = tolerance or ImageTolerance()
+    try:
+        a, b = _decode_image(stored), _decode_image(fresh)
+    except (OSError, ValueError, binascii.Error) as exc:
+        return ImageComparison(False, f"cannot decode image: {exc}")
+    if a.size != b.size:
+        return ImageComparison(
+            False, f"size {a.size[0]}x{a.size[1]} became {b.size[0]}x{b.size[1]}", a.size, b.size
+        )
+    diff = np.abs(np.asarray(a, dtype=np.int16) - np.asarray(b, dtype=np.int16))
+    mean = float(diff.mean())
+    fraction = float((diff.max(axis=2) > tolerance.pixel_threshold).mean())
+    same = fraction <= tolerance.fraction and mean <= tolerance.mean
+    reason = (
+        f"{fraction:.2%} of pixels differ, mean difference {mean:.2f}/255 "
+        f"(tolerance {tolerance.fraction:.2%}, {tolerance.mean:g})"
+    )
+    return ImageComparison(same, reason, a.size, b.size, mean, fraction)
+
+
+# ----------------------------------------------------------------- outputs
+@dataclass
+class CellComparison:
+    """The outcome of comparing one cell: ``same``, and if not, why and a short diff."""
+
+    same: bool
+    problems: list[str] = field(default_factory=list)
+    diff: list[str] = field(default_factory=list)
+
+
+def _streams_and_rich(outputs: Iterable[Any]) -> tuple[dict[str, str], list[Any]]:
+    streams: dict[str, str] = {}
+    rich: list[Any] = []
+    for out in outputs:
+        if out.get("output_type") == "stream":
+            name = out.get("name", "stdout")
+            streams[name] = streams.get(name, "") + _text(out.get("text", ""))
+        else:
+            rich.append(out)
+    return {k: resolve_control_chars(v) for k, v in streams.items()}, rich
+
+
+def _text(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def _same_stream(stored: str, fresh: str) -> bool:
+    stored, fresh = normalize_text(stored), normalize_text(fresh)
+    if stored == fresh:
+        return True
+    parts = _TRUNCATED.split(stored)
+    if len(parts) == 2:  # stored text was cut by kernel-agent's output bound
+        head, tail = parts
+        return fresh.startswith(head) and fresh.endswith(tail) and len(fresh) > len(stored) - 80
+    return False
+
+
+def _mime_text(mime: str, value: Any) -> str:
+    if mime == "image/svg+xml":
+        return _normalize_svg(_text(value))
+    if isinstance(value, (dict, list)) and not mime.startswith("text/"):
+        return normalize_text(json.dumps(value, sort_keys=True, indent=1))
+    return normalize_text(_text(value))
+
+
+def _compare_rich(number: int, stored: Any, fresh: Any, tolerance: ImageTolerance) -> list[str]:
+    where = f"output {number}"
+    kind, other = stored.get("output_type"), fresh.get("output_type")
+    if kind != other:
+        return [f"{where}: {kind} became {other}"]
+    if kind == "error":
+        problems = []
+        if (stored.get("ename"), normalize_text(stored.get("evalue", ""))) != (
+            fresh.get("ename"),
+            normalize_text(fresh.get("evalue", "")),
+        ):
+            problems.append(
+                f"{where}: error {stored.get('ename')}: {_one(stored.get('evalue', ''))} "
+                f"became {fresh.get('ename')}: {_one(fresh.get('evalue', ''))}"
+            )
+        elif _traceback(stored) != _traceback(fresh):
+            problems.append(f"{where}: the traceback of {stored.get('ename')} differs")
+        return problems
+    data, new = stored.get("data", {}), fresh.get("data", {})
+    problems = []
+    if set(data) != set(new):
+        gone, came = sorted(set(data) - set(new)), sorted(set(new) - set(data))
+        problems.append(
+            f"{where}: MIME types differ"
+            + (f"; missing {', '.join(gone)}" if gone else "")
+            + (f"; new {', '.join(came)}" if came else "")
+        )
+    for mime in sorted(set(data) & set(new)):
+        if mime in _IMAGE_MIMES:
+            result = compare_images(data[mime], new[mime], tolerance)
+            if not result.same:
+                problems.append(f"{where}: {mime} {result.reason}")
+        elif _mime_text(mime, data[mime]) != _mime_text(mime, new[mime]):
+            problems.append(f"{where}: {mime} differs")
+    return problems
+
+
+def _traceback(out: Any) -> str:
+    return normalize_text("\n".join(_text(line) for line in out.get("traceback", [])))
+
+
+def _one(text: str, limit: int = 80) -> str:
+    first = (strip_ansi(str(text)).strip().splitlines() or [""])[0]
+    return first if len(first) <= limit else first[: limit - 3] + "..."
+
+
+def compare_outputs(
+    stored: Iterable[Any], fresh: Iterable[Any], tolerance: ImageTolerance | None = None
+) -> CellComparison:
+    """Compare a cell's stored outputs with its re-executed ones."""
+    tolerance = tolerance or ImageTolerance()
+    stored, fresh = list(stored), list(fresh)
+    old_streams, old_rich = _streams_and_rich(stored)
+    new_streams, new_rich = _streams_and_rich(fresh)
+    problems: list[str] = []
+    for name in sorted(set(old_streams) | set(new_streams)):
+        if not _same_stream(old_streams.get(name, ""), new_streams.get(name, "")):
+            problems.append(f"{name} differs")
+    if len(old_rich) != len(new_rich):
+        problems.append(f"{len(old_rich)} rich outputs stored, {len(new_rich)} after re-execution")
+    for number, (a, b) in enumerate(zip(old_rich, new_rich, strict=False), start=1):
+        problems.extend(_compare_rich(number, a, b, tolerance))
+    if not problems:
+        return CellComparison(True)
+    return CellComparison(False, problems, short_diff(stored, fresh))
+
+
+# ----------------------------------------------------------------- diffing
+def render_outputs(outputs: Iterable[Any]) -> list[str]:
+    """Normalised text lines standing for ``outputs``, for a human-readable diff."""
+    streams, rich = _streams_and_rich(outputs)
+    lines: list[str] = []
+    for name in sorted(streams):
+        lines.append(f"[{name}]")
+        lines.extend(normalize_text(streams[name]).splitlines())
+    for out in rich:
+        kind = out.get("output_type")
+        if kind == "error":
+            lines.append(f"[error] {out.get('ename')}: {normalize_text(out.get('evalue', ''))}")
+            continue
+        for mime, value in sorted(out.get("data", {}).items()):
+            if mime in _IMAGE_MIMES:
+                lines.append(f"[{kind} {mime} {_image_size(value)}]")
+            else:
+                lines.append(f"[{kind} {mime}]")
+                lines.extend(_mime_text(mime, value).splitlines()[:40])
+    return lines
+
+
+def _image_size(value: Any) -> str:
+    try:
+        width, height = _decode_image(value).size
+    except Exception:
+        return "undecodable"
+    return f"{width}x{height}"
+
+
+def short_diff(stored: Iterable[Any], fresh: Iterable[Any], limit: int = 24) -> list[str]:
+    """A unified diff of :func:`render_outputs`, at most ``limit`` lines."""
+    lines = list(
+        difflib.unified_diff(
+            render_outputs(stored), render_outputs(fresh), "stored", "re-executed", n=1, lineterm=""
+        )
+    )
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... ({len(lines) - limit} more diff lines)"]
+    return lines

@@ -1,0 +1,262 @@
+"""Export a notebook to HTML, Markdown or PDF, with where it came from on top.
+
+- **html**: one self-contained file. Output images are ``data:`` URIs and
+  ``embed_images`` inlines images referenced from markdown cells, so nothing is
+  written beside it. (The page still names the CDN scripts nbconvert's template
+  uses for MathJax and require.js; without a network they just do not load.)
+- **markdown**: ``NAME.md`` plus its images as files in ``NAME_files/`` beside it
+  (data URIs are stripped by most Markdown renderers, GitHub's among them).
+- **pdf**: the HTML export printed by headless Chromium when it is installed; else
+  nbconvert's ``webpdf`` when playwright is importable; else LaTeX when ``xelatex``
+  and ``pandoc`` are on PATH; else :class:`~kernel_agent.errors.ExportError`
+  saying what is missing.
+
+Every format starts with a provenance header, built from ``metadata.kernel_agent``
+(task, model, tokens, times, kernel, sandbox, verify verdict, which notebook of the
+pair this is); a notebook without that metadata is exported as it is.
+"""
+
+from __future__ import annotations
+
+import copy
+import html as html_lib
+import importlib.util
+import os
+import shutil
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from nbformat import NotebookNode
+from nbformat.v4 import new_markdown_cell
+
+from .errors import ConfigError, ExportError
+from .nbio import one_line, read_notebook
+from .transcript import _atomic_write_text
+
+__all__ = ["export_notebook", "provenance_markdown", "with_provenance", "pdf_engine", "FORMATS"]
+
+Format = Literal["html", "markdown", "pdf"]
+FORMATS: dict[str, str] = {"html": ".html", "markdown": ".md", "pdf": ".pdf"}
+_ALIASES = {"md": "markdown", "htm": "html"}
+PdfEngine = Literal["auto", "chromium", "webpdf", "latex"]
+
+
+def export_notebook(
+    path: str | Path,
+    to: str = "html",
+    output: str | Path | None = None,
+    *,
+    provenance: bool = True,
+    pdf_engine: PdfEngine = "auto",
+) -> Path:
+    """Export the notebook at ``path``; returns the written file.
+
+    ``output`` defaults to ``path`` with the format's suffix; a directory (an
+    existing one, or a path ending in ``/``) means "in there, named after the
+    notebook".
+    """
+    path = Path(path)
+    fmt = _ALIASES.get(to, to)
+    if fmt not in FORMATS:
+        raise ConfigError(f"cannot export to {to!r}: choose html, markdown or pdf")
+    nb = read_notebook(path)
+    out = Path(output) if output is not None else path.with_suffix(FORMATS[fmt])
+    if out.is_dir() or str(output or "").endswith(("/", os.sep)):
+        out = out / (path.stem + FORMATS[fmt])
+    if out.resolve() == path.resolve():
+        raise ConfigError(f"export would overwrite the notebook itself: {out}")
+    if provenance:
+        nb = with_provenance(nb, path)
+    if fmt == "html":
+        _atomic_write_text(out, _html(nb, path))
+    elif fmt == "markdown":
+        _markdown(nb, path, out)
+    else:
+        _pdf(nb, path, out, pdf_engine)
+    return out
+
+
+# ------------------------------------------------------------------ formats
+def _resources(nb_path: Path) -> dict[str, Any]:
+    return {"metadata": {"name": nb_path.stem, "path": str(nb_path.resolve().parent)}}
+
+
+def _html(nb: NotebookNode, nb_path: Path) -> str:
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="lab", embed_images=True)
+    body, resources = exporter.from_notebook_node(nb, resources=_resources(nb_path))
+    if resources.get("outputs"):  # nothing may live outside the file
+        raise ExportError(f"HTML export of {nb_path.name} produced external files")
+    return body
+
+
+def _markdown(nb: NotebookNode, nb_path: Path, out: Path) -> None:
+    from nbconvert import MarkdownExporter
+
+    files_dir = f"{out.stem}_files"
+    resources = _resources(nb_path)
+    resources.update(output_files_dir=files_dir, unique_key=out.stem)
+    body, resources = MarkdownExporter().from_notebook_node(nb, resources=resources)
+    outputs: dict[str, bytes] = resources.get("outputs") or {}
+    target = out.parent / files_dir
+    if target.exists():
+        shutil.rmtree(target)
+    for name, data in outputs.items():
+        dest = out.parent / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(data)
+    _atomic_write_text(out, body)
+
+
+def pdf_engine(preferred: PdfEngine = "auto") -> str | None:
+    """The PDF toolchain to use, or None when ``preferred`` (or every one) is missing."""
+    from .chromium import find_chromium
+
+    available = {
+        "chromium": lambda: find_chromium() is not None,
+        "webpdf": _has_playwright,
+        "latex": lambda: bool(shutil.which("xelatex") and shutil.which("pandoc")),
+    }
+    order = list(available) if preferred == "auto" else [preferred]
+    return next((name for name in order if available[name]()), None)
+
+
+def _has_playwright() -> bool:
+    try:
+        return importlib.util.find_spec("playwright") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _pdf(nb: NotebookNode, nb_path: Path, out: Path, preferred: PdfEngine) -> None:
+    engine = pdf_engine(preferred)
+    if engine is None:
+        if preferred != "auto":
+            raise ExportError(
+                f"PDF export with {preferred} is not possible here: {_MISSING[preferred]}"
+            )
+        raise ExportError(
+            "PDF export needs Chromium (apt-get install chromium), playwright, "
+            "or xelatex and pandoc; none was found"
+        )
+    if engine == "chromium":
+        from .chromium import print_pdf
+
+        with tempfile.TemporaryDirectory(prefix="kernel-agent-export-") as tmp:
+            page = Path(tmp) / f"{out.stem}.html"
+            page.write_text(_html(nb, nb_path), encoding="utf-8")
+            print_pdf(page, out)
+        return
+    from nbconvert import PDFExporter, WebPDFExporter
+
+    exporter = WebPDFExporter() if engine == "webpdf" else PDFExporter()
+    try:
+        data, _ = exporter.from_notebook_node(nb, resources=_resources(nb_path))
+    except Exception as exc:
+        raise ExportError(f"PDF export with {engine} failed: {one_line(exc)}") from None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(data)
+
+
+_MISSING = {
+    "chromium": "Chromium is not installed (apt-get install chromium)",
+    "webpdf": "playwright is not installed (pip install 'nbconvert[webpdf]')",
+    "latex": "xelatex and pandoc are needed (apt-get install texlive-xetex pandoc)",
+}
+
+
+# --------------------------------------------------------------- provenance
+def with_provenance(nb: NotebookNode, nb_path: Path | None = None) -> NotebookNode:
+    """A copy of ``nb`` with the provenance header as its first cell (if it has any)."""
+    text = provenance_markdown(nb, nb_path)
+    if text is None:
+        return nb
+    nb = copy.deepcopy(nb)
+    cell = new_markdown_cell(text)
+    cell.metadata["kernel_agent"] = {"role": "provenance"}
+    if nb.nbformat_minor < 5:
+        del cell["id"]
+    nb.cells.insert(0, cell)
+    return nb
+
+
+def provenance_markdown(nb: NotebookNode, nb_path: Path | None = None) -> str | None:
+    """The provenance header as Markdown, or None for a notebook kernel-agent did not make."""
+    run = nb.metadata.get("kernel_agent") or {}
+    if not run:
+        return None
+    rows: list[tuple[str, str]] = []
+    if run.get("task"):
+        rows.append(("Task", str(run["task"])))
+    if run.get("model"):
+        rows.append(("Model", str(run["model"])))
+    if run.get("status"):
+        rows.append(("Run status", str(run["status"])))
+    usage = run.get("usage") or {}
+    if usage:
+        total = usage.get("total_tokens")
+        if total is None:
+            total = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
+        rows.append(
+            (
+                "Tokens",
+                f"{total:,} ({usage.get('prompt_tokens', 0):,} prompt + "
+                f"{usage.get('completion_tokens', 0):,} completion)",
+            )
+        )
+    if run.get("started"):
+        rows.append(("Started", str(run["started"])))
+    if run.get("ended"):
+        ended = str(run["ended"])
+        if isinstance(run.get("duration_s"), (int, float)):
+            ended += f" ({run['duration_s']:.1f} s)"
+        rows.append(("Ended", ended))
+    kernel = nb.metadata.get("kernelspec") or {}
+    if kernel:
+        rows.append(("Kernel", str(kernel.get("display_name") or kernel.get("name"))))
+    if isinstance(run.get("sandbox"), dict) and run["sandbox"]:
+        rows.append(("Sandbox", _flat(run["sandbox"])))
+    rows.append(("Verify", _verify_text(run.get("verify"))))
+    if run.get("transcript"):
+        rows.append(
+            (
+                "Notebook",
+                f"clean (execution counts renumbered); full transcript: {run['transcript']}",
+            )
+        )
+    elif run.get("clean_notebook"):
+        rows.append(("Notebook", f"full transcript; clean notebook: {run['clean_notebook']}"))
+    from . import __version__
+
+    exported = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    source = f" from {nb_path.name}" if nb_path is not None else ""
+    rows.append(("Exported", f"{exported}{source} by kernel-agent {__version__}"))
+    lines = ["**kernel-agent run: provenance**", "", "| | |", "|---|---|"]
+    lines += [f"| {name} | {_escape(value)} |" for name, value in rows]
+    return "\n".join(lines)
+
+
+def _verify_text(verify: Any) -> str:
+    if not isinstance(verify, dict) or not verify.get("verdict"):
+        return "not verified"
+    text = str(verify["verdict"])
+    if verify.get("code_cells") is not None:
+        text += f" ({verify.get('reproduced_cells', '?')}/{verify['code_cells']} code cells"
+        text += f", checked {verify['checked']})" if verify.get("checked") else ")"
+    first = verify.get("first_difference")
+    if isinstance(first, dict) and first.get("problems"):
+        text += f"; first difference in code cell {first.get('code_cell')}: {first['problems'][0]}"
+    if verify.get("error"):
+        text += f"; {verify['error']}"
+    return text
+
+
+def _flat(values: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items() if not isinstance(v, (dict, list)))
+
+
+def _escape(value: str) -> str:
+    return html_lib.escape(" ".join(str(value).split())).replace("|", "&#124;")

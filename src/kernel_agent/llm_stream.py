@@ -1,0 +1,277 @@
+"""Streamed chat-completion chunks -> events and one :class:`Completion`. Pure, no I/O.
+
+:class:`StreamAccumulator` is fed chunks (``openai`` ``ChatCompletionChunk`` objects or
+plain dicts of the same shape) and returns the deltas each one carries; ``result()``
+gives the assembled :class:`Completion`. :func:`completion_from_response` does the same
+for a non-streamed ``ChatCompletion``.
+
+Tolerated server quirks: tool-call deltas without ``index`` (their position is used),
+``id``/``name`` repeated on every chunk, missing tool-call ids (one is made up), usage
+sent on several chunks (the last wins), ``reasoning_content``/``reasoning`` deltas.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Completion",
+    "ReasoningDelta",
+    "StreamAccumulator",
+    "TextDelta",
+    "ToolCall",
+    "ToolCallDelta",
+    "Usage",
+    "completion_from_response",
+    "parse_tool_arguments",
+]
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """Some reply text, as it arrives."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningDelta:
+    """Some "thinking" text from a reasoning model (not part of the answer)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallDelta:
+    """A piece of a tool call as it arrives: ``name`` on the first piece, then argument text."""
+
+    index: int
+    name: str
+    arguments: str
+
+
+Delta = TextDelta | ReasoningDelta | ToolCallDelta
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts; ``a + b`` and ``Usage.total(items)`` sum them."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+    @classmethod
+    def total(cls, items: Iterable[Usage | None]) -> Usage:
+        out = cls()
+        for item in items:
+            if item is not None:
+                out = out + item
+        return out
+
+    @classmethod
+    def from_obj(cls, obj: Any) -> Usage | None:
+        if obj is None:
+            return None
+        prompt = int(_get(obj, "prompt_tokens") or 0)
+        completion = int(_get(obj, "completion_tokens") or 0)
+        return cls(prompt, completion, int(_get(obj, "total_tokens") or prompt + completion))
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call. ``args`` is None and ``parse_error`` says why when the JSON is bad."""
+
+    id: str
+    name: str
+    arguments: str
+    args: dict[str, Any] | None
+    parse_error: str | None = None
+
+    @property
+    def code(self) -> str | None:
+        """``args["code"]`` when it is a string (the ``run_cell`` case), else None."""
+        code = (self.args or {}).get("code")
+        return code if isinstance(code, str) else None
+
+    def to_message_part(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A whole reply: text, tool calls, usage (None if the server sent none), finish reason."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    reasoning: str = ""
+    model: str | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """The reply hit the token limit (``finish_reason == "length"``)."""
+        return self.finish_reason == "length"
+
+    def assistant_message(self) -> dict[str, Any]:
+        """The message to append to the history (OpenAI chat format)."""
+        msg: dict[str, Any] = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            msg["content"] = self.text or None
+            msg["tool_calls"] = [c.to_message_part() for c in self.tool_calls]
+        return msg
+
+
+def parse_tool_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
+    """``(args, None)`` for a JSON object (``""`` counts as ``{}``), else ``(None, why)``."""
+    if not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except ValueError as err:
+        return None, f"arguments are not valid JSON ({err})"
+    if not isinstance(value, dict):
+        return None, f"arguments are JSON {type(value).__name__}, not an object"
+    return value, None
+
+
+def _made_up_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def _get(obj: Any, key: str) -> Any:
+    """Read ``key`` from a dict or an attribute (openai's pydantic models)."""
+    if obj is None:
+        return None
+    if isinstance(obj, dict):
+        return obj.get(key)
+    value = getattr(obj, key, None)
+    if value is None:
+        extra = getattr(obj, "model_extra", None)  # fields a server added to the schema
+        if isinstance(extra, dict):
+            value = extra.get(key)
+    return value
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class StreamAccumulator:
+    """Feed chunks in order; each ``feed`` returns the deltas it carried."""
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: dict[int, _PartialCall] = {}
+        self._usage: Usage | None = None
+        self._finish: str | None = None
+        self._model: str | None = None
+        self.chunks = 0
+        self.saw_choice = False
+
+    def feed(self, chunk: Any) -> list[Delta]:
+        self.chunks += 1
+        self._model = _get(chunk, "model") or self._model
+        usage = Usage.from_obj(_get(chunk, "usage"))
+        if usage is not None:
+            self._usage = usage
+        out: list[Delta] = []
+        for choice in _get(chunk, "choices") or []:
+            if (_get(choice, "index") or 0) != 0:
+                continue
+            self.saw_choice = True
+            self._finish = _get(choice, "finish_reason") or self._finish
+            delta = _get(choice, "delta")
+            if delta is None:
+                continue
+            thought = _get(delta, "reasoning_content") or _get(delta, "reasoning")
+            if isinstance(thought, str) and thought:
+                self._reasoning.append(thought)
+                out.append(ReasoningDelta(thought))
+            content = _get(delta, "content")
+            if isinstance(content, str) and content:
+                self._text.append(content)
+                out.append(TextDelta(content))
+            for position, tc in enumerate(_get(delta, "tool_calls") or []):
+                out.extend(self._feed_call(position, tc))
+        return out
+
+    def _feed_call(self, position: int, tc: Any) -> list[Delta]:
+        index = _get(tc, "index")
+        index = position if index is None else int(index)
+        call = self._calls.setdefault(index, _PartialCall())
+        call.id = call.id or (_get(tc, "id") or "")
+        fn = _get(tc, "function")
+        name = _get(fn, "name") or ""
+        new_name = ""
+        if name and name != call.name:
+            call.name += name
+            new_name = name
+        args = _get(fn, "arguments") or ""
+        if args:
+            call.arguments.append(args)
+        return [ToolCallDelta(index, new_name, args)] if new_name or args else []
+
+    def result(self) -> Completion:
+        calls = []
+        for index in sorted(self._calls):
+            partial = self._calls[index]
+            raw = "".join(partial.arguments)
+            args, error = parse_tool_arguments(raw)
+            partial.id = partial.id or _made_up_id()  # some local servers send none
+            calls.append(ToolCall(partial.id, partial.name, raw, args, error))
+        return Completion(
+            text="".join(self._text),
+            tool_calls=tuple(calls),
+            usage=self._usage,
+            finish_reason=self._finish,
+            reasoning="".join(self._reasoning),
+            model=self._model,
+        )
+
+
+def completion_from_response(response: Any) -> Completion:
+    """A :class:`Completion` from a non-streamed ``ChatCompletion`` (object or dict)."""
+    choices = _get(response, "choices") or []
+    if not choices:
+        return Completion(
+            usage=Usage.from_obj(_get(response, "usage")), model=_get(response, "model")
+        )
+    choice = choices[0]
+    message = _get(choice, "message")
+    calls = []
+    for tc in _get(message, "tool_calls") or []:
+        fn = _get(tc, "function")
+        raw = _get(fn, "arguments") or ""
+        args, error = parse_tool_arguments(raw)
+        call_id = _get(tc, "id") or _made_up_id()
+        calls.append(ToolCall(call_id, _get(fn, "name") or "", raw, args, error))
+    thought = _get(message, "reasoning_content") or _get(message, "reasoning")
+    return Completion(
+        text=_get(message, "content") or "",
+        tool_calls=tuple(calls),
+        usage=Usage.from_obj(_get(response, "usage")),
+        finish_reason=_get(choice, "finish_reason"),
+        reasoning=thought if isinstance(thought, str) else "",
+        model=_get(response, "model"),
+    )

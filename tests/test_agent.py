@@ -1,0 +1,260 @@
+"""The agent loop against a scripted OpenAI-compatible server and a real kernel."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from fake_openai import FakeLLM, fenced, malformed_tool_call, run_cell, text, error
+
+from kernel_agent.agent import Agent
+from kernel_agent.errors import ConfigError, LLMAuthError
+from kernel_agent.events import CellFinished, CellOutput, CellStarted, ModelDelta, Notice, RunFinished
+from kernel_agent.settings import Settings
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def settings_for(fake: FakeLLM, tmp_path: Path, **kw) -> Settings:
+    base = dict(base_url=fake.base_url, model="test-model", api_key="sk-test",
+                notebook_dir=tmp_path / "nbs", cwd=tmp_path, sandbox="none")
+    base.update(kw)
+    return Settings.from_env(env={}, **base)
+
+
+def run(fake: FakeLLM, tmp_path: Path, task: str = "do it", **kw):
+    approve = kw.pop("approve", None)
+    with Agent(settings_for(fake, tmp_path, **kw), approve=approve) as agent:
+        events = list(agent.run(task))
+    result = events[-1].result
+    assert isinstance(events[-1], RunFinished)
+    return result, events
+
+
+def read_nb(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    return nb
+
+
+def test_state_carries_across_cells_and_notebook_records_everything(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("x = 6 * 7"), run_cell("print(x + 1)"), text("It is 43."))
+    result, events = run(fake_llm, tmp_path)
+    assert result.status == "ok" and result.answer == "It is 43."
+    assert [c.status for c in result.cells] == ["ok", "ok"]
+    assert result.cells[1].outputs[0]["text"] == "43\n"
+    assert any(isinstance(e, ModelDelta) for e in events)
+    nb = read_nb(result.notebook)
+    roles = [c.metadata.get("kernel_agent", {}).get("role") for c in nb.cells if c.cell_type == "markdown"]
+    assert roles == ["task", "answer"]
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert [c.source for c in code] == ["x = 6 * 7", "print(x + 1)"]
+    assert code[1].outputs[0]["text"] == "43\n" and code[1].execution_count == 2
+    meta = code[0].metadata["kernel_agent"]
+    assert meta["status"] == "ok" and meta["model"].endswith("test-model") and meta["step"] == 1
+    assert {"gen_s", "exec_s", "tokens", "attempt"} <= set(meta)
+    run_meta = nb.metadata["kernel_agent"]
+    assert run_meta["status"] == "ok" and run_meta["usage"]["total_tokens"] > 0
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    assert nb.metadata["language_info"]["name"] == "python"
+    # the model saw the output and a namespace summary
+    tool_msg = fake_llm.requests[2]["messages"][-1]
+    assert tool_msg["role"] == "tool" and "43" in tool_msg["content"]
+    assert "x (int = 42)" in fake_llm.requests[1]["messages"][-1]["content"]
+
+
+def test_error_goes_back_to_the_model_and_is_fixed(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("y = undefined_name + 1"), run_cell("y = 1 + 1\nprint(y)"), text("y is 2"))
+    result, _ = run(fake_llm, tmp_path)
+    assert [c.status for c in result.cells] == ["error", "ok"]
+    seen = fake_llm.requests[1]["messages"][-1]["content"]
+    assert "NameError" in seen and "undefined_name" in seen and "\x1b[" not in seen
+    nb = read_nb(result.notebook)
+    attempts = [c.metadata["kernel_agent"]["status"] for c in nb.cells if c.cell_type == "code"]
+    assert attempts == ["error", "ok"]
+
+
+def test_fenced_protocol_runs_one_block_per_reply(fake_llm, tmp_path):
+    fake_llm.enqueue(fenced("import math\nprint(math.factorial(15))", before="Let me compute."), text("15! = 1307674368000"))
+    result, events = run(fake_llm, tmp_path, protocol="fenced")
+    assert result.cells[0].outputs[0]["text"] == "1307674368000\n"
+    assert "tools" not in fake_llm.requests[0]
+    assert "```" in fake_llm.requests[0]["messages"][0]["content"]  # the fenced system prompt
+    follow_up = fake_llm.requests[1]["messages"][-1]
+    assert follow_up["role"] == "user" and "1307674368000" in follow_up["content"]
+    nb = read_nb(result.notebook)
+    prose = [c.source for c in nb.cells if c.metadata.get("kernel_agent", {}).get("role") == "prose"]
+    assert prose == ["Let me compute."]
+
+
+def test_a_reply_without_code_gets_one_nudge(fake_llm, tmp_path):
+    fake_llm.enqueue(text("It is 120."), run_cell("import math; print(math.factorial(5))"), text("120"))
+    result, _ = run(fake_llm, tmp_path)
+    assert result.status == "ok" and len(result.cells) == 1
+    assert "from memory" in fake_llm.requests[1]["messages"][-1]["content"]
+
+
+def test_malformed_tool_arguments_are_reported_to_the_model(fake_llm, tmp_path):
+    fake_llm.enqueue(malformed_tool_call(), run_cell("print('ok')"), text("done"))
+    result, _ = run(fake_llm, tmp_path)
+    assert result.status == "ok" and len(result.cells) == 1
+    second = fake_llm.requests[1]["messages"]
+    assert second[-1]["role"] == "tool" and "Invalid run_cell call" in second[-1]["content"]
+    assert second[-2]["tool_calls"][0]["function"]["arguments"] == "{}"
+
+
+def test_consecutive_failures_stop_the_run_honestly(fake_llm, tmp_path):
+    fake_llm.enqueue(*[run_cell("1/0") for _ in range(3)])
+    result, _ = run(fake_llm, tmp_path, max_consecutive_errors=3)
+    assert result.status == "failed" and "ZeroDivisionError" in result.answer
+    assert len(result.cells) == 3
+
+
+def test_max_steps_bounds_the_loop(fake_llm, tmp_path):
+    fake_llm.enqueue(*[run_cell(f"a{i} = {i}") for i in range(3)])
+    result, _ = run(fake_llm, tmp_path, max_steps=3)
+    assert result.status == "max_steps" and len(result.cells) == 3
+    assert result.notebook.exists()
+
+
+def test_images_reach_a_vision_model_as_image_parts(fake_llm, tmp_path):
+    plot = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()"
+    fake_llm.enqueue(run_cell(plot), text("plotted"))
+    result, _ = run(fake_llm, tmp_path, vision=True)
+    assert "image/png" in result.cells[0].outputs[0]["data"]
+    messages = fake_llm.requests[1]["messages"]
+    assert messages[-2]["role"] == "tool" and "image/png image" in messages[-2]["content"]
+    parts = messages[-1]["content"]
+    assert parts[1]["type"] == "image_url" and parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+def test_images_are_a_placeholder_for_text_models(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("import matplotlib.pyplot as plt\nplt.plot([1, 2]); plt.show()"), text("ok"))
+    run(fake_llm, tmp_path)
+    seen = fake_llm.requests[1]["messages"][-1]["content"]
+    assert "image/png image" in seen and "not shown to you" in seen and "base64" not in seen
+
+
+def test_approval_run_skip_edit_quit(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("a = 1"), run_cell("b = 2"), run_cell("c = 3"), run_cell("d = 4"))
+    answers = iter([("run", None), ("skip", None), ("run", "c = 30\nprint(c)"), ("quit", None)])
+    asked = []
+
+    def approve(code, step):
+        asked.append(code)
+        return next(answers)
+
+    result, events = run(fake_llm, tmp_path, approve=approve)
+    assert asked == ["a = 1", "b = 2", "c = 3", "d = 4"]
+    assert [c.code for c in result.cells] == ["a = 1", "c = 30\nprint(c)"]
+    assert result.cells[1].outputs[0]["text"] == "30\n"
+    assert result.status == "stopped"
+    skipped = fake_llm.requests[2]["messages"][-1]
+    assert skipped["role"] == "tool" and "skipped" in skipped["content"]
+
+
+def test_the_api_key_is_not_visible_in_the_kernel(fake_llm, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-value")
+    fake_llm.enqueue(run_cell("import os\nprint(sorted(k for k in os.environ if 'KEY' in k), os.environ.get('OPENAI_API_KEY'))"), text("done"))
+    result, _ = run(fake_llm, tmp_path, api_key="sk-secret-value")
+    assert result.cells[0].outputs[0]["text"] == "[] None\n"
+    assert fake_llm.requests[0].headers["authorization"] == "Bearer sk-secret-value"
+
+
+def test_outputs_stream_as_events_while_a_cell_runs(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("import time\nfor i in range(3):\n    print(i, flush=True); time.sleep(0.2)"), text("ok"))
+    _, events = run(fake_llm, tmp_path)
+    kinds = [type(e).__name__ for e in events]
+    start, finish = kinds.index("CellStarted"), kinds.index("CellFinished")
+    assert kinds[start + 1 : finish].count("CellOutput") >= 2
+
+
+def test_a_kernel_death_is_reported_and_state_rebuilt(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("x = 1"), run_cell("y = x + 1"), run_cell("import os; os._exit(1)"),
+                     run_cell("print(x, y)"), text("ok"))
+    result, events = run(fake_llm, tmp_path)
+    assert [c.status for c in result.cells] == ["ok", "ok", "died", "ok"]
+    assert result.cells[3].outputs[0]["text"] == "1 2\n"
+    assert any(isinstance(e, Notice) and "rebuilding" in e.text for e in events)
+    told = fake_llm.requests[3]["messages"][-1]["content"]
+    assert "died" in told and "replaying 2 earlier cells" in told and "survived: x, y" in told
+    nb = read_nb(result.notebook)
+    replays = [c.source for c in nb.cells if c.cell_type == "code" and c.metadata["kernel_agent"].get("replay")]
+    assert replays == ["x = 1", "y = x + 1"]
+
+
+def test_without_rebuild_the_model_is_told_what_is_gone(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("x = 1"), run_cell("import os; os._exit(1)"), text("ok"))
+    result, events = run(fake_llm, tmp_path, rebuild_state=False)
+    told = fake_llm.requests[2]["messages"][-1]["content"]
+    assert "every variable and import is gone (x)" in told
+
+
+def test_interactive_use_keeps_one_kernel_and_one_notebook(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("total = 10"), text("set"), run_cell("print(total * 2)"), text("20"))
+    with Agent(settings_for(fake_llm, tmp_path)) as agent:
+        first = agent.run_to_end("set total")
+        second = agent.run_to_end("double it")
+    assert second.cells[0].outputs[0]["text"] == "20\n"
+    assert first.notebook == second.notebook
+    nb = read_nb(second.notebook)
+    tasks = [c.source for c in nb.cells if c.metadata.get("kernel_agent", {}).get("role") == "task"]
+    assert len(tasks) == 2
+    assert any(m.get("content") == "set total" for m in fake_llm.requests[2]["messages"])
+
+
+def test_empty_task_is_refused(fake_llm, tmp_path):
+    with Agent(settings_for(fake_llm, tmp_path)) as agent, pytest.raises(ConfigError):
+        agent.run_to_end("   ")
+
+
+def test_endpoint_errors_keep_the_notebook(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("x = 1"), error(401, "bad key", type="invalid_request_error", code="invalid_api_key"))
+    with Agent(settings_for(fake_llm, tmp_path)) as agent:
+        with pytest.raises(LLMAuthError):
+            agent.run_to_end("go")
+        path = agent.transcript.path
+    nb = read_nb(path)
+    assert [c.source for c in nb.cells if c.cell_type == "code"] == ["x = 1"]
+    assert nb.metadata["kernel_agent"]["status"] == "error"
+
+
+def test_tools_rejected_falls_back_to_fenced(fake_llm, tmp_path):
+    rejected = error(400, "tools are not supported by this model", type="invalid_request_error", param="tools")
+    fake_llm.enqueue(rejected, rejected, fenced("print(2 + 2)", before=""), text("4"))
+    result, events = run(fake_llm, tmp_path)
+    assert result.status == "ok" and result.cells[0].outputs[0]["text"] == "4\n"
+    assert any(isinstance(e, Notice) and "fenced" in e.text for e in events)
+    assert "tools" not in fake_llm.requests[-1]
+
+
+def test_a_crash_mid_run_leaves_a_valid_notebook(fake_llm, tmp_path):
+    """SIGKILL the agent process during its third cell: the first two are on disk."""
+    fake_llm.enqueue(run_cell("a = 1"), run_cell("b = 2"), run_cell("import time; time.sleep(60)"))
+    nb_path = tmp_path / "crash.ipynb"
+    script = textwrap.dedent(f"""
+        from kernel_agent.agent import Agent
+        from kernel_agent.settings import Settings
+        s = Settings.from_env(env={{}}, base_url={fake_llm.base_url!r}, model="m", api_key="k",
+                              cwd={str(tmp_path)!r}, sandbox="none")
+        with Agent(s, notebook={str(nb_path)!r}) as agent:
+            for event in agent.run("go"):
+                if type(event).__name__ == "CellStarted" and event.step == 3:
+                    print("third", flush=True)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "third"
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(10)
+    nb = read_nb(nb_path)
+    assert [c.source for c in nb.cells if c.cell_type == "code"] == ["a = 1", "b = 2"]

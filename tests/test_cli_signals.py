@@ -1,0 +1,58 @@
+"""Ctrl-C and SIGTERM mid-run: a valid notebook with every finished cell, no orphan processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from fake_openai import run_cell
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def processes_in(folder: Path) -> list[int]:
+    """Pids whose working directory is ``folder`` (our kernels run there)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if Path(os.readlink(entry / "cwd")) == folder:
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"])
+def test_signal_mid_cell_keeps_the_notebook_and_leaves_no_orphans(fake_llm, tmp_path, sig, code):
+    work = tmp_path / "work"
+    work.mkdir()
+    nb = tmp_path / "run.ipynb"
+    fake_llm.enqueue(run_cell("a = 1"), run_cell("print('started', flush=True)\nimport time; time.sleep(60)"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "KERNEL_AGENT_"))}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernel_agent", "run", "--base-url", fake_llm.base_url, "--model", "m",
+         "--api-key", "k", "--sandbox", "none", "--cwd", str(work), "--notebook", str(nb), "go"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while "started" not in (proc.stderr.readline() or ""):
+            assert time.monotonic() < deadline and proc.poll() is None
+        assert processes_in(work), "the kernel should be running in the work dir"
+        proc.send_signal(sig)
+        assert proc.wait(30) == code
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    cells = nbformat.read(nb, as_version=4)
+    nbformat.validate(cells)
+    assert [c.source for c in cells.cells if c.cell_type == "code"] == ["a = 1"]
+    time.sleep(0.5)
+    assert processes_in(work) == []
