@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
 import sys
 import threading
 import time
@@ -15,8 +14,8 @@ from typing import Any
 
 import nbformat
 import pytest
+from inkernel import execute
 from IPython.core.interactiveshell import InteractiveShell
-from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config
 
@@ -25,8 +24,6 @@ from kernel_agent.executors.base import AsyncExecutor
 from kernel_agent.executors.inprocess import InProcessExecutor
 from kernel_agent.namespace import NAMESPACE_EXPRESSION, parse_summary
 from kernel_agent.syncify import BackgroundLoop
-
-SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +75,11 @@ def test_runs_in_the_users_namespace_and_reports_outputs(
     shell.user_ns["user_data"] = [3, 4, 5]
     (first, second), pieces = drive(
         executor,
-        ("total = sum(user_data)\nprint('total is', total)\nprint('careful', file=__import__('sys').stderr)\ntotal * 2", None),
+        (
+            "total = sum(user_data)\nprint('total is', total)\n"
+            "print('careful', file=__import__('sys').stderr)\ntotal * 2",
+            None,
+        ),
         ("total + 1", None),
     )
     assert first.status == "ok" and first.error is None
@@ -96,7 +97,10 @@ def test_runs_in_the_users_namespace_and_reports_outputs(
     out = capsys.readouterr()
     assert "total is 12" in out.out and "careful" in out.err and "24" in out.out
     # and were reported while running, on the agent's loop
-    streamed = {name: "".join(p.text for p in pieces if p.get("name") == name) for name in ("stdout", "stderr")}
+    streamed = {
+        name: "".join(p.text for p in pieces if p.get("name") == name)
+        for name in ("stdout", "stderr")
+    }
     assert streamed == {"stdout": "total is 12\n", "stderr": "careful\n"}
     assert pieces[-1].output_type == "execute_result"
 
@@ -125,16 +129,25 @@ def test_rich_displays_updates_and_clear_output(executor: InProcessExecutor) -> 
 
 def test_errors_and_syntax_errors(shell: InteractiveShell, executor: InProcessExecutor) -> None:
     (crash, syntax, after), _ = drive(
-        executor, ("before_crash = 1\n1 / 0", None), ("def broken(:\n    pass", None), ("before_crash", None)
+        executor,
+        ("before_crash = 1\n1 / 0", None),
+        ("def broken(:\n    pass", None),
+        ("before_crash", None),
     )
     assert crash.status == "error" and crash.error is not None
     assert (crash.error.ename, crash.error.evalue) == ("ZeroDivisionError", "division by zero")
     assert crash.outputs[-1].output_type == "error" and crash.outputs[-1].traceback
-    assert syntax.status == "error" and syntax.error is not None and syntax.error.ename == "SyntaxError"
+    assert (
+        syntax.status == "error"
+        and syntax.error is not None
+        and syntax.error.ename == "SyntaxError"
+    )
     assert after.status == "ok" and after.outputs[0].data["text/plain"] == "1"
 
 
-def test_timeout_interrupts_and_keeps_state(shell: InteractiveShell, executor: InProcessExecutor) -> None:
+def test_timeout_interrupts_and_keeps_state(
+    shell: InteractiveShell, executor: InProcessExecutor
+) -> None:
     started = time.monotonic()
     (slow, spin, after), _ = drive(
         executor,
@@ -155,7 +168,9 @@ def test_a_users_interrupt_stops_the_run(executor: InProcessExecutor) -> None:
         executor.run_cell("raise KeyboardInterrupt")
 
 
-def test_hooks_are_restored_after_each_cell(shell: InteractiveShell, executor: InProcessExecutor) -> None:
+def test_hooks_are_restored_after_each_cell(
+    shell: InteractiveShell, executor: InProcessExecutor
+) -> None:
     before = (sys.stdout.write, sys.stderr.write)
     drive(executor, ("print(1)\n1/0", None))
     assert "publish" not in vars(shell.display_pub)
@@ -234,14 +249,6 @@ report = {
 """
 
 
-def kernel_env() -> dict[str, str]:
-    """This checkout's sources first on the kernel's path (the venv has main's installed)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH", "")) if p)
-    env.pop("MPLBACKEND", None)
-    return env
-
-
 @pytest.mark.timeout(120)
 def test_on_a_real_ipykernel_outputs_appear_inline_and_are_captured(tmp_path: Path) -> None:
     nb = new_notebook(
@@ -251,8 +258,7 @@ def test_on_a_real_ipykernel_outputs_appear_inline_and_are_captured(tmp_path: Pa
             new_code_cell("print(squares, sorted(k for k in dir() if k == 'ex'))"),
         ]
     )
-    client = NotebookClient(nb, kernel_name="python3", timeout=90, resources={"metadata": {"path": str(tmp_path)}})
-    client.execute(env=kernel_env())
+    execute(nb, tmp_path)
     outputs = nb.cells[1].outputs
     # inline, as for any cell: the printed line, the figure, the timeout's KeyboardInterrupt
     texts = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")

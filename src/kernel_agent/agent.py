@@ -62,7 +62,8 @@ class AsyncAgent:
     """An LLM working in one kernel. Reusable across tasks (interactive chat).
 
     ``executor`` defaults to a local (sandboxed) kernel built from ``settings``;
-    ``approve`` is asked before each cell runs.
+    ``approve`` is asked before each cell runs; ``namespace`` is a summary of the
+    variables the executor's kernel already holds (see :mod:`namespace`).
     """
 
     def __init__(
@@ -72,6 +73,7 @@ class AsyncAgent:
         executor: AsyncExecutor | None = None,
         notebook: str | Path | None = None,
         approve: ApproveFn | None = None,
+        namespace: dict[str, VariableInfo] | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.executor = executor
@@ -83,7 +85,9 @@ class AsyncAgent:
         self.cells: list[CellResult] = []
         self.usage = Usage()
         self.sandbox_note = "none"
-        self._namespace: dict[str, VariableInfo] = {}
+        #: what the kernel holds already (``namespace``: variables the user made before
+        #: the run), so the note after the first cell lists only what the model changed
+        self._namespace: dict[str, VariableInfo] = dict(namespace or {})
         self._endpoint_cm: Any = None
         self.endpoint: Endpoint | None = None
         self._llm: Any = None

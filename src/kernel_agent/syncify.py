@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import inspect
 import queue
@@ -172,10 +173,23 @@ class BackgroundLoop:
     def close(self) -> None:
         if self.loop.is_closed():
             return
+        if self._thread.is_alive():
+            # as asyncio.run does: finish async generators (and the aclose() tasks their
+            # finalizers scheduled) so none is destroyed pending when the loop closes
+            with contextlib.suppress(Exception):
+                self.run(_settle(self.loop))
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
         if not self._thread.is_alive():
             self.loop.close()
+
+
+async def _settle(loop: asyncio.AbstractEventLoop) -> None:
+    await asyncio.sleep(0)
+    await loop.shutdown_asyncgens()
+    pending = [t for t in asyncio.all_tasks(loop) if t is not asyncio.current_task()]
+    if pending:
+        await asyncio.wait(pending, timeout=1.0)
 
 
 async def _as_coroutine(awaitable: Awaitable[T]) -> T:

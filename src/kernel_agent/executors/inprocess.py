@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, KernelError
+from ..namespace import NAMESPACE_EXPRESSION, VariableInfo, parse_summary
 from ..outputs import DisplayMap, OutputCollector
 from ..results import CellError, CellResult
 from ..syncify import call_in_consumer
@@ -58,7 +59,11 @@ from ..syncify import call_in_consumer
 __all__ = ["InProcessExecutor", "PYTHON_KERNELSPEC"]
 
 #: The kernelspec stored in transcripts: the code ran in a Python (IPython) process.
-PYTHON_KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+PYTHON_KERNELSPEC = {
+    "name": "python3",
+    "display_name": "Python 3 (ipykernel)",
+    "language": "python",
+}
 
 _BINARY_PREFIXES = ("image/", "application/pdf", "application/octet-stream")
 
@@ -100,6 +105,11 @@ class InProcessExecutor:
     def cwd(self) -> Path:
         """The shell's working directory (it is the user's process)."""
         return Path.cwd()
+
+    def namespace_summary(self) -> dict[str, VariableInfo]:
+        """The user's variables, summarised as the agent summarises them after each cell."""
+        answer = self.shell.user_expressions({"ns": NAMESPACE_EXPRESSION})["ns"]
+        return parse_summary(answer) or {}
 
     # ----------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -243,7 +253,10 @@ class _Sink:
 
     def error(self, etype: Any, evalue: Any, stb: Any) -> None:
         name = getattr(etype, "__name__", str(etype))
-        self.feed("error", {"ename": name, "evalue": str(evalue), "traceback": [str(s) for s in stb or []]})
+        self.feed(
+            "error",
+            {"ename": name, "evalue": str(evalue), "traceback": [str(s) for s in stb or []]},
+        )
 
 
 @contextlib.contextmanager
