@@ -291,3 +291,19 @@ def test_fenced_history_keeps_only_the_code_of_a_reply(fake_llm, tmp_path):
     remembered = fake_llm.requests[1]["messages"][-2]
     assert remembered["role"] == "assistant" and "255." not in remembered["content"]
     assert remembered["content"] == "```python\nprint(2550)\n```"
+
+
+def test_each_run_writes_a_clean_notebook_and_can_verify_it(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("x = 20"), run_cell("print(x / 0)"), run_cell("print(x * 2)"), text("x doubled is 40"))
+    result, events = run(fake_llm, tmp_path, verify=True)
+    assert result.clean_notebook == result.notebook.with_name(result.notebook.stem + ".clean.ipynb")
+    clean = read_nb(result.clean_notebook)
+    code = [c for c in clean.cells if c.cell_type == "code"]
+    assert [c.source for c in code] == ["x = 20", "print(x * 2)"]
+    assert [c.execution_count for c in code] == [1, 2]
+    assert result.verify["verdict"] == "reproduced"
+    full = read_nb(result.notebook)
+    assert full.metadata["kernel_agent"]["verify"]["verdict"] == "reproduced"
+    assert full.metadata["kernel_agent"]["clean_notebook"] == result.clean_notebook.name
+    assert clean.metadata["kernel_agent"]["transcript"] == result.notebook.name
+    assert any(isinstance(e, Notice) and e.text.startswith("verify: reproduced") for e in events)

@@ -202,8 +202,41 @@ class AsyncAgent:
                 model_time_s=round(result.model_time_s, 3),
                 kernel_time_s=round(result.kernel_time_s, 3),
             )
+        if self.settings.clean_notebook:
+            async for event in self._write_clean(result):
+                yield event
         yield Answer(result.answer)
         yield RunFinished(result)
+
+    async def _write_clean(self, result: RunResult) -> AsyncIterator[Event]:
+        """Write the clean notebook beside the transcript; verify it if asked."""
+        from .clean import clean_path_for, write_pair
+
+        assert self.transcript is not None
+        full, clean = write_pair(self.transcript, self.transcript.path, clean_path_for(self.transcript.path))
+        result.clean_notebook = clean
+        if not self.settings.verify:
+            return
+        from .verify import async_verify_notebook, record_verdict
+
+        yield Notice(f"verifying {clean} in a fresh kernel")
+        report = await async_verify_notebook(
+            clean,
+            timeout=self.settings.cell_timeout,
+            cwd=getattr(self.executor, "cwd", None) or self.settings.cwd,
+            env_passthrough=self.settings.env_passthrough,
+            launcher=self._verify_launcher(),
+        )
+        record_verdict(clean, report)
+        result.verify = report.to_metadata()
+        self.transcript.update_run_metadata(verify=result.verify)
+        level = "info" if report.reproduced else "warning"
+        yield Notice(f"verify: {report.summary()}", level)
+
+    def _verify_launcher(self) -> Any:
+        """The sandbox launcher for verification, the same kind the agent's kernel used."""
+        make = getattr(self.executor, "make_launcher", None)
+        return make() if callable(make) else None
 
     async def _loop(self, result: RunResult) -> AsyncIterator[Event]:
         settings, transcript = self.settings, self.transcript

@@ -62,6 +62,9 @@ class Settings:
     max_processes: int | None = 256
     rebuild_state: bool = True
     rebuild_max_cell_s: float = 30.0
+    # reproducibility
+    clean_notebook: bool = True
+    verify: bool = False
     # the loop
     max_steps: int = 20
     max_consecutive_errors: int = 4

@@ -45,7 +45,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
 
     names = (
         "model base_url api_key protocol temperature top_p presence_penalty frequency_penalty "
-        "max_tokens vision kernel_name cwd cell_timeout sandbox gateway_url gateway_token max_steps"
+        "max_tokens vision kernel_name cwd cell_timeout sandbox gateway_url gateway_token max_steps verify"
     ).split()
     return Settings.from_env(**{n: getattr(args, n, None) for n in names})
 
@@ -60,6 +60,8 @@ def register(sub: Any) -> None:
     p.add_argument("--format", choices=("markdown", "json", "plain"), default="markdown", help="final output format")
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.add_argument("--quiet", "-q", action="store_true", help="no live progress")
+    p.add_argument("--verify", action="store_true", default=None,
+                   help="re-run the clean notebook in a fresh kernel at the end and record the verdict")
     add_model_options(p)
     p.set_defaults(func=run_command)
 
