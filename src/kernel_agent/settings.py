@@ -75,6 +75,8 @@ class Settings:
     # remote kernels
     gateway_url: str | None = None
     gateway_token: str | None = None
+    gateway_kernel_id: str | None = None
+    keep_kernel: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("notebook_dir", "home", "cwd"):
