@@ -312,7 +312,11 @@ class AsyncAgent:
                 if repeat is not None:
                     failures += 1
                     transcript.add_code(code, None, {"status": "skipped", "step": self._step, "repeat": True})
-                    self._reply_to_call(call_id, prompt("repeated_failure", error=repeat))
+                    if self.protocol == "fenced":
+                        self.messages.pop()  # don't let the model anchor on its repeated code
+                        self.messages.append({"role": "user", "content": prompt("repeated_failure", error=repeat)})
+                    else:
+                        self._reply_to_call(call_id, prompt("repeated_failure", error=repeat))
                     self._resample = {"temperature": max(settings.temperature or 0.0, 0.7), "seed": self._step}
                     yield Notice("the model repeated a failing cell; not run again, asked for a fix")
                     continue
@@ -328,7 +332,10 @@ class AsyncAgent:
                 self.cells.append(cell)
                 task_cells.append(cell)
                 if not cell.ok and cell.error is not None:
-                    failed_codes[_normalize(code)] = str(cell.error)
+                    from .hints import error_hint
+
+                    hint = error_hint(cell, self._namespace)
+                    failed_codes[_normalize(code)] = f"{cell.error}\n{hint}".strip()
                 failures = failures + 1 if cell.status != "ok" else 0
                 meta = {
                     "status": cell.status,
@@ -539,16 +546,19 @@ class AsyncAgent:
         yield task.result()
 
     def _view(self, cell: CellResult) -> tuple[str, list[str]]:
+        from .hints import error_hint
+
         view = render_cell(cell, budget=self.settings.llm_output_chars, vision=self.settings.vision)
         summary = parse_summary(cell.user_expressions.get("ns"))
-        notes = ""
+        hint = error_hint(cell, summary if summary is not None else self._namespace)
+        notes = f"\n{hint}" if hint else ""
         if summary is not None:
             if cell.restarted:
                 self._namespace = {}
             change = describe(self._namespace, summary)
             self._namespace = summary
             if change:
-                notes = f"\nVariables {change}"
+                notes += f"\nVariables {change}"
         text = prompt(
             "cell_output",
             count=cell.execution_count if cell.execution_count is not None else "?",
