@@ -62,6 +62,9 @@ class Settings:
     max_processes: int | None = 256
     rebuild_state: bool = True
     rebuild_max_cell_s: float = 30.0
+    # reproducibility
+    clean_notebook: bool = True
+    verify: bool = False
     # the loop
     max_steps: int = 20
     max_consecutive_errors: int = 4
@@ -72,6 +75,8 @@ class Settings:
     # remote kernels
     gateway_url: str | None = None
     gateway_token: str | None = None
+    gateway_kernel_id: str | None = None
+    keep_kernel: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("notebook_dir", "home", "cwd"):

@@ -12,6 +12,13 @@ __all__ = ["make_executor"]
 
 def make_executor(settings: Settings) -> tuple[AsyncExecutor, str]:
     """(executor, sandbox description) for ``settings``; not started yet."""
+    if settings.gateway_url:
+        from .gateway import make_gateway_executor
+
+        executor = make_gateway_executor(
+            settings, kernel_id=settings.gateway_kernel_id, keep_kernel=settings.keep_kernel
+        )
+        return executor, f"remote kernel on {settings.gateway_url}"
     from .kernel import AsyncKernelSession
 
     cwd = Path(settings.cwd) if settings.cwd else Path.cwd()
