@@ -95,7 +95,7 @@ def test_agent_cell_in_a_notebook_works_on_the_users_dataframe(
     assert any("transcript" in m for m in markdown)
     # the model was told about df before it wrote code, and saw what its cell printed
     first_task = fake_llm.requests[0]["messages"][-1]["content"]
-    assert "df (DataFrame, shape (4, 2))" in first_task
+    assert "df (DataFrame, shape (4, 2), columns x, y)" in first_task
     tool_reply = fake_llm.requests[1]["messages"][-1]
     assert tool_reply["role"] == "tool" and "mean of y: 5.250" in tool_reply["content"]
     assert (
@@ -134,6 +134,7 @@ def test_bad_input_gives_one_line_and_the_kernel_and_namespace_survive(
                 f"%agent --base-url {dead} --model test --notebook-dir transcripts summarise keep"
             ),
             new_code_cell("%agent --sandbox bwrap do it"),
+            new_code_cell("%agent --keep-kernel do it"),
             new_code_cell("%agent --base-url 'unclosed do it"),
             new_code_cell(
                 "print(keep + 1, sorted(k for k in globals() if k.startswith('_agent')))"
@@ -152,14 +153,15 @@ def test_bad_input_gives_one_line_and_the_kernel_and_namespace_survive(
     unreachable = one_line_error(nb.cells[3])
     assert unreachable.startswith("kernel-agent: error: cannot reach the endpoint at " + dead)
     assert "--sandbox does not apply" in one_line_error(nb.cells[4])
-    assert "cannot read the options" in one_line_error(nb.cells[5])
+    assert "--keep-kernel does not apply" in one_line_error(nb.cells[5])
+    assert "cannot read the options" in one_line_error(nb.cells[6])
     # the same kernel is alive, the user's variable intact, and no result was stored
-    assert stream_text(nb.cells[6]) == "42 []\n"
+    assert stream_text(nb.cells[7]) == "42 []\n"
     assert len(fake_llm.requests) == 1, "only the --approve run reached the model"
-    shown = [o.data["text/plain"] for o in nb.cells[7].outputs if "data" in o]
+    shown = [o.data["text/plain"] for o in nb.cells[8].outputs if "data" in o]
     assert any("cannot ask for approval here" in t for t in shown)
-    assert not [o for o in nb.cells[7].outputs if o.output_type == "error"]
-    assert stream_text(nb.cells[8]) == "False stopped\n"
+    assert not [o for o in nb.cells[8].outputs if o.output_type == "error"]
+    assert stream_text(nb.cells[9]) == "False stopped\n"
 
 
 # ------------------------------------------------------------ terminal IPython
@@ -202,6 +204,7 @@ def test_terminal_line_magic_prints_progress_and_offers_the_code(
     assert (
         stored.notebook.parent.name == "notebooks" and "double-the-values" in stored.notebook.name
     )
+    assert stored.clean_notebook is not None and stored.clean_notebook.is_file()
     assert shell.rl_next_input == stored.code, "terminal IPython pre-fills the next prompt"
 
 
@@ -310,5 +313,7 @@ def test_terminal_ipython_subprocess(fake_llm: FakeLLM, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "sum is 6" in proc.stdout
     assert "RESULT ok The sum is 6." in proc.stdout
-    assert len(list((tmp_path / "notebooks").glob("*.ipynb"))) == 1
+    written = sorted(p.name for p in (tmp_path / "notebooks").glob("*.ipynb"))
+    assert len(written) == 2 and written[0].endswith("-add-the-values.clean.ipynb")
+    assert written[1].endswith("-add-the-values.ipynb"), "the transcript and its clean notebook"
     assert fake_llm.requests[0]["model"] == "test"

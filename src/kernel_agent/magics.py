@@ -41,6 +41,8 @@ _KERNEL_ONLY = {
     "sandbox": "--sandbox",
     "gateway_url": "--gateway-url",
     "gateway_token": "--gateway-token",
+    "gateway_kernel_id": "--gateway-kernel-id",
+    "keep_kernel": "--keep-kernel",
 }
 _SETTING_NAMES = (
     "model base_url api_key protocol temperature top_p presence_penalty frequency_penalty "
@@ -71,6 +73,8 @@ class AgentResult:
     #: the code of every cell the agent ran, in order (failed ones too)
     code_cells: list[str]
     notebook: Path | None
+    #: the successful cells only (their code depends on what you defined before the run)
+    clean_notebook: Path | None
     #: the full :class:`~kernel_agent.events.RunResult` (outputs, usage, timings)
     run: Any = field(repr=False)
 
@@ -214,6 +218,7 @@ class AgentMagics(Magics):
             status=result.status,
             code_cells=[c.code for c in result.cells],
             notebook=result.notebook,
+            clean_notebook=result.clean_notebook,
             run=result,
         )
         code = self.shell.user_ns["_agent_result"].code
