@@ -192,7 +192,7 @@ def test_a_kernel_death_is_reported_and_state_rebuilt(fake_llm, tmp_path):
 
 
 def test_without_rebuild_the_model_is_told_what_is_gone(fake_llm, tmp_path):
-    fake_llm.enqueue(run_cell("x = 1"), run_cell("import os; os._exit(1)"), text("ok"))
+    fake_llm.enqueue(run_cell("x = 1"), run_cell("import os; os._exit(1)"), text("gone"), text("gone"))
     result, events = run(fake_llm, tmp_path, rebuild_state=False)
     told = fake_llm.requests[2]["messages"][-1]["content"]
     assert "every variable and import is gone (x)" in told
@@ -307,3 +307,14 @@ def test_each_run_writes_a_clean_notebook_and_can_verify_it(fake_llm, tmp_path):
     assert full.metadata["kernel_agent"]["clean_notebook"] == result.clean_notebook.name
     assert clean.metadata["kernel_agent"]["transcript"] == result.notebook.name
     assert any(isinstance(e, Notice) and e.text.startswith("verify: reproduced") for e in events)
+
+
+def test_giving_up_after_a_failed_cell_gets_one_push(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("import pandas as pd\ndf = pd.DataFrame({'Value': [1, 2]})\ndf['value']"),
+                     text("The column does not exist."), run_cell("print(df['Value'].mean())"), text("The mean is 1.5"))
+    result, _ = run(fake_llm, tmp_path)
+    assert result.answer == "The mean is 1.5"
+    pushed = fake_llm.requests[2]["messages"][-1]["content"]
+    assert "task is not done" in pushed
+    hint = fake_llm.requests[1]["messages"][-1]["content"]
+    assert "df has columns Value" in hint

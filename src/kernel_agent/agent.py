@@ -246,7 +246,7 @@ class AsyncAgent:
         settings, transcript = self.settings, self.transcript
         assert transcript is not None
         failures = 0
-        ran_code = nudged = checked = False
+        ran_code = nudged = checked = pushed = False
         steps = 0
         task_cells: list[CellResult] = []
         failed_codes: dict[str, str] = {}
@@ -285,6 +285,10 @@ class AsyncAgent:
                 if not ran_code and not nudged:
                     nudged = True
                     self.messages.append({"role": "user", "content": prompt("nudge_no_code")})
+                    continue
+                if task_cells and not task_cells[-1].ok and not pushed:
+                    pushed = True
+                    self.messages.append({"role": "user", "content": prompt("nudge_after_error")})
                     continue
                 answer = prose.strip() or completion.text.strip()
                 check = None if checked else self._grounding_check(answer, task_cells)
@@ -547,7 +551,13 @@ class AsyncAgent:
                     await asyncio.shield(self.executor.interrupt())
                 with contextlib.suppress(BaseException):
                     await task
-        yield task.result()
+        result = task.result()
+        if python and result.status == "error" and not result.user_expressions:
+            # the kernel skips user_expressions after an error: ask again with an empty cell
+            # (no execution count is used), so the model still learns what the cell defined
+            probe = await self.executor.execute("", timeout=30, user_expressions={"ns": NAMESPACE_EXPRESSION})
+            result.user_expressions = probe.user_expressions
+        yield result
 
     def _view(self, cell: CellResult) -> tuple[str, list[str]]:
         from .hints import error_hint

@@ -29,6 +29,7 @@ def _canonical(token: str) -> str | None:
 def numbers_in(text: str) -> set[str]:
     """Canonical forms of the numbers in ``text`` (``1,307,674,368,000`` -> ``1307674368000``)."""
     found = set()
+    text = text.replace("\u2212", "-")  # a typographic minus sign
     for token in _NUMBER.findall(text):
         canonical = _canonical(token)
         if canonical is not None:
