@@ -100,6 +100,7 @@ class AsyncKernelSession:
             await km.start_kernel(**launch_kw)
         except Exception as exc:
             self._km = None
+            self._cleanup_launcher(km)
             raise KernelStartError(f"kernel {self.kernel_name!r} failed to start: {exc}") from exc
         self.kernelspec = {
             "name": self.kernel_name,
@@ -116,8 +117,10 @@ class AsyncKernelSession:
             await kc.wait_for_ready(timeout=self.startup_timeout)
         except RuntimeError as exc:
             kc.stop_channels()
-            await self._km.shutdown_kernel(now=True)
+            km = self._km
+            await km.shutdown_kernel(now=True)
             self._km = None
+            self._cleanup_launcher(km)
             raise KernelStartError(f"kernel {self.kernel_name!r} did not become ready: {exc}") from None
         self._kc = kc
         self._poller = zmq.asyncio.Poller()
@@ -137,8 +140,11 @@ class AsyncKernelSession:
                 await km.shutdown_kernel(now=not await km.is_alive())
             except Exception:  # a kernel that is already gone is fine
                 await km.shutdown_kernel(now=True)
-            if self.launcher is not None and hasattr(self.launcher, "cleanup"):
-                self.launcher.cleanup(km)
+            self._cleanup_launcher(km)
+
+    def _cleanup_launcher(self, km: AsyncKernelManager) -> None:
+        if self.launcher is not None and hasattr(self.launcher, "cleanup"):
+            self.launcher.cleanup(km)
 
     async def __aenter__(self) -> AsyncKernelSession:
         await self.start()
