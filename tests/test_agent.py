@@ -112,7 +112,7 @@ def test_malformed_tool_arguments_are_reported_to_the_model(fake_llm, tmp_path):
 
 
 def test_consecutive_failures_stop_the_run_honestly(fake_llm, tmp_path):
-    fake_llm.enqueue(*[run_cell("1/0") for _ in range(3)])
+    fake_llm.enqueue(*[run_cell(f"{i}/0") for i in range(1, 4)])
     result, _ = run(fake_llm, tmp_path, max_consecutive_errors=3)
     assert result.status == "failed" and "ZeroDivisionError" in result.answer
     assert len(result.cells) == 3
@@ -258,3 +258,52 @@ def test_a_crash_mid_run_leaves_a_valid_notebook(fake_llm, tmp_path):
         proc.wait(10)
     nb = read_nb(nb_path)
     assert [c.source for c in nb.cells if c.cell_type == "code"] == ["a = 1", "b = 2"]
+
+
+def test_an_answer_contradicting_the_outputs_is_checked_once(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("print(sum(range(2, 101, 2)))"), text("The sum is 255."), text("The sum is 2550."))
+    result, events = run(fake_llm, tmp_path, task="sum of even numbers from 1 to 100")
+    assert result.answer == "The sum is 2550."
+    check = fake_llm.requests[2]["messages"][-1]["content"]
+    assert "255" in check and "2550" in check and "no cell printed" in check
+
+
+def test_a_grounded_answer_is_not_questioned(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("print(3.14159)"), text("Pi is about 3.14."))
+    result, _ = run(fake_llm, tmp_path)
+    assert result.answer == "Pi is about 3.14." and len(fake_llm.requests) == 2
+
+
+def test_a_repeated_failing_cell_is_not_rerun_and_resampled(fake_llm, tmp_path):
+    bad = "df = make(df)"
+    fake_llm.enqueue(run_cell(bad), run_cell(bad), run_cell("df = 1\nprint(df)"), text("df is 1"))
+    result, events = run(fake_llm, tmp_path, temperature=0.0)
+    assert [c.code for c in result.cells] == [bad, "df = 1\nprint(df)"]
+    told = fake_llm.requests[2]["messages"][-1]["content"]
+    assert "same code that already failed" in told and "NameError" in told
+    assert fake_llm.requests[2]["temperature"] == 0.7 and "seed" in fake_llm.requests[2]
+    assert fake_llm.requests[3]["temperature"] == 0.0
+
+
+def test_fenced_history_keeps_only_the_code_of_a_reply(fake_llm, tmp_path):
+    fake_llm.enqueue(fenced("print(2550)", before="I think it is 255."), text("It is 2550."))
+    run(fake_llm, tmp_path, protocol="fenced")
+    remembered = fake_llm.requests[1]["messages"][-2]
+    assert remembered["role"] == "assistant" and "255." not in remembered["content"]
+    assert remembered["content"] == "```python\nprint(2550)\n```"
+
+
+def test_each_run_writes_a_clean_notebook_and_can_verify_it(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("x = 20"), run_cell("print(x / 0)"), run_cell("print(x * 2)"), text("x doubled is 40"))
+    result, events = run(fake_llm, tmp_path, verify=True)
+    assert result.clean_notebook == result.notebook.with_name(result.notebook.stem + ".clean.ipynb")
+    clean = read_nb(result.clean_notebook)
+    code = [c for c in clean.cells if c.cell_type == "code"]
+    assert [c.source for c in code] == ["x = 20", "print(x * 2)"]
+    assert [c.execution_count for c in code] == [1, 2]
+    assert result.verify["verdict"] == "reproduced"
+    full = read_nb(result.notebook)
+    assert full.metadata["kernel_agent"]["verify"]["verdict"] == "reproduced"
+    assert full.metadata["kernel_agent"]["clean_notebook"] == result.clean_notebook.name
+    assert clean.metadata["kernel_agent"]["transcript"] == result.notebook.name
+    assert any(isinstance(e, Notice) and e.text.startswith("verify: reproduced") for e in events)

@@ -91,6 +91,9 @@ class AsyncAgent:
         self._step = 0
         self._pending_tool_errors: list[tuple[str, str]] = []
         self._seen_tool_call = False
+        #: sampling overrides for the next reply (set after the model repeats a failing cell)
+        self._resample: dict[str, Any] = {}
+        self._task = ""
         #: (code, seconds) of the successful cells whose effects live in the kernel now
         self._state_cells: list[tuple[str, float]] = []
 
@@ -128,7 +131,11 @@ class AsyncAgent:
             self.messages = [{"role": "system", "content": self._system_prompt()}]
 
     async def close(self) -> None:
-        """Stop the kernel (if this agent started it) and the local model server."""
+        """Stop the kernel (if this agent started it), the HTTP client and the local model server."""
+        llm, self._llm = self._llm, None
+        if llm is not None:
+            with contextlib.suppress(Exception):
+                await llm.aclose()
         executor, self.executor = self.executor, None
         if executor is not None and self._own_executor:
             with contextlib.suppress(Exception):
@@ -175,6 +182,7 @@ class AsyncAgent:
         if self.sandbox_note.startswith("none"):
             yield Notice(f"kernel is not sandboxed ({self.sandbox_note})", "warning")
         self.messages.append({"role": "user", "content": task})
+        self._task = task
         try:
             async for event in self._loop(result):
                 yield event
@@ -194,15 +202,50 @@ class AsyncAgent:
                 model_time_s=round(result.model_time_s, 3),
                 kernel_time_s=round(result.kernel_time_s, 3),
             )
+        if self.settings.clean_notebook:
+            async for event in self._write_clean(result):
+                yield event
         yield Answer(result.answer)
         yield RunFinished(result)
+
+    async def _write_clean(self, result: RunResult) -> AsyncIterator[Event]:
+        """Write the clean notebook beside the transcript; verify it if asked."""
+        from .clean import clean_path_for, write_pair
+
+        assert self.transcript is not None
+        full, clean = write_pair(self.transcript, self.transcript.path, clean_path_for(self.transcript.path))
+        result.clean_notebook = clean
+        if not self.settings.verify:
+            return
+        from .verify import async_verify_notebook, record_verdict
+
+        yield Notice(f"verifying {clean} in a fresh kernel")
+        report = await async_verify_notebook(
+            clean,
+            timeout=self.settings.cell_timeout,
+            cwd=getattr(self.executor, "cwd", None) or self.settings.cwd,
+            env_passthrough=self.settings.env_passthrough,
+            launcher=self._verify_launcher(),
+        )
+        record_verdict(clean, report)
+        result.verify = report.to_metadata()
+        self.transcript.update_run_metadata(verify=result.verify)
+        level = "info" if report.reproduced else "warning"
+        yield Notice(f"verify: {report.summary()}", level)
+
+    def _verify_launcher(self) -> Any:
+        """The sandbox launcher for verification, the same kind the agent's kernel used."""
+        make = getattr(self.executor, "make_launcher", None)
+        return make() if callable(make) else None
 
     async def _loop(self, result: RunResult) -> AsyncIterator[Event]:
         settings, transcript = self.settings, self.transcript
         assert transcript is not None
         failures = 0
-        ran_code = nudged = False
+        ran_code = nudged = checked = False
         steps = 0
+        task_cells: list[CellResult] = []
+        failed_codes: dict[str, str] = {}
         while True:
             if steps >= settings.max_steps:
                 result.status = "max_steps"
@@ -220,7 +263,7 @@ class AsyncAgent:
             assert completion is not None
             self.usage.add(completion.usage)
             codes, prose, call_ids = self._cells_from(completion)
-            self.messages.append(_history_message(completion))
+            self.messages.append(self._history_message(completion, codes))
             if prose.strip() and codes:
                 transcript.add_markdown(prose.strip(), {"role": "prose"})
                 yield ModelReply(prose.strip(), steps)
@@ -233,12 +276,20 @@ class AsyncAgent:
                     result.answer = f"Gave up after {failures} malformed tool calls in a row."
                     break
                 continue
+            self._resample = {}
             if not codes:
                 if not ran_code and not nudged:
                     nudged = True
                     self.messages.append({"role": "user", "content": prompt("nudge_no_code")})
                     continue
-                result.answer = prose.strip() or completion.text.strip()
+                answer = prose.strip() or completion.text.strip()
+                check = None if checked else self._grounding_check(answer, task_cells)
+                if check:
+                    checked = True
+                    self.messages.append({"role": "user", "content": check})
+                    yield Notice("the answer states numbers no cell printed; asking the model to check")
+                    continue
+                result.answer = answer
                 result.status = "ok" if ran_code else "no_code"
                 break
             tokens = completion.usage
@@ -257,6 +308,18 @@ class AsyncAgent:
                     self._reply_to_call(call_id, "The user skipped this cell; it did not run.")
                     yield CellSkipped(self._step, code)
                     continue
+                repeat = failed_codes.get(_normalize(code))
+                if repeat is not None:
+                    failures += 1
+                    transcript.add_code(code, None, {"status": "skipped", "step": self._step, "repeat": True})
+                    if self.protocol == "fenced":
+                        self.messages.pop()  # don't let the model anchor on its repeated code
+                        self.messages.append({"role": "user", "content": prompt("repeated_failure", error=repeat)})
+                    else:
+                        self._reply_to_call(call_id, prompt("repeated_failure", error=repeat))
+                    self._resample = {"temperature": max(settings.temperature or 0.0, 0.7), "seed": self._step}
+                    yield Notice("the model repeated a failing cell; not run again, asked for a fix")
+                    continue
                 yield CellStarted(self._step, code)
                 cell = None
                 async for event in self._execute(code):
@@ -267,6 +330,12 @@ class AsyncAgent:
                 assert cell is not None
                 ran_code = True
                 self.cells.append(cell)
+                task_cells.append(cell)
+                if not cell.ok and cell.error is not None:
+                    from .hints import error_hint
+
+                    hint = error_hint(cell, self._namespace)
+                    failed_codes[_normalize(code)] = f"{cell.error}\n{hint}".strip()
                 failures = failures + 1 if cell.status != "ok" else 0
                 meta = {
                     "status": cell.status,
@@ -307,7 +376,7 @@ class AsyncAgent:
 
         while True:
             try:
-                async for item in self._llm.stream_chat(self.messages, tools=self._tools()):
+                async for item in self._llm.stream_chat(self.messages, tools=self._tools(), **self._resample):
                     if isinstance(item, TextDelta):
                         yield ModelDelta(item.text)
                     elif isinstance(item, Retrying):
@@ -403,6 +472,34 @@ class AsyncAgent:
         self.transcript.add_markdown(f"*kernel-agent: {out.note}*", {"role": "note"})
         yield Notice(out.note, "warning")
 
+    def _grounding_check(self, answer: str, cells: list[CellResult]) -> str | None:
+        """A request to re-check, when the answer states numbers that no output shows."""
+        from .grounding import ungrounded_numbers
+
+        outputs = [render_cell(c, budget=self.settings.llm_output_chars).text for c in cells if c.ok]
+        if not outputs:
+            return None
+        given = "\n".join([self._task, *(c.code for c in cells)])
+        missing = ungrounded_numbers(answer, outputs, given=given)
+        if not missing:
+            return None
+        printed = "\n".join(outputs[-3:])[-1500:]
+        return prompt("answer_check", numbers=", ".join(missing), printed=printed)
+
+    def _history_message(self, completion: Any, codes: list[str]) -> dict[str, Any]:
+        """What the model remembers of its own reply.
+
+        With fenced code, a reply that runs code is remembered as that code only: prose
+        written before seeing any output (often a guess) is kept in the notebook but not
+        fed back, so the model does not anchor its final answer on it.
+        """
+        if self.protocol == "tools" and completion.tool_calls:
+            return _tool_history_message(completion)
+        if codes:
+            lang = self.executor.language_info.get("name", "python") if self.executor else "python"
+            return {"role": "assistant", "content": "\n\n".join(f"```{lang}\n{c}\n```" for c in codes)}
+        return completion.assistant_message()
+
     def _flush_tool_errors(self) -> None:
         for bad_id, why in self._pending_tool_errors:
             self.messages.append({"role": "tool", "tool_call_id": bad_id, "content": why})
@@ -449,16 +546,19 @@ class AsyncAgent:
         yield task.result()
 
     def _view(self, cell: CellResult) -> tuple[str, list[str]]:
+        from .hints import error_hint
+
         view = render_cell(cell, budget=self.settings.llm_output_chars, vision=self.settings.vision)
         summary = parse_summary(cell.user_expressions.get("ns"))
-        notes = ""
+        hint = error_hint(cell, summary if summary is not None else self._namespace)
+        notes = f"\n{hint}" if hint else ""
         if summary is not None:
             if cell.restarted:
                 self._namespace = {}
             change = describe(self._namespace, summary)
             self._namespace = summary
             if change:
-                notes = f"\nVariables {change}"
+                notes += f"\nVariables {change}"
         text = prompt(
             "cell_output",
             count=cell.execution_count if cell.execution_count is not None else "?",
@@ -472,7 +572,11 @@ class _Rebuild:
     note = ""
 
 
-def _history_message(completion: Any) -> dict[str, Any]:
+def _normalize(code: str) -> str:
+    return "\n".join(line.rstrip() for line in code.strip().splitlines() if line.strip())
+
+
+def _tool_history_message(completion: Any) -> dict[str, Any]:
     """The assistant message for the history, with unparseable tool arguments replaced by {}."""
     message = completion.assistant_message()
     for part, call in zip(message.get("tool_calls", []), completion.tool_calls):

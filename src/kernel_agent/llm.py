@@ -195,14 +195,19 @@ class LLMClient:
     # -- requests --------------------------------------------------------------------
 
     async def stream_chat(
-        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None = None,
+        **sampling: Any,
     ) -> AsyncGenerator[StreamEvent, None]:
         """Stream one reply: deltas as they arrive, then exactly one :class:`Completion`.
 
-        Retried failures yield :class:`Retrying` first; the last failure raises an
-        :class:`~kernel_agent.errors.LLMError`.
+        ``sampling`` overrides the settings' sampling options for this call (e.g.
+        ``temperature``, ``seed``). Retried failures yield :class:`Retrying` first;
+        the last failure raises an :class:`~kernel_agent.errors.LLMError`.
         """
         params = self._params(messages, tools, stream=True)
+        params.update({k: v for k, v in sampling.items() if v is not None})
         attempt = 0
         while True:
             acc = StreamAccumulator()

@@ -25,6 +25,12 @@ def _describe(v):
             info["len"] = len(v)
     except Exception:
         pass
+    columns = getattr(v, "columns", None)
+    if columns is not None and not callable(columns):
+        try:
+            info["columns"] = [str(c) for c in list(columns)[:20]]
+        except Exception:
+            pass
     if isinstance(v, (int, float, bool, complex)) or (isinstance(v, str) and len(v) <= 60):
         info["value"] = repr(v)[:60]
     return info
@@ -60,9 +66,10 @@ class VariableInfo:
     shape: str | None = None
     len: int | None = None
     value: str | None = None
+    columns: tuple[str, ...] | None = None
 
     def fingerprint(self) -> tuple[Any, ...]:
-        return (self.type, self.id, self.shape, self.len, self.value)
+        return (self.type, self.id, self.shape, self.len, self.value, self.columns)
 
     def short(self) -> str:
         extra = ""
@@ -70,6 +77,8 @@ class VariableInfo:
             extra = f", shape {self.shape}"
         elif self.len is not None:
             extra = f", len {self.len}"
+        if self.columns:
+            extra += f", columns {', '.join(self.columns)}"
         if self.value is not None:
             extra += f" = {self.value}"
         return f"{self.name} ({self.type}{extra})"
@@ -91,6 +100,7 @@ def parse_summary(user_expression_result: dict[str, Any] | None) -> dict[str, Va
             shape=info.get("shape"),
             len=info.get("len"),
             value=info.get("value"),
+            columns=tuple(info["columns"]) if info.get("columns") else None,
         )
         for name, info in raw.items()
     }

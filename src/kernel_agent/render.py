@@ -189,4 +189,8 @@ def print_result(console: Console, err: Console, result: RunResult, fmt: str) ->
         f"{f'{usage.total_tokens} tokens' if usage.total_tokens else 'tokens not reported by the endpoint'} · "
         f"{result.duration_s:.1f}s · notebook {result.notebook}"
     )
+    if result.clean_notebook:
+        tail += f" · clean {result.clean_notebook}"
+    if result.verify:
+        tail += f" · verify {result.verify.get('verdict')}"
     err.print(tail, style="dim", highlight=False, markup=False)

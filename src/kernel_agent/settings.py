@@ -64,6 +64,9 @@ class Settings:
     sandbox_user: str = "kernel-agent-sandbox"  # the kernel's uid when the agent is root
     rebuild_state: bool = True
     rebuild_max_cell_s: float = 30.0
+    # reproducibility
+    clean_notebook: bool = True
+    verify: bool = False
     # the loop
     max_steps: int = 20
     max_consecutive_errors: int = 4
@@ -74,6 +77,8 @@ class Settings:
     # remote kernels
     gateway_url: str | None = None
     gateway_token: str | None = None
+    gateway_kernel_id: str | None = None
+    keep_kernel: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("notebook_dir", "home", "cwd"):

@@ -36,6 +36,9 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     k.add_argument("--sandbox", choices=("auto", "bwrap", "none"), help="isolate the kernel (default auto)")
     k.add_argument("--gateway-url", help="Jupyter Kernel/Enterprise Gateway URL (env KERNEL_AGENT_GATEWAY_URL)")
     k.add_argument("--gateway-token", help="gateway token (env KERNEL_AGENT_GATEWAY_TOKEN)")
+    k.add_argument("--gateway-kernel-id", help="attach to this existing gateway kernel (kept afterwards)")
+    k.add_argument("--keep-kernel", action="store_true", default=None,
+                   help="leave the gateway kernel running after the run (prints its id)")
     a = parser.add_argument_group("loop")
     a.add_argument("--max-steps", type=int, help="most cells per task (default 20)")
 
@@ -45,7 +48,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
 
     names = (
         "model base_url api_key protocol temperature top_p presence_penalty frequency_penalty "
-        "max_tokens vision kernel_name cwd cell_timeout sandbox gateway_url gateway_token max_steps"
+        "max_tokens vision kernel_name cwd cell_timeout sandbox gateway_url gateway_token gateway_kernel_id keep_kernel max_steps verify"
     ).split()
     return Settings.from_env(**{n: getattr(args, n, None) for n in names})
 
@@ -60,6 +63,8 @@ def register(sub: Any) -> None:
     p.add_argument("--format", choices=("markdown", "json", "plain"), default="markdown", help="final output format")
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.add_argument("--quiet", "-q", action="store_true", help="no live progress")
+    p.add_argument("--verify", action="store_true", default=None,
+                   help="re-run the clean notebook in a fresh kernel at the end and record the verdict")
     add_model_options(p)
     p.set_defaults(func=run_command)
 

@@ -13,11 +13,18 @@ __all__ = ["make_executor"]
 def make_executor(settings: Settings) -> tuple[AsyncExecutor, str]:
     """(executor, sandbox description) for ``settings``; not started yet.
 
-    ``session.launcher.status`` is the full :class:`~kernel_agent.sandbox.SandboxStatus`
-    (``to_metadata()`` for the notebook, ``warning()`` for a silent fall-back).
-    Raises :class:`~kernel_agent.errors.SandboxError` for ``sandbox="bwrap"`` on a
-    host that cannot have it.
+    A local kernel's ``session.launcher.status`` is the full
+    :class:`~kernel_agent.sandbox.SandboxStatus` (``to_metadata()`` for the notebook,
+    ``warning()`` for a silent fall-back). Raises :class:`~kernel_agent.errors.SandboxError`
+    for ``sandbox="bwrap"`` on a host that cannot have it.
     """
+    if settings.gateway_url:
+        from .gateway import make_gateway_executor
+
+        executor = make_gateway_executor(
+            settings, kernel_id=settings.gateway_kernel_id, keep_kernel=settings.keep_kernel
+        )
+        return executor, f"remote kernel on {settings.gateway_url}"
     from ..sandbox import make_launcher
     from .kernel import AsyncKernelSession
 

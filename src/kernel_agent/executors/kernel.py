@@ -13,7 +13,6 @@ import asyncio
 import signal
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +23,15 @@ from jupyter_client.kernelspec import NoSuchKernel
 
 from ..errors import ConfigError, KernelDied, KernelNotFound, KernelStartError
 from ..outputs import DisplayMap, OutputCollector
-from ..results import CellError, CellResult
+from ..results import CellResult
 from ..secrets_filter import kernel_environment
 from ..syncify import sync_facade
+from .cell import Outcome, finish_cell, take_reply
+from .cell import now as _now
 
 __all__ = ["AsyncKernelSession", "KernelSession"]
 
 _ALIVE_CHECK_S = 1.0
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 class AsyncKernelSession:
@@ -156,6 +153,13 @@ class AsyncKernelSession:
     async def is_alive(self) -> bool:
         return self._km is not None and await self._km.is_alive()
 
+    def make_launcher(self) -> Any:
+        """The launcher for another kernel of the same kind (a verification re-run).
+
+        Launchers keep their state per kernel manager, so this session's serves.
+        """
+        return self.launcher
+
     async def interrupt(self) -> None:
         """Send the kernel an interrupt (SIGINT for local kernels)."""
         await self._manager().interrupt_kernel()
@@ -203,40 +207,17 @@ class AsyncKernelSession:
         )
         deadline = None if timeout is None else time.monotonic() + timeout
         outcome = await self._collect(msg_id, collector, deadline)
-        status, error, restarted = "ok", collector.error, False
-        if outcome == "reply_error":
-            status = "error"
-        elif outcome == "timeout":
-            status = "timeout"
-            await self.interrupt()
-            grace = time.monotonic() + self.interrupt_grace
-            after = await self._collect(msg_id, collector, grace)
-            if after in ("timeout", "died"):
-                await self.restart()
-                restarted = True
-                how = "the interrupt did not stop it, so the kernel was restarted and its state is lost"
-            else:
-                how = "it was interrupted; kernel state is kept"
-            error = CellError("CellTimeoutError", f"cell exceeded its {timeout:g} s timeout: {how}")
-        elif outcome == "died":
-            status = "died"
-            error = CellError("DeadKernelError", f"the kernel died while running this cell ({await self._exit_reason()})")
-            if self.restart_on_death:
-                await self.restart()
-                restarted = True
-        return CellResult(
-            code=code,
-            status=status,  # type: ignore[arg-type]
-            execution_count=collector.execution_count,
-            outputs=collector.outputs,
-            error=error,
-            started=started,
-            ended=_now(),
-            restarted=restarted,
-            user_expressions=collector.user_expressions,
-        )
+        return await finish_cell(self, code, msg_id, collector, started, timeout, outcome)
 
-    async def _collect(self, msg_id: str, collector: OutputCollector, deadline: float | None) -> str:
+    async def _recover_from_death(self) -> bool:
+        if not self.restart_on_death:
+            return False
+        await self.restart()
+        return True
+
+    async def _collect(
+        self, msg_id: str, collector: OutputCollector, deadline: float | None
+    ) -> Outcome:
         """Feed messages for ``msg_id`` to ``collector`` until idle + reply.
 
         Returns "ok", "reply_error", "timeout" (deadline passed) or "died".
@@ -273,10 +254,7 @@ class AsyncKernelSession:
                 msg = session.deserialize(session.feed_identities(await shell.recv_multipart())[1])
                 if msg["parent_header"].get("msg_id") == msg_id:
                     reply = True
-                    reply_status = msg["content"].get("status", "ok")
-                    collector.user_expressions = msg["content"].get("user_expressions") or {}
-                    if collector.execution_count is None:
-                        collector.execution_count = msg["content"].get("execution_count")
+                    reply_status = take_reply(collector, msg["content"])
         return "ok" if reply_status == "ok" else "reply_error"
 
     async def _request_reply(self, msg_id: str, timeout: float = 30.0) -> dict[str, Any]:

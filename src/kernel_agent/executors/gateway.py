@@ -1,0 +1,487 @@
+"""A kernel on a Jupyter Kernel Gateway or Enterprise Gateway: :class:`AsyncGatewaySession`.
+
+Same interface, statuses and outputs as the local
+:class:`~kernel_agent.executors.kernel.AsyncKernelSession`; the kernel lives
+wherever the gateway puts it (a process beside Kernel Gateway, a pod that
+Enterprise Gateway launches on Kubernetes). REST starts, interrupts, restarts and
+deletes it; its messages go over the ``/api/kernels/{id}/channels`` websocket; both
+carry ``Authorization: token ...``.
+
+- A cell finishes when ``idle`` and ``execute_reply`` for our request have arrived.
+- While a cell runs, the gateway is asked about the kernel once a second; a
+  ``restarting``/``dead`` status or a vanished kernel ends the cell as "died". How
+  fast the gateway notices a dead kernel is its ``KernelRestarter.time_to_dead``
+  (3 s by default).
+- A dropped websocket is reopened with the same session id, and the gateway replays
+  what it buffered meanwhile; the kernel and its state are untouched.
+- ``kernel_id=`` attaches to a kernel that already runs (one kept by an earlier
+  run with ``keep_kernel=True``), so a session can outlive the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..errors import ConfigError, GatewayError, KernelDied, KernelStartError
+from ..outputs import DisplayMap, OutputCollector
+from ..results import CellResult
+from ..syncify import sync_facade
+from .cell import Outcome, finish_cell, now, take_reply
+from .gateway_client import (
+    AuthRefused,
+    Channels,
+    Disconnected,
+    GatewayREST,
+    SendFailed,
+    Unreachable,
+    ws_url,
+)
+from .gateway_wire import new_message
+
+__all__ = ["AsyncGatewaySession", "GatewaySession", "make_gateway_executor"]
+
+log = logging.getLogger(__name__)
+
+_ALIVE_CHECK_S = 1.0
+
+
+class AsyncGatewaySession:
+    """A kernel on a gateway that keeps its state across ``execute`` calls.
+
+    ``url`` is the gateway's base URL (``http://host:8888``, a path prefix is kept);
+    ``token`` its auth token. ``kernel_name`` is a kernelspec the gateway offers
+    (None: the gateway's default). ``kernel_id`` attaches to a running kernel instead
+    of starting one. ``keep_kernel`` leaves the kernel running at ``shutdown``
+    (default: keep an attached kernel, delete one we started). ``env`` is sent with
+    the start request (gateways pass on only ``KERNEL_*`` and whitelisted names).
+    ``reconnect_timeout`` is how long a dropped websocket is retried before a
+    :class:`~kernel_agent.errors.GatewayError`.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        kernel_name: str | None = None,
+        *,
+        kernel_id: str | None = None,
+        keep_kernel: bool | None = None,
+        env: Mapping[str, str] | None = None,
+        startup_timeout: float = 60.0,
+        request_timeout: float = 30.0,
+        reconnect_timeout: float = 5.0,
+        max_output_chars: int = 1_000_000,
+        interrupt_grace: float = 3.0,
+        restart_on_death: bool = True,
+    ) -> None:
+        if not url:
+            raise ConfigError("no gateway URL: set --gateway-url or KERNEL_AGENT_GATEWAY_URL")
+        if startup_timeout <= 0:
+            raise ConfigError(f"startup timeout must be positive, got {startup_timeout}")
+        self.rest = GatewayREST(url, token, request_timeout)
+        self.url = self.rest.url
+        self.kernel_name = kernel_name
+        self.kernel_id = kernel_id
+        self.keep_kernel = (kernel_id is not None) if keep_kernel is None else keep_kernel
+        self.env = dict(env or {})
+        self.startup_timeout = startup_timeout
+        self.reconnect_timeout = reconnect_timeout
+        self.max_output_chars = max_output_chars
+        self.interrupt_grace = interrupt_grace
+        self.restart_on_death = restart_on_death
+        self.session_id = uuid.uuid4().hex
+        self.kernelspec: dict[str, Any] = {}
+        self.language_info: dict[str, Any] = {}
+        self.display_map: DisplayMap = {}
+        self._channels: Channels | None = None
+        self._death: str | None = None  # why the kernel was found dead/restarted
+        self._reconnects: list[float] = []  # when the websocket was last reopened
+
+    # ----------------------------------------------------------------- lifecycle
+    async def start(self) -> None:
+        """Start (or attach to) the kernel and wait until it answers ``kernel_info``."""
+        if self._channels is not None:
+            return
+        specs = await self.rest.kernelspecs()
+        started_here = False
+        if self.kernel_id is not None:
+            model = await self.rest.kernel(self.kernel_id)
+            if model is None:
+                raise GatewayError(f"the gateway at {self.url} has no kernel {self.kernel_id}")
+            self.kernel_name = model.get("name") or self.kernel_name
+        else:
+            name = self.kernel_name or specs.get("default") or ""
+            if name not in specs["kernelspecs"]:
+                offered = ", ".join(sorted(specs["kernelspecs"])) or "none"
+                raise GatewayError(
+                    f"the gateway at {self.url} has no kernelspec {name!r} (it offers: {offered})"
+                )
+            self.kernel_name = name
+            # A gateway replaces the kernel's whole environment when a start request
+            # carries one, so send env only when asked to.
+            env = {"KERNEL_LAUNCH_TIMEOUT": str(int(self.startup_timeout)), **self.env}
+            model = await self.rest.start_kernel(
+                name, env if self.env else {}, self.startup_timeout
+            )
+            self.kernel_id = model["id"]
+            started_here = True
+        spec = (specs["kernelspecs"].get(self.kernel_name) or {}).get("spec", {})
+        self.kernelspec = {
+            "name": self.kernel_name,
+            "display_name": spec.get("display_name", self.kernel_name),
+            "language": spec.get("language", ""),
+        }
+        try:
+            await self._open_channels()
+            reply = await self._kernel_info(self.startup_timeout)
+        except BaseException:
+            await self._close_channels()
+            if started_here and not self.keep_kernel:
+                await self._delete_quietly()
+                self.kernel_id = None
+            raise
+        self.language_info = dict(reply.get("language_info", {}))
+        log.info("gateway kernel %s (%s) at %s", self.kernel_id, self.kernel_name, self.url)
+
+    async def shutdown(self) -> None:
+        """Close the connection; delete the kernel unless ``keep_kernel``. Safe to call twice."""
+        await self._close_channels()
+        if self.kernel_id is not None and not self.keep_kernel:
+            await self._delete_quietly()
+            self.kernel_id = None
+
+    async def __aenter__(self) -> AsyncGatewaySession:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    async def is_alive(self) -> bool:
+        if self.kernel_id is None:
+            return False
+        try:
+            model = await self.rest.kernel(self.kernel_id)
+        except GatewayError:
+            return False
+        return model is not None and model.get("execution_state") != "dead"
+
+    async def interrupt(self) -> None:
+        """Ask the gateway to interrupt the kernel (a failure is logged: a restart follows)."""
+        try:
+            await self.rest.kernel_action(self._id(), "interrupt")
+        except AuthRefused:
+            raise
+        except GatewayError as exc:
+            log.warning("%s", exc)
+
+    async def restart(self) -> None:
+        """Restart the kernel through the gateway (state is lost); the websocket stays."""
+        await self.rest.kernel_action(self._id(), "restart", timeout=self.startup_timeout)
+        self.display_map.clear()
+        await self._await_ready()
+
+    def _id(self) -> str:
+        if self.kernel_id is None or self._channels is None:
+            raise KernelDied("the gateway kernel is not running (session not started or shut down)")
+        return self.kernel_id
+
+    # ----------------------------------------------------------------- execute
+    async def execute(
+        self,
+        code: str,
+        timeout: float | None = None,
+        on_output: Callable[[Any], Any] | None = None,
+        user_expressions: dict[str, str] | None = None,
+    ) -> CellResult:
+        """Run ``code`` and return its :class:`CellResult` (see ``AsyncKernelSession.execute``).
+
+        If the gateway restarted the kernel since the last cell (it died while idle),
+        the result has ``restarted=True``: the cell ran in a fresh kernel.
+        """
+        if timeout is not None and timeout <= 0:
+            raise ConfigError(f"timeout must be positive, got {timeout}")
+        if self._channels is None:
+            await self.start()
+        restarted_while_idle = self._drain_between_cells()
+        if restarted_while_idle:  # wait for (or do) the restart before sending
+            await self._recover_from_death()
+        collector = OutputCollector(self.max_output_chars, self.display_map, on_output)
+        started = now()
+        content = {
+            "code": code,
+            "silent": False,
+            "store_history": True,
+            "user_expressions": user_expressions or {},
+            "allow_stdin": False,
+            "stop_on_error": False,
+        }
+        msg_id = await self._send("execute_request", content)
+        try:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            outcome = await self._collect(msg_id, collector, deadline)
+            result = await finish_cell(self, code, msg_id, collector, started, timeout, outcome)
+        finally:
+            if self._channels is not None:
+                self._channels.expected.discard(msg_id)
+        result.restarted = result.restarted or restarted_while_idle
+        return result
+
+    async def _collect(
+        self, msg_id: str, collector: OutputCollector, deadline: float | None
+    ) -> Outcome:
+        """Feed messages for ``msg_id`` to ``collector`` until idle + reply (see cell.Outcome)."""
+        idle = reply = False
+        reply_status = "ok"
+        reconnected = False
+        idle_seen = 0  # REST checks in a row that saw the kernel idle while we still wait
+        unreachable_since: float | None = None
+        next_check = time.monotonic() + _ALIVE_CHECK_S
+        while not (idle and reply):
+            now_ = time.monotonic()
+            if deadline is not None and now_ >= deadline:
+                return "timeout"
+            if now_ >= next_check:
+                try:
+                    model = await self._probe()
+                    unreachable_since = None
+                except Unreachable:
+                    unreachable_since = unreachable_since or now_
+                    if now_ - unreachable_since > self.reconnect_timeout:
+                        raise
+                    model = {}
+                if model is None:
+                    return "died"
+                idle_seen = idle_seen + 1 if model.get("execution_state") == "idle" else 0
+                if reconnected and idle_seen >= 2:
+                    return "lost"
+                next_check = time.monotonic() + _ALIVE_CHECK_S
+            wait = next_check - now_
+            if deadline is not None:
+                wait = min(wait, deadline - now_)
+            item = await self._inbox.get(wait)
+            if item is None:
+                continue
+            if isinstance(item, Disconnected):
+                if not await self._reconnect(item.reason):
+                    return "died"
+                reconnected, idle_seen = True, 0
+                continue
+            if item["parent_header"].get("msg_id") != msg_id:
+                if self._is_death(item):
+                    return "died"
+                continue
+            idle_seen = 0
+            if item["channel"] == "iopub":
+                if item["msg_type"] == "status":
+                    idle = item["content"].get("execution_state") == "idle"
+                else:
+                    collector.feed(item)
+            elif item["channel"] == "shell" and item["msg_type"] == "execute_reply":
+                reply = True
+                reply_status = take_reply(collector, item["content"])
+        return "ok" if reply_status == "ok" else "reply_error"
+
+    async def _probe(self) -> dict[str, Any] | None:
+        """The kernel's model from the gateway, or None (noting why) if it is dead or gone."""
+        model = await self.rest.kernel(self._id())
+        if model is None:
+            self._death = "the gateway no longer knows the kernel"
+            return None
+        state = model.get("execution_state")
+        if state in ("dead", "restarting"):
+            self._death = f"the gateway reports it {state}"
+            return None
+        return model
+
+    def _is_death(self, msg: dict[str, Any]) -> bool:
+        if msg["msg_type"] != "status":
+            return False
+        state = msg["content"].get("execution_state")
+        if state in ("restarting", "dead"):
+            self._death = f"the gateway reported it {state}"
+            return True
+        return False
+
+    async def _exit_reason(self) -> str:
+        return self._death or "exit status unknown"
+
+    async def _recover_from_death(self) -> bool:
+        """After a death: wait for the gateway's own restart, or restart (or replace) the kernel."""
+        death, self._death = self._death or "", None
+        self.display_map.clear()
+        if await self.rest.kernel(self._id()) is None:
+            if not self.restart_on_death:
+                return False
+            log.warning("gateway kernel %s is gone (%s); starting a new one", self.kernel_id, death)
+            await self._close_channels()
+            self.kernel_id, self.keep_kernel = None, False
+            await self.start()
+            return True
+        if "restarting" in death:
+            try:
+                await self._await_ready()
+                return True
+            except KernelStartError:
+                pass
+        if not self.restart_on_death:
+            return "restarting" in death
+        await self.restart()
+        return True
+
+    def _drain_between_cells(self) -> bool:
+        """Drop stale inbox items; True if the gateway restarted the kernel while we were idle."""
+        restarted = False
+        while (item := self._inbox.pop_nowait()) is not None:
+            if isinstance(item, Disconnected):
+                self._channels.closed = True  # type: ignore[union-attr]
+            elif self._is_death(item):
+                restarted = True
+        return restarted
+
+    # ----------------------------------------------------------------- messages
+    @property
+    def _inbox(self) -> Any:
+        assert self._channels is not None
+        return self._channels.inbox
+
+    @property
+    def _expected(self) -> set[str]:
+        assert self._channels is not None
+        return self._channels.expected
+
+    async def _send(self, msg_type: str, content: dict[str, Any]) -> str:
+        """Send a shell request; returns its msg_id (whose replies now reach the inbox)."""
+        channels = self._channels
+        assert channels is not None
+        msg = new_message(msg_type, content, self.session_id)
+        self._expected.add(msg["msg_id"])
+        for attempt in range(2):
+            if channels.closed:
+                await self._reconnect("the websocket was closed")
+            try:
+                channels.send("shell", msg)
+                return str(msg["msg_id"])
+            except SendFailed as exc:
+                if attempt:
+                    raise GatewayError(
+                        f"cannot send to the gateway kernel at {self.url}: {exc}"
+                    ) from None
+        raise AssertionError("unreachable")
+
+    async def _kernel_info(self, timeout: float, resend_every: float = 1.0) -> dict[str, Any]:
+        """Ask kernel_info until answered (a kernel still starting may drop early requests)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            msg_id = await self._send("kernel_info_request", {})
+            resend = min(deadline, time.monotonic() + resend_every)
+            try:
+                while (left := resend - time.monotonic()) > 0:
+                    item = await self._inbox.get(left)
+                    if isinstance(item, Disconnected):
+                        await self._reconnect(item.reason)
+                    elif item is not None and item["parent_header"].get("msg_id") == msg_id:
+                        if item["msg_type"] == "kernel_info_reply":
+                            return dict(item["content"])
+            finally:
+                self._expected.discard(msg_id)
+        raise KernelStartError(
+            f"the gateway kernel {self.kernel_id} did not answer kernel_info within {timeout:g} s"
+        )
+
+    async def _await_ready(self) -> None:
+        reply = await self._kernel_info(self.startup_timeout)
+        self.language_info = dict(reply.get("language_info", self.language_info))
+
+    # ----------------------------------------------------------------- connection
+    async def _open_channels(self) -> None:
+        assert self.kernel_id is not None
+        if self._channels is None:
+            url = ws_url(self.url, f"/api/kernels/{self.kernel_id}/channels")
+            self._channels = Channels(url, self.rest.headers, self.session_id)
+        channels = self._channels
+        timeout = self.rest.request_timeout
+        await asyncio.to_thread(channels.connect, timeout, self.rest.auth_failure)
+
+    async def _reconnect(self, reason: str) -> bool:
+        """Reopen the websocket, retrying ``reconnect_timeout`` s; False if the kernel is gone."""
+        assert self._channels is not None and self.kernel_id is not None
+        log.warning("gateway websocket dropped (%s); reconnecting", reason)
+        self._channels.close()
+        recent = [t for t in self._reconnects if t > time.monotonic() - 10.0]
+        self._reconnects = [*recent, time.monotonic()]
+        if len(recent) >= 5:
+            raise GatewayError(
+                f"the gateway at {self.url} keeps closing the kernel websocket ({reason})"
+            )
+        deadline = time.monotonic() + self.reconnect_timeout
+        delay = 0.05
+        while True:
+            try:
+                if await self.rest.kernel(self.kernel_id) is None:
+                    self._death = "the gateway no longer knows the kernel"
+                    return False
+                await self._open_channels()
+                return True
+            except Unreachable as exc:
+                if time.monotonic() + delay > deadline:
+                    raise GatewayError(
+                        f"lost the connection to the gateway at {self.url} and could not "
+                        f"reconnect within {self.reconnect_timeout:g} s ({exc})"
+                    ) from None
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+    async def _close_channels(self) -> None:
+        channels, self._channels = self._channels, None
+        if channels is not None:
+            await asyncio.to_thread(channels.close)
+
+    async def _delete_quietly(self) -> None:
+        try:
+            await self.rest.delete_kernel(self.kernel_id or "")
+        except GatewayError as exc:
+            log.warning("could not delete gateway kernel %s: %s", self.kernel_id, exc)
+
+
+GatewaySession = sync_facade(
+    AsyncGatewaySession,
+    name="GatewaySession",
+    doc="""A kernel on a Jupyter Kernel/Enterprise Gateway with a blocking API.
+
+    ``with GatewaySession(url, token, "python3") as k: r = k.execute(code)``.
+    Same arguments and methods as :class:`AsyncGatewaySession`.
+    """,
+)
+
+
+def make_gateway_executor(
+    settings: Any,
+    kernel_name: str | None = None,
+    *,
+    kernel_id: str | None = None,
+    keep_kernel: bool | None = None,
+    blocking: bool = False,
+) -> Any:
+    """An executor for ``settings.gateway_url`` / ``settings.gateway_token``.
+
+    Returns an :class:`AsyncGatewaySession` (or a :class:`GatewaySession` if
+    ``blocking``); not started yet.
+    """
+    if not settings.gateway_url:
+        raise ConfigError("no gateway URL: set --gateway-url or KERNEL_AGENT_GATEWAY_URL")
+    cls = GatewaySession if blocking else AsyncGatewaySession
+    return cls(
+        settings.gateway_url,
+        settings.gateway_token,
+        kernel_name or settings.kernel_name,
+        kernel_id=kernel_id,
+        keep_kernel=keep_kernel,
+        startup_timeout=settings.startup_timeout,
+        max_output_chars=settings.max_output_chars,
+    )

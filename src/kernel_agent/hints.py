@@ -1,0 +1,58 @@
+"""Short hints appended to an error the model must fix: the mistakes small models repeat.
+
+Pure: built from the error, the cell's code and the namespace summary.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .namespace import VariableInfo
+from .results import CellResult
+
+__all__ = ["error_hint"]
+
+_COMMON_IMPORTS = {
+    "plt": "import matplotlib.pyplot as plt",
+    "np": "import numpy as np",
+    "pd": "import pandas as pd",
+    "math": "import math",
+    "os": "import os",
+    "re": "import re",
+    "json": "import json",
+    "random": "import random",
+    "statistics": "import statistics",
+    "datetime": "import datetime",
+}
+_NAME_ERROR = re.compile(r"name '([A-Za-z_]\w*)' is not defined")
+_MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
+
+
+def error_hint(result: CellResult, namespace: dict[str, VariableInfo]) -> str:
+    """A hint for the model, or "" when there is nothing useful to add."""
+    error = result.error
+    if error is None or result.status != "error":
+        return ""
+    if error.ename == "NameError" and (match := _NAME_ERROR.search(error.evalue)):
+        return _name_error(match.group(1), result.code, namespace)
+    if error.ename in ("ModuleNotFoundError", "ImportError") and (match := _MISSING_MODULE.search(error.evalue)):
+        return (f"Hint: the module {match.group(1)!r} is not installed and cannot be installed here "
+                "(no network). Use what is available: the standard library, numpy, pandas, matplotlib.")
+    if error.ename == "KeyError":
+        frames = [v for v in namespace.values() if v.columns]
+        if frames:
+            listed = "; ".join(f"{v.name} has columns {', '.join(v.columns or ())}" for v in frames[:3])
+            return f"Hint: {listed}. Column names are case-sensitive."
+    if error.ename == "FileNotFoundError":
+        return "Hint: list the working directory (import os; print(os.listdir())) to see which files exist."
+    return ""
+
+
+def _name_error(name: str, code: str, namespace: dict[str, VariableInfo]) -> str:
+    if name in _COMMON_IMPORTS and not re.search(rf"^\s*{name}\s*=", code, re.M):
+        return f"Hint: `{name}` is a module that was never imported. Add `{_COMMON_IMPORTS[name]}` at the top of the cell."
+    if re.search(rf"^\s*{name}\s*=.*\b{name}\b", code, re.M):
+        return (f"Hint: `{name}` is used on the right-hand side of its own assignment, before it exists. "
+                f"Compute the values it needs first (in separate variables or statements), then build `{name}`.")
+    existing = ", ".join(sorted(namespace)[:20]) or "none yet"
+    return f"Hint: no variable `{name}` exists in the kernel. Variables that exist: {existing}."

@@ -1,0 +1,293 @@
+"""AsyncGatewaySession against a real Jupyter Kernel Gateway on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import os
+import secrets
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from executor_contract import ExecutorContract
+from gateway_server import KernelGateway, free_port
+
+from kernel_agent.errors import ConfigError, GatewayError
+from kernel_agent.executors import AsyncExecutor, gateway_client
+from kernel_agent.executors.gateway import (
+    AsyncGatewaySession,
+    GatewaySession,
+    make_gateway_executor,
+)
+from kernel_agent.executors.gateway_wire import V1_PROTOCOL
+from kernel_agent.settings import Settings
+
+pytestmark = pytest.mark.timeout(90)
+
+TOKEN = secrets.token_hex(16)
+#: the gateway checks its kernels every time_to_dead seconds (stock: 3 s)
+TIME_TO_DEAD = 1.0
+
+
+@pytest.fixture(scope="session")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelGateway]:
+    workdir = tmp_path_factory.mktemp("kernelgateway")
+    kg = KernelGateway(workdir, TOKEN, (f"--KernelRestarter.time_to_dead={TIME_TO_DEAD}",))
+    kg.start()
+    yield kg
+    kg.stop()
+
+
+@pytest.fixture(scope="module")
+def shared(gateway: KernelGateway) -> Iterator[Any]:
+    with GatewaySession(gateway.url, gateway.token, "python3") as session:
+        yield session
+
+
+@pytest.fixture
+def fresh(gateway: KernelGateway) -> Iterator[Any]:
+    """Factory of new started sessions on the shared gateway, shut down afterwards."""
+    made: list[Any] = []
+
+    def make(**kw: Any) -> Any:
+        session = GatewaySession(gateway.url, gateway.token, "python3", **kw)
+        session.start()
+        made.append(session)
+        return session
+
+    yield make
+    for session in made:
+        session.shutdown()
+
+
+def _text(result: Any) -> str:
+    return "".join(o.text for o in result.outputs if o.output_type == "stream")
+
+
+def _value(result: Any) -> str:
+    assert result.ok, result.error
+    return str(result.outputs[-1].data["text/plain"])
+
+
+class TestGatewayContract(ExecutorContract):
+    death_bound = TIME_TO_DEAD + 2.0
+
+    @pytest.fixture
+    def executor(self, shared: Any) -> Any:
+        return shared
+
+    @pytest.fixture
+    def fresh_executor(self, fresh: Any) -> Any:
+        return fresh
+
+
+# ---------------------------------------------------------------- async core
+def test_async_session_is_an_executor_and_never_blocks_the_loop(gateway: KernelGateway) -> None:
+    async def main() -> tuple[Any, int, list[str]]:
+        ticks = 0
+        seen: list[str] = []
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.02)
+                ticks += 1
+
+        async with AsyncGatewaySession(gateway.url, gateway.token, "python3") as session:
+            assert isinstance(session, AsyncExecutor)
+            task = asyncio.create_task(ticker())
+            code = "import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.4)"
+            result = await session.execute(code, on_output=lambda o: seen.append(o.text))
+            task.cancel()
+        return result, ticks, seen
+
+    result, ticks, seen = asyncio.run(main())
+    assert result.ok
+    assert seen == ["0\n", "1\n", "2\n"]
+    assert ticks >= 30  # ~60 expected in 1.2 s; a blocked loop would give ~0
+
+
+# ---------------------------------------------------------------- protocol details
+def test_binary_v1_framing_is_negotiated(shared: Any) -> None:
+    assert shared.aio._channels.protocol == V1_PROTOCOL
+
+
+def test_legacy_json_framing_works_too(
+    gateway: KernelGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gateway_client, "OFFERED_SUBPROTOCOLS", [])
+    with GatewaySession(gateway.url, gateway.token) as session:
+        assert session.aio._channels.protocol is None
+        assert _value(session.execute("legacy = 6 * 7\nlegacy")) == "42"
+        assert _text(session.execute("print('x' * 100_000)")) == "x" * 100_000 + "\n"
+
+
+def test_default_kernelspec_comes_from_the_gateway(gateway: KernelGateway) -> None:
+    with GatewaySession(gateway.url, gateway.token) as session:
+        assert session.kernelspec["name"] == "python3"
+        assert session.kernel_name == "python3"
+
+
+# ---------------------------------------------------------------- connection loss
+def test_websocket_dropped_mid_cell_is_reopened_with_state_and_output(fresh: Any) -> None:
+    session = fresh()
+    session.execute("kept = 7")
+    sock = session.aio._channels.sock
+    threading.Timer(0.4, sock.shutdown, args=(socket.SHUT_RDWR,)).start()
+    code = "import time\nprint('a', flush=True)\ntime.sleep(1.0)\nprint('b')\nkept"
+    result = session.execute(code, timeout=20)
+    assert result.status == "ok"
+    assert not result.restarted
+    assert _text(result) == "a\nb\n"
+    assert _value(result) == "7"
+    assert session.aio._channels.sock is not sock
+
+
+def test_websocket_dropped_between_cells_is_reopened(fresh: Any) -> None:
+    session = fresh()
+    session.execute("kept = 'still here'")
+    session.aio._channels.sock.shutdown(socket.SHUT_RDWR)
+    time.sleep(0.2)
+    assert _value(session.execute("kept")) == "'still here'"
+
+
+def test_kernel_killed_while_idle_is_noticed_by_the_next_cell(fresh: Any) -> None:
+    session = fresh()
+    pid = int(_value(session.execute("import os\nold = 1\nos.getpid()")))
+    os.kill(pid, signal.SIGKILL)
+    inbox = session.aio._channels.inbox
+    deadline = time.monotonic() + 15
+    while not len(inbox) and time.monotonic() < deadline:
+        time.sleep(0.05)  # until the gateway's "restarting" status has reached us
+    assert len(inbox), "the gateway never reported the restart"
+    result = session.execute("'old' in dir()")
+    assert result.restarted
+    assert _value(result) == "False"
+
+
+# ---------------------------------------------------------------- attach and keep
+def test_attach_by_kernel_id_across_two_sessions(gateway: KernelGateway) -> None:
+    first = GatewaySession(gateway.url, gateway.token, "python3", keep_kernel=True)
+    first.start()
+    first.execute("persistent = 'from run one'")
+    kernel_id = first.kernel_id
+    first.shutdown()
+    assert kernel_id is not None
+
+    second = GatewaySession(gateway.url, gateway.token, kernel_id=kernel_id, keep_kernel=False)
+    with second:
+        assert second.kernelspec["name"] == "python3"
+        assert _value(second.execute("persistent")) == "'from run one'"
+    third = GatewaySession(gateway.url, gateway.token, kernel_id=kernel_id)
+    with pytest.raises(GatewayError, match=f"has no kernel {kernel_id}"):
+        third.start()
+
+
+def test_attached_kernel_is_kept_by_default(gateway: KernelGateway, fresh: Any) -> None:
+    owner = fresh()
+    with GatewaySession(gateway.url, gateway.token, kernel_id=owner.kernel_id) as guest:
+        guest.execute("shared_value = 5")
+    assert _value(owner.execute("shared_value")) == "5"
+
+
+def test_shutdown_deletes_the_kernel_unless_kept(gateway: KernelGateway) -> None:
+    session = GatewaySession(gateway.url, gateway.token, "python3")
+    session.start()
+    kernel_id = session.kernel_id
+    probe = GatewaySession(gateway.url, gateway.token, kernel_id=kernel_id)
+    assert probe.is_alive()
+    session.shutdown()
+    session.shutdown()  # twice is fine
+    assert not probe.is_alive()
+
+
+# ---------------------------------------------------------------- one-line errors
+def _one_line(exc: BaseException) -> str:
+    text = str(exc)
+    assert "\n" not in text and "Traceback" not in text and len(text) < 300, text
+    return text
+
+
+@pytest.mark.parametrize("token", ["wrong-token", None])
+def test_wrong_or_missing_token(gateway: KernelGateway, token: str | None) -> None:
+    with pytest.raises(GatewayError) as info:
+        GatewaySession(gateway.url, token).start()
+    message = _one_line(info.value)
+    assert "refused" in message and "token" in message and "HTTP 401" in message
+
+
+def test_unreachable_url() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    with pytest.raises(GatewayError) as info:
+        GatewaySession(url, TOKEN).start()
+    assert time.monotonic() - started < 5
+    assert _one_line(info.value).startswith(f"cannot reach the gateway at {url}")
+
+
+def test_url_that_is_not_a_gateway(tmp_path: Path) -> None:
+    handler = http.server.SimpleHTTPRequestHandler
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        with pytest.raises(GatewayError) as info:
+            GatewaySession(url, TOKEN).start()
+        assert "is not a Jupyter Kernel Gateway" in _one_line(info.value)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_malformed_url() -> None:
+    with pytest.raises(GatewayError, match="must look like http://host:port"):
+        GatewaySession("localhost:8888", TOKEN)
+
+
+def test_unknown_kernelspec(gateway: KernelGateway) -> None:
+    with pytest.raises(GatewayError) as info:
+        GatewaySession(gateway.url, gateway.token, "no-such-kernel").start()
+    message = _one_line(info.value)
+    assert "no kernelspec 'no-such-kernel'" in message and "python3" in message
+
+
+def test_gateway_killed_mid_run(tmp_path: Path) -> None:
+    kg = KernelGateway(tmp_path, TOKEN).start()
+    session = GatewaySession(kg.url, TOKEN, "python3", reconnect_timeout=1.0)
+    try:
+        session.start()
+        assert session.execute("1").ok
+        threading.Timer(0.5, kg.stop, kwargs={"sig": signal.SIGKILL}).start()
+        started = time.monotonic()
+        with pytest.raises(GatewayError) as info:
+            session.execute("import time\ntime.sleep(30)")
+        assert time.monotonic() - started < 10
+        assert _one_line(info.value).startswith(f"lost the connection to the gateway at {kg.url}")
+    finally:
+        kg.stop(signal.SIGKILL)
+        session.shutdown()  # must not raise with the gateway gone
+
+
+# ---------------------------------------------------------------- factory
+def test_make_gateway_executor_reads_settings(gateway: KernelGateway) -> None:
+    settings = Settings.from_env(
+        {"KERNEL_AGENT_GATEWAY_URL": gateway.url, "KERNEL_AGENT_GATEWAY_TOKEN": gateway.token},
+        startup_timeout=30.0,
+    )
+    session = make_gateway_executor(settings, blocking=True)
+    assert session.url == gateway.url and session.kernel_name == "python3"
+    assert session.startup_timeout == 30.0
+    with session:
+        assert _value(session.execute("2 + 2")) == "4"
+
+
+def test_make_gateway_executor_needs_a_url() -> None:
+    with pytest.raises(ConfigError, match="KERNEL_AGENT_GATEWAY_URL"):
+        make_gateway_executor(Settings.from_env({}))

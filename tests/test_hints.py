@@ -1,0 +1,43 @@
+"""Error hints for the model (pure units with hand-made results)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from kernel_agent.hints import error_hint
+from kernel_agent.namespace import VariableInfo
+from kernel_agent.results import CellError, CellResult
+
+NOW = datetime.now(timezone.utc)
+
+
+def failed(code: str, ename: str, evalue: str) -> CellResult:
+    return CellResult(code, "error", 1, [], CellError(ename, evalue, []), NOW, NOW)
+
+
+def test_self_referencing_assignment():
+    code = "df = pd.DataFrame({'n': range(1, 11), 'square': df['n']**2})"
+    hint = error_hint(failed(code, "NameError", "name 'df' is not defined"), {})
+    assert "right-hand side of its own assignment" in hint
+
+
+def test_missing_common_import():
+    hint = error_hint(failed("plt.plot([1])", "NameError", "name 'plt' is not defined"), {})
+    assert "import matplotlib.pyplot as plt" in hint
+
+
+def test_unknown_name_lists_existing_variables():
+    ns = {"sales": VariableInfo("sales", "DataFrame")}
+    hint = error_hint(failed("print(total)", "NameError", "name 'total' is not defined"), ns)
+    assert "no variable `total`" in hint and "sales" in hint
+
+
+def test_key_error_lists_dataframe_columns():
+    ns = {"df": VariableInfo("df", "DataFrame", columns=("Value", "Region"))}
+    hint = error_hint(failed("df['value'].mean()", "KeyError", "'value'"), ns)
+    assert "df has columns Value, Region" in hint and "case-sensitive" in hint
+
+
+def test_missing_module_and_no_hint_for_other_errors():
+    assert "not installed" in error_hint(failed("import seaborn", "ModuleNotFoundError", "No module named 'seaborn'"), {})
+    assert error_hint(failed("1/0", "ZeroDivisionError", "division by zero"), {}) == ""
