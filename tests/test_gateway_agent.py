@@ -41,7 +41,7 @@ def test_agent_runs_on_the_gateway(fake_llm, tmp_path, gateway):
     assert int(result.cells[0].outputs[0]["text"]) != os.getpid()
     nb = nbformat.read(result.notebook, as_version=4)
     nbformat.validate(nb)
-    assert nb.metadata["kernel_agent"]["sandbox"].startswith("remote kernel on http://127.0.0.1")
+    assert nb.metadata["kernel_agent"]["sandbox"]["note"].startswith("remote kernel on http://127.0.0.1")
     assert nb.metadata["kernelspec"]["name"] == "python3"
 
 

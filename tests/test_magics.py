@@ -116,7 +116,7 @@ def test_agent_cell_in_a_notebook_works_on_the_users_dataframe(
     code = [c for c in record.cells if c.cell_type == "code"]
     assert [c.source for c in code] == [PLOT_CODE]
     assert any("image/png" in o.get("data", {}) for o in code[0].outputs)
-    assert record.metadata["kernel_agent"]["sandbox"].startswith("none")
+    assert record.metadata["kernel_agent"]["sandbox"]["mode"] == "none"
     assert record.metadata["kernelspec"]["name"] == "python3"
     fake_llm.assert_drained()
 

@@ -84,7 +84,9 @@ class AsyncAgent:
         self.messages: list[dict[str, Any]] = []
         self.cells: list[CellResult] = []
         self.usage = Usage()
-        self.sandbox_note = "none"
+        #: what isolates the kernel (notebook metadata); ``note`` is the short form
+        self.sandbox: dict[str, Any] = {"mode": "unknown", "note": "executor supplied by the caller"}
+        self._sandbox_warning: str | None = None
         #: what the kernel holds already (``namespace``: variables the user made before
         #: the run), so the note after the first cell lists only what the model changed
         self._namespace: dict[str, VariableInfo] = dict(namespace or {})
@@ -116,7 +118,7 @@ class AsyncAgent:
         if self.executor is None:
             from .executors.factory import make_executor
 
-            self.executor, self.sandbox_note = make_executor(self.settings)
+            self.executor, self.sandbox, self._sandbox_warning = make_executor(self.settings)
         if not getattr(self.executor, "language_info", None):
             await self.executor.start()
         if self.transcript is None:
@@ -128,7 +130,7 @@ class AsyncAgent:
                 metadata={
                     "model": self.endpoint.label,
                     "protocol": self.protocol,
-                    "sandbox": self.sandbox_note,
+                    "sandbox": self.sandbox,
                     "started": _now_iso(),
                 },
             )
@@ -182,9 +184,10 @@ class AsyncAgent:
         result = RunResult(answer="", status="error", notebook=self.transcript.path)
         self.transcript.add_markdown(f"**Task:** {task}", {"role": "task"})
         self.transcript.update_run_metadata(task=task)
-        yield RunStarted(task, self.endpoint.label, self.protocol, self.transcript.path, self.sandbox_note)
-        if self.sandbox_note.startswith("none"):
-            yield Notice(f"kernel is not sandboxed ({self.sandbox_note})", "warning")
+        yield RunStarted(task, self.endpoint.label, self.protocol, self.transcript.path, self.sandbox.get("note", ""))
+        if self._sandbox_warning:
+            yield Notice(self._sandbox_warning, "warning")
+            self._sandbox_warning = None  # once per agent, not per task
         self.messages.append({"role": "user", "content": task})
         self._task = task
         try:

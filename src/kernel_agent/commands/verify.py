@@ -48,6 +48,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--record", action="store_true", help="store the verdict in NOTEBOOK's metadata"
     )
+    parser.add_argument(
+        "--sandbox", choices=("auto", "bwrap", "none"), help="isolate the kernel, as runs do (default auto)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -56,14 +59,22 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"timeout must be positive, got {args.timeout:g}")
     if args.image_tolerance is not None and not 0 <= args.image_tolerance <= 1:
         raise ConfigError(f"image tolerance must be between 0 and 1, got {args.image_tolerance:g}")
+    from ..sandbox import make_launcher
+    from ..settings import Settings
     from ..verify import record_verdict, verify_notebook
 
+    cwd = args.notebook.resolve().parent
+    launcher = make_launcher(Settings.from_env(sandbox=args.sandbox), cwd)
+    if launcher.status.warning():
+        print(f"kernel-agent: {launcher.status.warning()}", file=sys.stderr)
     report = verify_notebook(
         args.notebook,
         kernel_name=args.kernel,
         timeout=args.timeout,
         image_tolerance=args.image_tolerance,
         write=args.write,
+        cwd=cwd,
+        launcher=launcher,
     )
     print_report(report)
     if args.record:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..settings import Settings
 from .base import AsyncExecutor
@@ -10,8 +11,11 @@ from .base import AsyncExecutor
 __all__ = ["make_executor"]
 
 
-def make_executor(settings: Settings) -> tuple[AsyncExecutor, str]:
-    """(executor, sandbox description) for ``settings``; not started yet.
+def make_executor(settings: Settings) -> tuple[AsyncExecutor, dict[str, Any], str | None]:
+    """(executor, sandbox metadata, warning or None) for ``settings``; not started yet.
+
+    The metadata dict goes into the notebook (``metadata.kernel_agent.sandbox``; its
+    ``note`` is a short form for humans); the warning is for a silent fall-back only.
 
     A local kernel's ``session.launcher.status`` is the full
     :class:`~kernel_agent.sandbox.SandboxStatus` (``to_metadata()`` for the notebook,
@@ -24,7 +28,8 @@ def make_executor(settings: Settings) -> tuple[AsyncExecutor, str]:
         executor = make_gateway_executor(
             settings, kernel_id=settings.gateway_kernel_id, keep_kernel=settings.keep_kernel
         )
-        return executor, f"remote kernel on {settings.gateway_url}"
+        note = f"remote kernel on {settings.gateway_url}"
+        return executor, {"mode": "remote", "reason": "Jupyter gateway", "note": note}, None
     from ..sandbox import make_launcher
     from .kernel import AsyncKernelSession
 
@@ -38,4 +43,5 @@ def make_executor(settings: Settings) -> tuple[AsyncExecutor, str]:
         max_output_chars=settings.max_output_chars,
         launcher=launcher,
     )
-    return session, launcher.status.note
+    status = launcher.status
+    return session, {**status.to_metadata(), "note": status.note}, status.warning()
