@@ -52,11 +52,13 @@ def _atomic_write_text(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise NotebookError(f"cannot write notebook {path}: {exc.strerror or exc}") from None
         raise
 
 
@@ -202,8 +204,11 @@ class Transcript:
         path = Path(path)
         try:
             nb = nbformat.read(path, as_version=4)
-        except (OSError, ValueError) as exc:
-            raise NotebookError(f"cannot read notebook {path}: {exc}") from None
+        except OSError as exc:
+            raise NotebookError(f"cannot read notebook {path}: {exc.strerror or exc}") from None
+        except Exception as exc:  # nbformat raises ValueError, ValidationError, TypeError, ...
+            reason = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            raise NotebookError(f"not a valid notebook {path}: {reason.splitlines()[0]}") from None
         transcript = cls(path, autosave=autosave)
         transcript.nb = nb
         nb.metadata.setdefault("kernel_agent", {})
