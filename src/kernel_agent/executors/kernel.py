@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -79,6 +79,7 @@ class AsyncKernelSession:
         self._km: AsyncKernelManager | None = None
         self._kc: Any = None
         self._poller: zmq.asyncio.Poller | None = None
+        self._readers: tuple[zmq.Socket, zmq.Socket] | None = None
 
     # ----------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -123,13 +124,18 @@ class AsyncKernelSession:
         self._poller = zmq.asyncio.Poller()
         self._poller.register(kc.shell_channel.socket, zmq.POLLIN)
         self._poller.register(kc.iopub_channel.socket, zmq.POLLIN)
+        # blocking twins of the same sockets, read with NOBLOCK to drain what is queued
+        self._readers = (
+            zmq.Socket.shadow(kc.iopub_channel.socket.underlying),
+            zmq.Socket.shadow(kc.shell_channel.socket.underlying),
+        )
         reply = await self._request_reply(kc.kernel_info())
         self.language_info = dict(reply["content"].get("language_info", {}))
 
     async def shutdown(self) -> None:
         """Stop the kernel. Safe to call twice."""
         km, kc = self._km, self._kc
-        self._km = self._kc = self._poller = None
+        self._km = self._kc = self._poller = self._readers = None
         if kc is not None:
             kc.stop_channels()
         if km is not None:
@@ -159,7 +165,7 @@ class AsyncKernelSession:
         km = self._manager()
         if self._kc is not None:
             self._kc.stop_channels()
-            self._kc = self._poller = None
+            self._kc = self._poller = self._readers = None
         await km.restart_kernel(now=True)
         self.display_map.clear()
         await self._connect()
@@ -227,16 +233,35 @@ class AsyncKernelSession:
     async def _collect(self, msg_id: str, collector: OutputCollector, deadline: float | None) -> str:
         """Feed messages for ``msg_id`` to ``collector`` until idle + reply.
 
-        Returns "ok", "reply_error", "timeout" (deadline passed) or "died".
+        Everything already queued is read without waiting (one poll per burst of
+        messages, not one per message). Returns "ok", "reply_error", "timeout"
+        (deadline passed) or "died".
         """
         kc, km, poller = self._kc, self._km, self._poller
         assert kc is not None and km is not None and poller is not None
-        shell, iopub = kc.shell_channel.socket, kc.iopub_channel.socket
+        assert self._readers is not None
+        iopub, shell = self._readers
         session = kc.session
         idle = reply = False
         reply_status = "ok"
         next_alive_check = time.monotonic() + _ALIVE_CHECK_S
-        while not (idle and reply):
+        while True:
+            for frames in _queued(iopub):
+                msg = session.deserialize(session.feed_identities(frames)[1])
+                if msg["parent_header"].get("msg_id") == msg_id:
+                    if msg["msg_type"] == "status":
+                        idle = msg["content"]["execution_state"] == "idle"
+                    else:
+                        collector.feed(msg)
+            for frames in _queued(shell):
+                msg = session.deserialize(session.feed_identities(frames)[1])
+                if msg["parent_header"].get("msg_id") == msg_id:
+                    reply = True
+                    reply_status = msg["content"].get("status", "ok")
+                    if collector.execution_count is None:
+                        collector.execution_count = msg["content"].get("execution_count")
+            if idle and reply:
+                return "ok" if reply_status == "ok" else "reply_error"
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 return "timeout"
@@ -247,24 +272,7 @@ class AsyncKernelSession:
             wait = next_alive_check - now
             if deadline is not None:
                 wait = min(wait, deadline - now)
-            events = dict(await poller.poll(max(wait, 0) * 1000))
-            if not events:
-                continue
-            if iopub in events:
-                msg = session.deserialize(session.feed_identities(await iopub.recv_multipart())[1])
-                if msg["parent_header"].get("msg_id") == msg_id:
-                    if msg["msg_type"] == "status":
-                        idle = msg["content"]["execution_state"] == "idle"
-                    else:
-                        collector.feed(msg)
-            if shell in events:
-                msg = session.deserialize(session.feed_identities(await shell.recv_multipart())[1])
-                if msg["parent_header"].get("msg_id") == msg_id:
-                    reply = True
-                    reply_status = msg["content"].get("status", "ok")
-                    if collector.execution_count is None:
-                        collector.execution_count = msg["content"].get("execution_count")
-        return "ok" if reply_status == "ok" else "reply_error"
+            await poller.poll(max(wait, 0) * 1000)
 
     async def _request_reply(self, msg_id: str, timeout: float = 30.0) -> dict[str, Any]:
         """Wait for the shell reply to ``msg_id`` (used for kernel_info)."""
@@ -288,6 +296,15 @@ class AsyncKernelSession:
             except ValueError:
                 return f"killed by signal {-code}"
         return f"exit code {code}"
+
+
+def _queued(socket: zmq.Socket) -> Iterator[list[bytes]]:
+    """The multipart messages already waiting on ``socket``, without blocking."""
+    while True:
+        try:
+            yield socket.recv_multipart(zmq.NOBLOCK)
+        except zmq.Again:
+            return
 
 
 KernelSession = sync_facade(
