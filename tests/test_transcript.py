@@ -89,7 +89,9 @@ def test_bytes_match_nbformat_writes(kernel: Any, tmp_path: Path) -> None:
     t.save()
     assert path.read_text(encoding="utf-8") == nbformat.writes(t.nb)  # no cells yet
     t.add_markdown("multi\nline ✓")
-    run_cells(kernel, t, ["x = 'a\\nb'\nprint(x)", "{'k': [1, 2]}", "import sys; sys.stderr.write('e')"])
+    run_cells(
+        kernel, t, ["x = 'a\\nb'\nprint(x)", "{'k': [1, 2]}", "import sys; sys.stderr.write('e')"]
+    )
     t.cells[-1].metadata["trusted"] = True  # dropped by nbformat.writes, and by us
     t.save()
     assert path.read_text(encoding="utf-8") == nbformat.writes(t.nb)
@@ -98,6 +100,16 @@ def test_bytes_match_nbformat_writes(kernel: Any, tmp_path: Path) -> None:
     t.update_run_metadata(task="t", answer="ok")
     assert path.read_text(encoding="utf-8") == nbformat.writes(t.nb)
     assert t.render() == nbformat.writes(t.nb)  # the frozen cache renders the same text
+
+
+def test_display_update_reaches_a_frozen_cell(kernel: Any, tmp_path: Path) -> None:
+    path = tmp_path / "run.ipynb"
+    t = Transcript(path, kernelspec=kernel.kernelspec, language_info=kernel.language_info)
+    for code in ["h = display('first', display_id=True)", "x = 1", "h.update('second')"]:
+        t.add_code(code, kernel.execute(code))
+        t.freeze_all()  # after every cell, as a run does
+    assert nbformat.read(path, as_version=4).cells[0].outputs[0].data == {"text/plain": "'second'"}
+    assert path.read_text(encoding="utf-8") == nbformat.writes(t.nb)
 
 
 def test_cell_without_result_and_run_metadata(tmp_path: Path) -> None:
@@ -164,7 +176,8 @@ CRASH_SCRIPT = textwrap.dedent(
     from kernel_agent.results import CellResult
     from kernel_agent.transcript import Transcript
 
-    t = Transcript(sys.argv[1], kernelspec={"name": "python3", "display_name": "P", "language": "python"})
+    spec = {"name": "python3", "display_name": "P", "language": "python"}
+    t = Transcript(sys.argv[1], kernelspec=spec)
     for i in range(3):
         now = datetime.now(timezone.utc)
         out = nbformat.v4.new_output("stream", name="stdout", text=f"{i}\\n")
@@ -195,7 +208,9 @@ def test_crash_mid_run_leaves_a_valid_notebook(tmp_path: Path) -> None:
 # -------------------------------------------------------------------- load
 def test_load_and_append(tmp_path: Path) -> None:
     path = tmp_path / "nb.ipynb"
-    first = Transcript(path, kernelspec=KERNELSPEC, language_info=LANGUAGE_INFO, metadata={"run": 1})
+    first = Transcript(
+        path, kernelspec=KERNELSPEC, language_info=LANGUAGE_INFO, metadata={"run": 1}
+    )
     first.add_markdown("intro")
     first.add_code("a = 1", result("a = 1"))
     again = Transcript.load(path)
@@ -214,7 +229,10 @@ def test_load_and_append(tmp_path: Path) -> None:
         (None, "cannot read notebook"),
         ("not json at all", "not a valid notebook"),
         ("{}", "not a valid notebook"),
-        ('{"cells": 5, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}', "not a valid notebook"),
+        (
+            '{"cells": 5, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}',
+            "not a valid notebook",
+        ),
     ],
     ids=["missing", "not_json", "empty_object", "bad_cells"],
 )
@@ -229,7 +247,9 @@ def test_load_bad_files(tmp_path: Path, content: str | None, message: str) -> No
 
 def test_validate_reports_an_invalid_notebook(tmp_path: Path) -> None:
     t = Transcript(tmp_path / "nb.ipynb", autosave=False)
-    t.add_code("x", result("x", NotebookNode(output_type="stream", name="stdout", text="", bogus=1)))
+    t.add_code(
+        "x", result("x", NotebookNode(output_type="stream", name="stdout", text="", bogus=1))
+    )
     with pytest.raises(NotebookError, match="invalid notebook"):
         t.validate()
 
@@ -248,6 +268,6 @@ def test_transcript_reexecutes_with_nbclient(
     nb = nbformat.read(path, as_version=4)
     NotebookClient(nb, timeout=60, resources={"metadata": {"path": str(tmp_path)}}).execute()
     stored = nbformat.read(path, as_version=4)
-    for fresh, old in zip(nb.cells[1:], stored.cells[1:]):
+    for fresh, old in zip(nb.cells[1:], stored.cells[1:], strict=True):
         assert without_counts(fresh.outputs) == without_counts(old.outputs)
     assert nb.cells[2].outputs[0].text == "42\n"
