@@ -22,6 +22,7 @@ test: venv
 
 bench: venv
 	$(PY) bench/bench_kernel.py
+	$(PY) bench/bench_transcript.py
 
 demo:
 	@echo "make demo waits for the bundled local model (issue: embedded default); not there yet."

@@ -97,7 +97,10 @@ def main() -> None:
     session = KernelSession("python3", cwd=cwd)
     session.start()
     session_start = time.perf_counter() - t
-    clients = {"raw BlockingKernelClient": raw_execute(kc), "KernelSession": session_execute(session)}
+    clients = {
+        "raw BlockingKernelClient": raw_execute(kc),
+        "KernelSession": session_execute(session),
+    }
     try:
         for run in clients.values():
             run("x = 0")
@@ -124,7 +127,10 @@ def main() -> None:
             f"{label:<12} {n:>5} {raw:>7.2f} ({raw_cpu:>5.2f}) {ours:>7.2f} ({our_cpu:>5.2f})"
             f" {ratio:>6.2f}x{flag}"
         )
-    print(f"kernel start -> kernel_info reply: raw {raw_start:.2f} s, KernelSession {session_start:.2f} s")
+    print(
+        f"kernel start -> kernel_info reply: raw {raw_start:.2f} s,"
+        f" KernelSession {session_start:.2f} s"
+    )
     print(f"client RSS: {rss:.0f} MiB now, {peak:.0f} MiB peak (both clients in one process)")
 
 

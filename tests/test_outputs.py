@@ -136,7 +136,12 @@ def test_update_display_data_patches_earlier_cell_through_shared_map() -> None:
     shared: dict = {}
     first = collect(display({"text/plain": "one"}, "d1"), display_map=shared)
     second = collect(
-        msg("update_display_data", data={"text/plain": "two"}, metadata={}, transient={"display_id": "d1"}),
+        msg(
+            "update_display_data",
+            data={"text/plain": "two"},
+            metadata={},
+            transient={"display_id": "d1"},
+        ),
         display_map=shared,
     )
     assert first.outputs[0].data == {"text/plain": "two"}
@@ -146,7 +151,12 @@ def test_update_display_data_patches_earlier_cell_through_shared_map() -> None:
 def test_update_of_unknown_display_id_is_ignored() -> None:
     c = collect(
         display({"text/plain": "keep"}, "a"),
-        msg("update_display_data", data={"text/plain": "x"}, metadata={}, transient={"display_id": "b"}),
+        msg(
+            "update_display_data",
+            data={"text/plain": "x"},
+            metadata={},
+            transient={"display_id": "b"},
+        ),
     )
     assert [o.data for o in c.outputs] == [{"text/plain": "keep"}]
 
@@ -217,7 +227,10 @@ def test_huge_single_line_is_truncated() -> None:
 
 def test_oversized_text_plain_is_cut_and_other_mime_dropped_with_note() -> None:
     big_png = "iVBOR" + "A" * 5_000
-    c = collect(display({"text/plain": "p" * 3_000, "image/png": big_png, "text/html": "<b>ok</b>"}), max_chars=1_000)
+    c = collect(
+        display({"text/plain": "p" * 3_000, "image/png": big_png, "text/html": "<b>ok</b>"}),
+        max_chars=1_000,
+    )
     data = c.outputs[0].data
     assert "image/png" not in data
     assert data["text/html"] == "<b>ok</b>"
@@ -228,10 +241,17 @@ def test_oversized_text_plain_is_cut_and_other_mime_dropped_with_note() -> None:
 def test_oversized_update_is_bounded_too() -> None:
     c = collect(
         display({"text/plain": "small"}, "d"),
-        msg("update_display_data", data={"image/png": "A" * 5_000}, metadata={}, transient={"display_id": "d"}),
+        msg(
+            "update_display_data",
+            data={"image/png": "A" * 5_000},
+            metadata={},
+            transient={"display_id": "d"},
+        ),
         max_chars=1_000,
     )
-    assert c.outputs[0].data == {"text/plain": "[kernel-agent: omitted oversized image/png (5,000 characters)]"}
+    assert c.outputs[0].data == {
+        "text/plain": "[kernel-agent: omitted oversized image/png (5,000 characters)]"
+    }
 
 
 # ---------------------------------------------------------------- callback
@@ -241,7 +261,12 @@ def test_on_output_gets_each_new_piece() -> None:
         stream("a"),
         stream("b"),
         display({"text/plain": "D"}, "d"),
-        msg("update_display_data", data={"text/plain": "E"}, metadata={}, transient={"display_id": "d"}),
+        msg(
+            "update_display_data",
+            data={"text/plain": "E"},
+            metadata={},
+            transient={"display_id": "d"},
+        ),
         msg("error", ename="E", evalue="v", traceback=[]),
         on_output=lambda piece: pieces.append(copy.deepcopy(piece)),  # as shown then
     )

@@ -9,7 +9,14 @@ from kernel_agent.secrets_filter import is_secret_name, kernel_environment
 
 @pytest.mark.parametrize(
     "name",
-    ["OPENAI_API_KEY", "MY_TOKEN", "DB_PASSWORD", "AWS_SECRET_ACCESS_KEY", "github_token", "Api_Key"],
+    [
+        "OPENAI_API_KEY",
+        "MY_TOKEN",
+        "DB_PASSWORD",
+        "AWS_SECRET_ACCESS_KEY",
+        "github_token",
+        "Api_Key",
+    ],
 )
 def test_secret_names(name: str) -> None:
     assert is_secret_name(name)

@@ -39,7 +39,9 @@ def test_environment_is_read() -> None:
 
 
 def test_empty_environment_values_count_as_unset() -> None:
-    s = Settings.from_env({"OPENAI_API_KEY": "", "KERNEL_AGENT_KERNEL": "", "KERNEL_AGENT_HOME": "/h"})
+    s = Settings.from_env(
+        {"OPENAI_API_KEY": "", "KERNEL_AGENT_KERNEL": "", "KERNEL_AGENT_HOME": "/h"}
+    )
     assert s.api_key is None and s.kernel_name == "python3"
 
 
