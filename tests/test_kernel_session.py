@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from kernel_agent.errors import ConfigError, KernelNotFound
+from kernel_agent.errors import ConfigError, KernelNotFound, KernelStartError
 from kernel_agent.executors.base import AsyncExecutor
 from kernel_agent.executors.kernel import AsyncKernelSession, KernelSession
 
@@ -266,6 +267,34 @@ def test_non_positive_timeouts(kernel: Any, tmp_path: Path, bad: float) -> None:
         kernel.execute("1", timeout=bad)
     with pytest.raises(ConfigError, match="startup timeout must be positive"):
         KernelSession(cwd=tmp_path, startup_timeout=bad)
+
+
+def fake_kernelspec(root: Path, name: str, code: str) -> None:
+    """A kernelspec under ``root`` (put on JUPYTER_PATH) whose kernel runs ``code``."""
+    spec = root / "kernels" / name
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-c", code, "{connection_file}"]
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": name}))
+
+
+def test_kernel_that_exits_at_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_kernelspec(tmp_path / "share", "exits", "import sys; sys.exit(3)")
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "share"))
+    session = KernelSession("exits", cwd=tmp_path, startup_timeout=60)
+    start = time.monotonic()
+    with pytest.raises(KernelStartError, match="'exits' exited while starting"):
+        session.start()
+    assert time.monotonic() - start < 10
+    assert not session.is_alive()
+
+
+def test_kernel_that_never_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_kernelspec(tmp_path / "share", "mute", "import time; time.sleep(60)")
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "share"))
+    session = KernelSession("mute", cwd=tmp_path, startup_timeout=1.5)
+    with pytest.raises(KernelStartError, match="'mute' did not answer within 1.5 s"):
+        session.start()
+    assert not session.is_alive()
 
 
 def test_errors_are_one_line(tmp_path: Path) -> None:
