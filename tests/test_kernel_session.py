@@ -322,6 +322,23 @@ def test_async_api(tmp_path: Path) -> None:
     assert alive and not after
 
 
+def test_async_sessions_run_concurrently(tmp_path: Path) -> None:
+    async def run() -> tuple[list[Any], float]:
+        sessions = [AsyncKernelSession(cwd=tmp_path, env=kernel_env()) for _ in range(2)]
+        await asyncio.gather(*(s.start() for s in sessions))
+        try:
+            start = time.monotonic()
+            code = "import time\ntime.sleep(1)\n'done'"
+            results = await asyncio.gather(*(s.execute(code) for s in sessions))
+            return results, time.monotonic() - start
+        finally:
+            await asyncio.gather(*(s.shutdown() for s in sessions))
+
+    results, elapsed = asyncio.run(run())
+    assert [texts(r) for r in results] == [["'done'"], ["'done'"]]
+    assert elapsed < 1.8  # waiting on one kernel does not block the other
+
+
 def test_bash_kernel(fresh_kernel: Any) -> None:
     session = fresh_kernel("bash")
     assert session.kernelspec["language"] == "bash"
