@@ -28,7 +28,6 @@ __all__ = ["OutputCollector", "resolve_control_chars", "truncation_marker", "Dis
 
 DisplayMap = dict[str, list[NotebookNode]]
 
-_CARRIAGE_RETURN = re.compile(r".*\r(?=[^\n])")
 _BACKSPACE = re.compile("[^\n\x08]\x08")
 _OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error")
 _TEXT_MIMES = ("text/plain",)

@@ -47,7 +47,7 @@ def _atomic_write_text(path: Path, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
-        raise NotebookError(f"cannot write notebook {path}: {exc.strerror or exc}") from None
+        raise _cannot_write(path, exc) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -58,8 +58,12 @@ def _atomic_write_text(path: Path, text: str) -> None:
         except OSError:
             pass
         if isinstance(exc, OSError):
-            raise NotebookError(f"cannot write notebook {path}: {exc.strerror or exc}") from None
+            raise _cannot_write(path, exc) from None
         raise
+
+
+def _cannot_write(path: Path, exc: OSError) -> NotebookError:
+    return NotebookError(f"cannot write notebook {path}: {exc.strerror or exc}")
 
 
 class Transcript:
