@@ -33,6 +33,7 @@ system-deps-chromium:
 
 bench: venv
 	$(PY) bench/bench_kernel.py
+	$(PY) bench/bench_transcript.py
 
 DEMO_TASK ?= Make a small dataset: a pandas DataFrame with a column n holding the integers 1 to 10 and a column square holding n squared. Compute the sum of the squares, plot square against n as a line chart, and tell me the sum.
 

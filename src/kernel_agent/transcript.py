@@ -47,17 +47,23 @@ def _atomic_write_text(path: Path, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
-        raise NotebookError(f"cannot write notebook {path}: {exc.strerror or exc}") from None
+        raise _cannot_write(path, exc) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise _cannot_write(path, exc) from None
         raise
+
+
+def _cannot_write(path: Path, exc: OSError) -> NotebookError:
+    return NotebookError(f"cannot write notebook {path}: {exc.strerror or exc}")
 
 
 class Transcript:
@@ -82,7 +88,8 @@ class Transcript:
         self.autosave = autosave
         self.nb = new_notebook()
         self.nb.metadata["kernel_agent"] = dict(metadata or {})
-        self._cache: dict[int, str] = {}
+        # id(cell) -> (the cell's output data dicts when serialised, its JSON text)
+        self._cache: dict[int, tuple[tuple[Any, ...], str]] = {}
         self._frozen: set[int] = set()
         if kernelspec or language_info:
             self.set_kernel(kernelspec or {}, language_info or {}, save=False)
@@ -149,8 +156,9 @@ class Transcript:
     def freeze(self, cell: NotebookNode) -> None:
         """Mark ``cell`` as final: it is serialised once and the text reused.
 
-        Cells not frozen (the current one, or one whose display may still be
-        updated) are serialised on every save.
+        Cells not frozen (the current one) are serialised on every save. A frozen
+        cell whose display is later updated (``update_display_data``) is noticed and
+        serialised again; other in-place edits of a frozen cell are not.
         """
         self._frozen.add(id(cell))
 
@@ -174,14 +182,22 @@ class Transcript:
 
     def _cell_json(self, cell: NotebookNode) -> str:
         key = id(cell)
-        if key in self._frozen and key in self._cache:
-            return self._cache[key]
+        # A display update in a later cell replaces an output's data dict: compare the
+        # dicts by identity (the cache holds them, so an id cannot be reused meanwhile).
+        data = tuple(output.get("data") for output in cell.get("outputs", ()))
+        cached = self._cache.get(key) if key in self._frozen else None
+        if (
+            cached is not None
+            and len(cached[0]) == len(data)
+            and all(old is new for old, new in zip(cached[0], data, strict=True))
+        ):
+            return cached[1]
         cell = copy.deepcopy(cell)
         cell.metadata.pop("trusted", None)
         text = json.dumps(split_lines(NotebookNode(cells=[cell])).cells[0], **_JSON_KW)
         text = "  " + text.replace("\n", "\n  ")
         if key in self._frozen:
-            self._cache[key] = text
+            self._cache[key] = (data, text)
         return text
 
     def save(self) -> Path:
@@ -202,8 +218,11 @@ class Transcript:
         path = Path(path)
         try:
             nb = nbformat.read(path, as_version=4)
-        except (OSError, ValueError) as exc:
-            raise NotebookError(f"cannot read notebook {path}: {exc}") from None
+        except OSError as exc:
+            raise NotebookError(f"cannot read notebook {path}: {exc.strerror or exc}") from None
+        except Exception as exc:  # nbformat raises ValueError, ValidationError, TypeError, ...
+            reason = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            raise NotebookError(f"not a valid notebook {path}: {reason.splitlines()[0]}") from None
         transcript = cls(path, autosave=autosave)
         transcript.nb = nb
         nb.metadata.setdefault("kernel_agent", {})

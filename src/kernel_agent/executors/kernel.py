@@ -5,6 +5,10 @@ path waits on shell and iopub together (no sleep-polling), finishes when both th
 ``idle`` status and the ``execute_reply`` for *our* request have arrived, and checks
 that the kernel process is alive about once a second, so a kernel killed mid-cell is
 reported in about a second instead of at the timeout.
+
+The client's sockets are plain (blocking) zmq sockets read with ``NOBLOCK``; the
+event loop watches their file descriptors itself. A ``zmq.asyncio`` poll costs about
+75 us of CPU per wake-up, and a cell needs three wake-ups: 10% of a 2.5 ms round trip.
 """
 
 from __future__ import annotations
@@ -12,14 +16,14 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import zmq
-import zmq.asyncio
-from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.kernelspec import NoSuchKernel
+from jupyter_client.manager import AsyncKernelManager
 
 from ..errors import ConfigError, KernelDied, KernelNotFound, KernelStartError
 from ..outputs import DisplayMap, OutputCollector
@@ -74,8 +78,7 @@ class AsyncKernelSession:
         self.language_info: dict[str, Any] = {}
         self.display_map: DisplayMap = {}
         self._km: AsyncKernelManager | None = None
-        self._kc: Any = None
-        self._poller: zmq.asyncio.Poller | None = None
+        self._kc: BlockingKernelClient | None = None
 
     # ----------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -107,29 +110,48 @@ class AsyncKernelSession:
         await self._connect()
 
     async def _connect(self) -> None:
-        assert self._km is not None
-        kc = self._km.client()
+        """Connect a client and wait until the kernel answers on shell and iopub."""
+        km = self._manager()
+        kc = BlockingKernelClient(
+            **km.get_connection_info(session=True), context=zmq.Context.instance()
+        )
         kc.start_channels(stdin=False, hb=False, control=False)
+        self._kc = kc
         try:
-            await kc.wait_for_ready(timeout=self.startup_timeout)
-        except RuntimeError as exc:
+            reply = await self._handshake()
+        except KernelStartError:
             kc.stop_channels()
-            km = self._km
+            self._kc = None
             await km.shutdown_kernel(now=True)
             self._km = None
             self._cleanup_launcher(km)
-            raise KernelStartError(f"kernel {self.kernel_name!r} did not become ready: {exc}") from None
-        self._kc = kc
-        self._poller = zmq.asyncio.Poller()
-        self._poller.register(kc.shell_channel.socket, zmq.POLLIN)
-        self._poller.register(kc.iopub_channel.socket, zmq.POLLIN)
-        reply = await self._request_reply(kc.kernel_info())
+            raise
         self.language_info = dict(reply["content"].get("language_info", {}))
+
+    async def _handshake(self) -> dict[str, Any]:
+        """Send ``kernel_info`` until its reply and its ``idle`` on iopub both arrive.
+
+        Our own status message on iopub proves the subscription is live, so no output
+        of the first cell is lost. Returns the kernel_info reply.
+        """
+        km, kc = self._manager(), self._kc
+        assert kc is not None
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if not await km.is_alive():
+                raise KernelStartError(f"kernel {self.kernel_name!r} exited while starting")
+            attempt = min(deadline, time.monotonic() + 1.0)
+            outcome, reply = await self._collect_reply(kc.kernel_info(), OutputCollector(), attempt)
+            if outcome == "ok" and reply is not None:
+                return reply
+        raise KernelStartError(
+            f"kernel {self.kernel_name!r} did not answer within {self.startup_timeout:g} s"
+        )
 
     async def shutdown(self) -> None:
         """Stop the kernel. Safe to call twice."""
         km, kc = self._km, self._kc
-        self._km = self._kc = self._poller = None
+        self._km = self._kc = None
         if kc is not None:
             kc.stop_channels()
         if km is not None:
@@ -169,7 +191,7 @@ class AsyncKernelSession:
         km = self._manager()
         if self._kc is not None:
             self._kc.stop_channels()
-            self._kc = self._poller = None
+            self._kc = None
         await km.restart_kernel(now=True)
         self.display_map.clear()
         await self._connect()
@@ -218,54 +240,53 @@ class AsyncKernelSession:
     async def _collect(
         self, msg_id: str, collector: OutputCollector, deadline: float | None
     ) -> Outcome:
+        """Feed messages for ``msg_id`` to ``collector`` until idle + reply (see below)."""
+        outcome, _ = await self._collect_reply(msg_id, collector, deadline)
+        return outcome
+
+    async def _collect_reply(
+        self, msg_id: str, collector: OutputCollector, deadline: float | None
+    ) -> tuple[Outcome, dict[str, Any] | None]:
         """Feed messages for ``msg_id`` to ``collector`` until idle + reply.
 
-        Returns "ok", "reply_error", "timeout" (deadline passed) or "died".
+        Everything already queued is read without waiting (one wake-up per burst of
+        messages, not one per message). Returns the outcome, "ok", "reply_error",
+        "timeout" (deadline passed) or "died", and the shell reply if it came.
         """
-        kc, km, poller = self._kc, self._km, self._poller
-        assert kc is not None and km is not None and poller is not None
-        shell, iopub = kc.shell_channel.socket, kc.iopub_channel.socket
+        kc, km = self._kc, self._km
+        assert kc is not None and km is not None
+        iopub, shell = kc.iopub_channel.socket, kc.shell_channel.socket
         session = kc.session
-        idle = reply = False
-        reply_status = "ok"
+        idle = False
+        reply: dict[str, Any] | None = None
         next_alive_check = time.monotonic() + _ALIVE_CHECK_S
-        while not (idle and reply):
-            now = time.monotonic()
-            if deadline is not None and now >= deadline:
-                return "timeout"
-            if now >= next_alive_check:
-                if not await km.is_alive():
-                    return "died"
-                next_alive_check = now + _ALIVE_CHECK_S
-            wait = next_alive_check - now
-            if deadline is not None:
-                wait = min(wait, deadline - now)
-            events = dict(await poller.poll(max(wait, 0) * 1000))
-            if not events:
-                continue
-            if iopub in events:
-                msg = session.deserialize(session.feed_identities(await iopub.recv_multipart())[1])
+        while True:
+            for frames in _queued(iopub):
+                msg = session.deserialize(session.feed_identities(frames)[1])
                 if msg["parent_header"].get("msg_id") == msg_id:
                     if msg["msg_type"] == "status":
                         idle = msg["content"]["execution_state"] == "idle"
                     else:
                         collector.feed(msg)
-            if shell in events:
-                msg = session.deserialize(session.feed_identities(await shell.recv_multipart())[1])
+            for frames in _queued(shell):
+                msg = session.deserialize(session.feed_identities(frames)[1])
                 if msg["parent_header"].get("msg_id") == msg_id:
-                    reply = True
-                    reply_status = take_reply(collector, msg["content"])
-        return "ok" if reply_status == "ok" else "reply_error"
-
-    async def _request_reply(self, msg_id: str, timeout: float = 30.0) -> dict[str, Any]:
-        """Wait for the shell reply to ``msg_id`` (used for kernel_info)."""
-        assert self._kc is not None
-        deadline = time.monotonic() + timeout
-        while (remaining := deadline - time.monotonic()) > 0:
-            msg = await self._kc.get_shell_msg(timeout=remaining)
-            if msg["parent_header"].get("msg_id") == msg_id:
-                return msg
-        raise KernelStartError("the kernel did not answer kernel_info")
+                    reply = msg
+                    take_reply(collector, msg["content"])
+            if idle and reply is not None:
+                ok = reply["content"].get("status", "ok") == "ok"
+                return ("ok" if ok else "reply_error"), reply
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                return "timeout", reply
+            if now >= next_alive_check:
+                if not await km.is_alive():
+                    return "died", reply
+                next_alive_check = now + _ALIVE_CHECK_S
+            wait = next_alive_check - now
+            if deadline is not None:
+                wait = min(wait, deadline - now)
+            await _readable((iopub, shell), max(wait, 0))
 
     async def _exit_reason(self) -> str:
         km = self._km
@@ -279,6 +300,44 @@ class AsyncKernelSession:
             except ValueError:
                 return f"killed by signal {-code}"
         return f"exit code {code}"
+
+
+async def _readable(sockets: tuple[zmq.Socket, ...], timeout: float) -> None:
+    """Return when one of ``sockets`` may have a message, or after ``timeout`` seconds.
+
+    A zmq file descriptor is edge-triggered ("something changed"): ``ZMQ_EVENTS`` is
+    checked before waiting, and read on wake-up, which also quiets the descriptor.
+    """
+    if any(sock.getsockopt(zmq.EVENTS) & zmq.POLLIN for sock in sockets):
+        return
+    loop = asyncio.get_running_loop()
+    woken = loop.create_future()
+
+    def wake() -> None:
+        for sock in sockets:
+            sock.getsockopt(zmq.EVENTS)
+        if not woken.done():
+            woken.set_result(None)
+
+    fds = [sock.getsockopt(zmq.FD) for sock in sockets]
+    for fd in fds:
+        loop.add_reader(fd, wake)
+    timer = loop.call_later(timeout, wake)
+    try:
+        await woken
+    finally:
+        timer.cancel()
+        for fd in fds:
+            loop.remove_reader(fd)
+
+
+def _queued(socket: zmq.Socket) -> Iterator[list[bytes]]:
+    """The multipart messages already waiting on ``socket``, without blocking."""
+    while True:
+        try:
+            yield socket.recv_multipart(zmq.NOBLOCK)
+        except zmq.Again:
+            return
 
 
 KernelSession = sync_facade(
