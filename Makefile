@@ -5,7 +5,7 @@ PIP := $(PY) -m pip
 PYTEST_ARGS ?=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test demo bench venv system-deps system-deps-chromium lint clean
+.PHONY: test demo bench eval-local venv system-deps system-deps-chromium lint clean
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -31,13 +31,22 @@ system-deps-chromium:
 		$(SUDO) apt-get update -q && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium; }
 
-bench: venv
+# Each benchmark prints ratios against a floor measured in the same run.
+bench: venv system-deps
 	$(PY) bench/bench_kernel.py
 	$(PY) bench/bench_transcript.py
+	$(PY) bench/bench_sandbox.py
+	$(PY) bench/bench_gateway.py
+	$(PY) bench/bench_verify.py
+	$(PY) bench/bench_local_model.py
+
+# How often the bundled model solves simple analysis tasks (slow: minutes).
+eval-local: venv system-deps
+	$(PY) bench/eval_local_model.py
 
 DEMO_TASK ?= Make a small dataset: a pandas DataFrame with a column n holding the integers 1 to 10 and a column square holding n squared. Compute the sum of the squares, plot square against n as a line chart, and tell me the sum.
 
-demo: venv
+demo: venv system-deps
 	mkdir -p notebooks
 	$(VENV)/bin/kernel-agent run --model local --temperature 0 --notebook notebooks/demo.ipynb "$(DEMO_TASK)"
 
