@@ -30,19 +30,23 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    #: False until the endpoint reports usage at all (llama.cpp's server does not when streaming)
+    reported: bool = False
 
     def add(self, other: Any) -> None:
         if other is None:
             return
+        self.reported = True
         self.prompt_tokens += getattr(other, "prompt_tokens", 0) or 0
         self.completion_tokens += getattr(other, "completion_tokens", 0) or 0
         self.total_tokens += getattr(other, "total_tokens", 0) or 0
 
-    def as_dict(self) -> dict[str, int]:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.total_tokens,
+            "reported": self.reported,
         }
 
 

@@ -196,7 +196,9 @@ def provenance_markdown(nb: NotebookNode, nb_path: Path | None = None) -> str | 
     if run.get("status"):
         rows.append(("Run status", str(run["status"])))
     usage = run.get("usage") or {}
-    if usage:
+    if usage.get("reported") is False:
+        rows.append(("Tokens", "not reported by the endpoint"))
+    elif usage:
         total = usage.get("total_tokens")
         if total is None:
             total = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)

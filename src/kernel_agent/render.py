@@ -186,7 +186,7 @@ def print_result(console: Console, err: Console, result: RunResult, fmt: str) ->
     usage = result.usage
     tail = (
         f"status {result.status} · {len(result.cells)} cells · "
-        f"{f'{usage.total_tokens} tokens' if usage.total_tokens else 'tokens not reported by the endpoint'} · "
+        f"{f'{usage.total_tokens} tokens' if usage.reported else 'tokens not reported by the endpoint'} · "
         f"{result.duration_s:.1f}s · notebook {result.notebook}"
     )
     if result.clean_notebook:
