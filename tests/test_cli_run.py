@@ -119,3 +119,14 @@ def test_approve_flag_asks_before_each_cell(fake_llm, tmp_path):
     cells = [c for c in nbformat.read(nb, as_version=4).cells if c.cell_type == "code"]
     assert [c.metadata["kernel_agent"]["status"] for c in cells] == ["ok", "skipped"]
     assert cells[0].outputs[0]["text"] == "first\n" and cells[1].outputs == []
+
+
+def test_approve_edit_replaces_the_cell(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("print('original')"), text("done"))
+    nb = tmp_path / "edited.ipynb"
+    proc = cli(["run", "--approve", "--format", "plain", "--notebook", str(nb), *remote(fake_llm, tmp_path), "edit it"],
+               stdin="e\nprint('edited')\n.\n", cwd=tmp_path, env_extra={"EDITOR": "", "VISUAL": ""})
+    assert proc.returncode == 0, proc.stderr
+    cells = [c for c in nbformat.read(nb, as_version=4).cells if c.cell_type == "code"]
+    assert [c.source for c in cells] == ["print('edited')"]
+    assert cells[0].outputs[0]["text"] == "edited\n"

@@ -26,6 +26,7 @@ from typing import Any
 
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
+from .approval import ask_until_decided, read_code_until_dot
 from .errors import ConfigError, KernelAgentError
 
 __all__ = ["AgentMagics", "AgentResult", "load_ipython_extension", "unload_ipython_extension"]
@@ -335,20 +336,9 @@ def _approver(view: _View) -> Any:
     def approve(code: str, step: int) -> tuple[str, str | None]:
         view.code(step, code, pending=True)
         try:
-            while True:
-                answer = input(f"cell {step}: [r]un, [s]kip, [e]dit, [q]uit? ").strip().lower()
-                if answer in ("", "r", "run"):
-                    return "run", code
-                if answer in ("s", "skip"):
-                    return "skip", None
-                if answer in ("q", "quit"):
-                    return "quit", None
-                if answer in ("e", "edit"):
-                    print("enter the new code; finish with a line holding a single '.'")
-                    lines = []
-                    while (typed := input()) != ".":
-                        lines.append(typed)
-                    return "run", "\n".join(lines) or code
+            return ask_until_decided(
+                code, step, input, lambda _: read_code_until_dot(lambda: input(), print)
+            )
         except (EOFError, StdinNotImplementedError):
             view.line(
                 "kernel-agent: cannot ask for approval here "

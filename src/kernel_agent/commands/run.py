@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..approval import ask_until_decided, read_code_until_dot
 from ..errors import ConfigError
 
 __all__ = ["register", "add_model_options", "settings_from_args"]
@@ -190,19 +191,7 @@ def _terminal_approver(err: Any) -> Any:
 
     def approve(code: str, step: int) -> tuple[str, str | None]:
         err.print(Syntax(code, "python", theme="ansi_dark", line_numbers=True))
-        while True:
-            try:
-                answer = _ask(f"cell {step}: [r]un, [s]kip, [e]dit, [q]uit? ").strip().lower()
-            except EOFError:
-                return "quit", None
-            if answer in ("", "r", "run"):
-                return "run", code
-            if answer in ("s", "skip"):
-                return "skip", None
-            if answer in ("q", "quit"):
-                return "quit", None
-            if answer in ("e", "edit"):
-                return "run", _edit(code)
+        return ask_until_decided(code, step, _ask, _edit)
 
     return approve
 
@@ -217,8 +206,4 @@ def _edit(code: str) -> str:
             return Path(fh.name).read_text()
         finally:
             os.unlink(fh.name)
-    print("enter the new code; finish with a line holding a single '.'")
-    lines = []
-    while (line := input()) != ".":
-        lines.append(line)
-    return "\n".join(lines) or code
+    return read_code_until_dot(lambda: _ask(""), lambda text: print(text, file=sys.stderr))
