@@ -317,4 +317,5 @@ def test_giving_up_after_a_failed_cell_gets_one_push(fake_llm, tmp_path):
     pushed = fake_llm.requests[2]["messages"][-1]["content"]
     assert "task is not done" in pushed
     hint = fake_llm.requests[1]["messages"][-1]["content"]
-    assert "df has columns Value" in hint
+    assert "df has a column 'Value'" in hint
+    assert "df has a column 'Value'" in pushed

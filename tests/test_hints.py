@@ -32,9 +32,15 @@ def test_unknown_name_lists_existing_variables():
     assert "no variable `total`" in hint and "sales" in hint
 
 
+def test_key_error_names_the_close_column():
+    ns = {"data": VariableInfo("data", "DataFrame", columns=("Value", "Region"))}
+    hint = error_hint(failed("data['value'].mean()", "KeyError", "'value'"), ns)
+    assert "data has a column 'Value'" in hint and "data['Value']" in hint
+
+
 def test_key_error_lists_dataframe_columns():
     ns = {"df": VariableInfo("df", "DataFrame", columns=("Value", "Region"))}
-    hint = error_hint(failed("df['value'].mean()", "KeyError", "'value'"), ns)
+    hint = error_hint(failed("df['amount'].mean()", "KeyError", "'amount'"), ns)
     assert "df has columns Value, Region" in hint and "case-sensitive" in hint
 
 

@@ -253,6 +253,7 @@ class AsyncAgent:
         steps = 0
         task_cells: list[CellResult] = []
         failed_codes: dict[str, str] = {}
+        last_hint = ""
         while True:
             if steps >= settings.max_steps:
                 result.status = "max_steps"
@@ -291,7 +292,10 @@ class AsyncAgent:
                     continue
                 if task_cells and not task_cells[-1].ok and not pushed:
                     pushed = True
-                    self.messages.append({"role": "user", "content": prompt("nudge_after_error")})
+                    push = prompt("nudge_after_error")
+                    if last_hint:
+                        push += "\n" + last_hint
+                    self.messages.append({"role": "user", "content": push})
                     continue
                 answer = prose.strip() or completion.text.strip()
                 check = None if checked else self._grounding_check(answer, task_cells)
@@ -345,7 +349,9 @@ class AsyncAgent:
                 if not cell.ok and cell.error is not None:
                     from .hints import error_hint
 
-                    hint = error_hint(cell, self._namespace)
+                    probe = parse_summary(cell.user_expressions.get("ns")) or self._namespace
+                    hint = error_hint(cell, probe)
+                    last_hint = hint or last_hint
                     failed_codes[_normalize(code)] = f"{cell.error}\n{hint}".strip()
                 failures = failures + 1 if cell.status != "ok" else 0
                 meta = {

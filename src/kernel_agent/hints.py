@@ -5,6 +5,7 @@ Pure: built from the error, the cell's code and the namespace summary.
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from .namespace import VariableInfo
@@ -40,6 +41,13 @@ def error_hint(result: CellResult, namespace: dict[str, VariableInfo]) -> str:
                 "(no network). Use what is available: the standard library, numpy, pandas, matplotlib.")
     if error.ename == "KeyError":
         frames = [v for v in namespace.values() if v.columns]
+        key = error.evalue.strip().strip("'\"")
+        for frame in frames:
+            close = [c for c in frame.columns or () if c.lower() == key.lower()]
+            close = close or difflib.get_close_matches(key, list(frame.columns or ()), n=1)
+            if close:
+                return (f"Hint: there is no column {key!r}, but {frame.name} has a column {close[0]!r}. "
+                        f"Use {frame.name}[{close[0]!r}] (column names are case-sensitive).")
         if frames:
             listed = "; ".join(f"{v.name} has columns {', '.join(v.columns or ())}" for v in frames[:3])
             return f"Hint: {listed}. Column names are case-sensitive."
