@@ -98,9 +98,17 @@ def test_unsandboxed_root_says_nproc_is_not_enforced(tmp_path: Path) -> None:
 
 
 def test_factory_wires_the_launcher(tmp_path: Path) -> None:
-    session, note = make_executor(settings(tmp_path, sandbox="none"))
+    session, metadata, warning = make_executor(settings(tmp_path, sandbox="none"))
     assert isinstance(session.launcher, KernelLauncher)
-    assert note == session.launcher.status.note
+    assert metadata["note"] == session.launcher.status.note
+    assert metadata["mode"] == "none" and metadata["requested"] == "none"
+    assert warning is None  # asked for explicitly: no loud fall-back warning
+
+
+@needs_bwrap
+def test_factory_records_the_sandbox_for_the_notebook(tmp_path: Path) -> None:
+    session, metadata, warning = make_executor(settings(tmp_path, sandbox="auto"))
+    assert metadata["mode"] == "bwrap" and warning is None
 
 
 @needs_bwrap
