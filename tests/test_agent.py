@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import nbformat
@@ -17,7 +15,7 @@ from fake_openai import FakeLLM, fenced, malformed_tool_call, run_cell, text, er
 
 from kernel_agent.agent import Agent
 from kernel_agent.errors import ConfigError, LLMAuthError
-from kernel_agent.events import CellFinished, CellOutput, CellStarted, ModelDelta, Notice, RunFinished
+from kernel_agent.events import ModelDelta, Notice, RunFinished
 from kernel_agent.settings import Settings
 
 pytestmark = pytest.mark.timeout(120)

@@ -602,7 +602,7 @@ def _normalize(code: str) -> str:
 def _tool_history_message(completion: Any) -> dict[str, Any]:
     """The assistant message for the history, with unparseable tool arguments replaced by {}."""
     message = completion.assistant_message()
-    for part, call in zip(message.get("tool_calls", []), completion.tool_calls):
+    for part, call in zip(message.get("tool_calls", []), completion.tool_calls, strict=True):
         if call.parse_error:
             part["function"]["arguments"] = "{}"
     return message

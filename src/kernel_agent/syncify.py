@@ -63,7 +63,7 @@ def sync_facade(async_cls: type, *, name: str, doc: str | None = None) -> type:
         if attr.startswith("__") or not inspect.iscoroutinefunction(value):
             continue
         namespace[attr] = _blocking(value)
-    for attr, value in inspect.getmembers(async_cls, lambda v: isinstance(v, property)):
+    for attr, _prop in inspect.getmembers(async_cls, lambda v: isinstance(v, property)):
         namespace[attr] = property(lambda self, _a=attr: getattr(self.aio, _a))
     return type(name, (), namespace)
 
