@@ -19,7 +19,7 @@ from executor_contract import ExecutorContract
 from gateway_server import KernelGateway, free_port
 
 from kernel_agent.errors import ConfigError, GatewayError
-from kernel_agent.executors import AsyncExecutor, gateway_client
+from kernel_agent.executors import AsyncExecutor, gateway_client, gateway_wire
 from kernel_agent.executors.gateway import (
     AsyncGatewaySession,
     GatewaySession,
@@ -169,6 +169,98 @@ def test_kernel_killed_while_idle_is_noticed_by_the_next_cell(fresh: Any) -> Non
     result = session.execute("'old' in dir()")
     assert result.restarted
     assert _value(result) == "False"
+
+
+# ---------------------------------------------------------------- restarts and lost messages
+def test_cells_right_after_restarts_get_their_output(fresh: Any) -> None:
+    # After a restart the gateway's iopub link rejoins the kernel a moment after its
+    # shell link; a cell sent in between used to lose its output and idle, and wait forever.
+    session = fresh()
+    for i in range(4):
+        session.restart()
+        result = session.execute(f"print({i})\n{i}", timeout=20)
+        assert _text(result) == f"{i}\n" and _value(result) == str(i)
+    for i in range(2):
+        assert session.execute("import os\nos._exit(1)").status == "died"
+        result = session.execute(f"print({i})", timeout=20)
+        assert result.ok and _text(result) == f"{i}\n"
+
+
+def _lose(monkeypatch: pytest.MonkeyPatch, lost: Any) -> None:
+    """Drop incoming messages for which ``lost(msg)`` is true, as a lossy gateway would."""
+    route = gateway_client.Channels._route
+
+    def lossy(self: Any, frame: bytes, text: bool) -> None:
+        if not lost(gateway_wire.decode(frame, self.protocol, text=text)):
+            route(self, frame, text)
+
+    monkeypatch.setattr(gateway_client.Channels, "_route", lossy)
+
+
+def test_a_cell_whose_end_never_comes_is_reported_not_awaited(
+    fresh: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = fresh()
+    session.execute("kept = 3")
+    losing = True
+
+    def cell_output(msg: dict[str, Any]) -> bool:
+        parent_type = msg["parent_header"].get("msg_type")
+        return losing and msg["channel"] == "iopub" and parent_type == "execute_request"
+
+    _lose(monkeypatch, cell_output)
+    started = time.monotonic()
+    result = session.execute("kept + 1")  # no timeout: it must end all the same
+    elapsed = time.monotonic() - started
+    losing = False
+    assert result.status == "error" and result.error.ename == "ConnectionLost"
+    assert elapsed < 5, f"a lost cell took {elapsed:.1f} s to report"
+    assert _value(session.execute("kept")) == "3"
+
+
+def test_a_cell_the_kernel_never_got_is_reported_not_awaited(
+    fresh: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = fresh()
+    send = gateway_client.Channels.send
+    dropped: list[str] = []
+
+    def lossy_send(self: Any, channel: str, msg: dict[str, Any]) -> None:
+        if msg["msg_type"] == "execute_request" and not dropped:
+            dropped.append(msg["msg_id"])
+            return
+        send(self, channel, msg)
+
+    monkeypatch.setattr(gateway_client.Channels, "send", lossy_send)
+    started = time.monotonic()
+    result = session.execute("1 + 1")
+    assert dropped and result.status == "error" and result.error.ename == "ConnectionLost"
+    assert time.monotonic() - started < 5
+    assert _value(session.execute("2 + 2")) == "4"
+
+
+def test_a_silent_websocket_is_reopened_and_the_cell_finishes(fresh: Any) -> None:
+    session = fresh()
+    channels = session.aio._channels
+    sock = channels.sock
+
+    def go_silent() -> None:  # as if nothing had come in for ages
+        channels.last_heard -= 3600
+
+    threading.Timer(0.3, go_silent).start()
+    result = session.execute("import time\ntime.sleep(2)\nprint('done')", timeout=20)
+    assert result.ok and _text(result) == "done\n"
+    assert channels.sock is not sock
+
+
+def test_websocket_ping_is_answered(shared: Any) -> None:
+    channels = shared.aio._channels
+    channels.last_heard = 0.0
+    channels.ping()
+    deadline = time.monotonic() + 5
+    while channels.last_heard == 0.0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert channels.last_heard > 0.0
 
 
 # ---------------------------------------------------------------- attach and keep

@@ -12,8 +12,17 @@ carry ``Authorization: token ...``.
   ``restarting``/``dead`` status or a vanished kernel ends the cell as "died". How
   fast the gateway notices a dead kernel is its ``KernelRestarter.time_to_dead``
   (3 s by default).
+- A kernel is ready (after start or any restart) only once a ``kernel_info_request``
+  has been answered on shell *and* seen on iopub: the gateway's iopub link to a
+  restarted kernel rejoins a moment after its shell link, and whatever the kernel
+  publishes before that is gone for good (a cell's ``idle`` among it).
+- A cell quiet for a second gets a ``kernel_info_request`` sent behind it. Shell
+  requests run in order and iopub keeps its order, so when that request is answered
+  (or seen on iopub) before the cell's own reply (or ``idle``), the cell's end was
+  lost, and it ends as "lost" instead of waiting forever.
 - A dropped websocket is reopened with the same session id, and the gateway replays
-  what it buffered meanwhile; the kernel and its state are untouched.
+  what it buffered meanwhile; the kernel and its state are untouched. A websocket
+  silent for 10 s is pinged; one silent for 30 s counts as dropped.
 - ``kernel_id=`` attaches to a kernel that already runs (one kept by an earlier
   run with ``keep_kernel=True``), so a session can outlive the process.
 """
@@ -25,6 +34,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError, GatewayError, KernelDied, KernelStartError
@@ -48,6 +58,45 @@ __all__ = ["AsyncGatewaySession", "GatewaySession", "make_gateway_executor"]
 log = logging.getLogger(__name__)
 
 _ALIVE_CHECK_S = 1.0
+#: a cell with no message for this long gets a kernel_info sent behind it (see _FollowUp)
+_QUIET_S = 1.0
+#: how long iopub may stay silent once the shell has answered a later request
+_IOPUB_GRACE_S = 2.0
+#: how long a kernel that answers kernel_info may stay silent on iopub before we go on
+_IOPUB_JOIN_S = 5.0
+#: websocket silence before a ping, and before it counts as dropped
+_WS_PING_S = 10.0
+_WS_DEAD_S = 30.0
+
+
+@dataclass
+class _FollowUp:
+    """A ``kernel_info_request`` sent behind a quiet cell, and what came back for it.
+
+    The kernel runs shell requests in order, so its reply comes after the cell's
+    ``execute_reply``; the kernel publishes on one iopub socket, so its status comes
+    after the cell's ``idle``. Seeing its answers first means the cell's own end is lost.
+    """
+
+    msg_id: str
+    answered_at: float | None = None  # when its kernel_info_reply arrived
+    published: bool = False  # one of its iopub messages arrived
+
+    def feed(self, msg: dict[str, Any]) -> None:
+        if msg["channel"] == "shell":
+            self.answered_at = self.answered_at or time.monotonic()
+        elif msg["channel"] == "iopub":
+            self.published = True
+
+    def cell_end_lost(self, reply: bool, now_: float) -> bool:
+        """True once the cell's missing reply (``reply`` False) or idle can no longer come."""
+        if reply and self.published:
+            return True  # the cell's idle would have come before this status
+        if self.answered_at is None:
+            return False
+        if not reply:
+            return True  # the kernel answered this first, so it never got the cell
+        return now_ - self.answered_at >= _IOPUB_GRACE_S  # iopub has gone silent
 
 
 class AsyncGatewaySession:
@@ -242,50 +291,83 @@ class AsyncGatewaySession:
         idle_seen = 0  # REST checks in a row that saw the kernel idle while we still wait
         unreachable_since: float | None = None
         next_check = time.monotonic() + _ALIVE_CHECK_S
-        while not (idle and reply):
-            now_ = time.monotonic()
-            if deadline is not None and now_ >= deadline:
-                return "timeout"
-            if now_ >= next_check:
-                try:
-                    model = await self._probe()
-                    unreachable_since = None
-                except Unreachable:
-                    unreachable_since = unreachable_since or now_
-                    if now_ - unreachable_since > self.reconnect_timeout:
-                        raise
-                    model = {}
-                if model is None:
-                    return "died"
-                idle_seen = idle_seen + 1 if model.get("execution_state") == "idle" else 0
-                if reconnected and idle_seen >= 2:
+        last_msg = time.monotonic()  # when a message for this cell last arrived
+        follow_up: _FollowUp | None = None
+        try:
+            while not (idle and reply):
+                now_ = time.monotonic()
+                if deadline is not None and now_ >= deadline:
+                    return "timeout"
+                if follow_up is not None and follow_up.cell_end_lost(reply, now_):
+                    log.warning(
+                        "gateway kernel %s: the end of cell %s was lost", self.kernel_id, msg_id
+                    )
                     return "lost"
-                next_check = time.monotonic() + _ALIVE_CHECK_S
-            wait = next_check - now_
-            if deadline is not None:
-                wait = min(wait, deadline - now_)
-            item = await self._inbox.get(wait)
-            if item is None:
-                continue
-            if isinstance(item, Disconnected):
-                if not await self._reconnect(item.reason):
-                    return "died"
-                reconnected, idle_seen = True, 0
-                continue
-            if item["parent_header"].get("msg_id") != msg_id:
-                if self._is_death(item):
-                    return "died"
-                continue
-            idle_seen = 0
-            if item["channel"] == "iopub":
-                if item["msg_type"] == "status":
-                    idle = item["content"].get("execution_state") == "idle"
-                else:
-                    collector.feed(item)
-            elif item["channel"] == "shell" and item["msg_type"] == "execute_reply":
-                reply = True
-                reply_status = take_reply(collector, item["content"])
+                if now_ >= next_check:
+                    try:
+                        model = await self._probe()
+                        unreachable_since = None
+                    except Unreachable:
+                        unreachable_since = unreachable_since or now_
+                        if now_ - unreachable_since > self.reconnect_timeout:
+                            raise
+                        model = {}
+                    if model is None:
+                        return "died"
+                    idle_seen = idle_seen + 1 if model.get("execution_state") == "idle" else 0
+                    if reconnected and idle_seen >= 2:
+                        return "lost"
+                    if not self._websocket_alive():
+                        if not await self._reconnect("the websocket went silent"):
+                            return "died"
+                        reconnected, idle_seen = True, 0
+                    next_check = time.monotonic() + _ALIVE_CHECK_S
+                if follow_up is None and now_ - last_msg >= _QUIET_S:
+                    follow_up = _FollowUp(await self._send("kernel_info_request", {}))
+                wake = next_check if follow_up else min(next_check, last_msg + _QUIET_S)
+                if deadline is not None:
+                    wake = min(wake, deadline)
+                item = await self._inbox.get(wake - now_)
+                if item is None:
+                    continue
+                if isinstance(item, Disconnected):
+                    if not await self._reconnect(item.reason):
+                        return "died"
+                    reconnected, idle_seen = True, 0
+                    continue
+                parent = item["parent_header"].get("msg_id")
+                if follow_up is not None and parent == follow_up.msg_id:
+                    follow_up.feed(item)
+                    continue
+                if parent != msg_id:
+                    if self._is_death(item):
+                        return "died"
+                    continue
+                idle_seen, last_msg = 0, time.monotonic()
+                if item["channel"] == "iopub":
+                    if item["msg_type"] == "status":
+                        idle = item["content"].get("execution_state") == "idle"
+                    else:
+                        collector.feed(item)
+                elif item["channel"] == "shell" and item["msg_type"] == "execute_reply":
+                    reply = True
+                    reply_status = take_reply(collector, item["content"])
+        finally:
+            if follow_up is not None and self._channels is not None:
+                self._channels.expected.discard(follow_up.msg_id)
         return "ok" if reply_status == "ok" else "reply_error"
+
+    def _websocket_alive(self) -> bool:
+        """False if nothing came over the websocket for ``_WS_DEAD_S``; pings it when quiet."""
+        channels = self._channels
+        if channels is None or channels.closed:
+            return True  # a closed websocket is reported (and reopened) on its own
+        silent = time.monotonic() - channels.last_heard
+        if silent >= _WS_DEAD_S:
+            return False
+        if silent >= _WS_PING_S:
+            channels.ping()
+        return True
 
     async def _probe(self) -> dict[str, Any] | None:
         """The kernel's model from the gateway, or None (noting why) if it is dead or gone."""
@@ -316,22 +398,27 @@ class AsyncGatewaySession:
         death, self._death = self._death or "", None
         self.display_map.clear()
         if await self.rest.kernel(self._id()) is None:
-            if not self.restart_on_death:
-                return False
-            log.warning("gateway kernel %s is gone (%s); starting a new one", self.kernel_id, death)
-            await self._close_channels()
-            self.kernel_id, self.keep_kernel = None, False
-            await self.start()
-            return True
+            return await self._replace_kernel(death)
         if "restarting" in death:
             try:
                 await self._await_ready()
                 return True
-            except KernelStartError:
-                pass
+            except KernelStartError as exc:
+                if await self.rest.kernel(self._id()) is None:
+                    return await self._replace_kernel(str(exc))
         if not self.restart_on_death:
             return "restarting" in death
         await self.restart()
+        return True
+
+    async def _replace_kernel(self, death: str) -> bool:
+        """Start a new kernel in place of one the gateway no longer knows (if allowed)."""
+        if not self.restart_on_death:
+            return False
+        log.warning("gateway kernel %s is gone (%s); starting a new one", self.kernel_id, death)
+        await self._close_channels()
+        self.kernel_id, self.keep_kernel = None, False
+        await self.start()
         return True
 
     def _drain_between_cells(self) -> bool:
@@ -374,25 +461,65 @@ class AsyncGatewaySession:
                     ) from None
         raise AssertionError("unreachable")
 
-    async def _kernel_info(self, timeout: float, resend_every: float = 1.0) -> dict[str, Any]:
-        """Ask kernel_info until answered (a kernel still starting may drop early requests)."""
+    async def _kernel_info(self, timeout: float) -> dict[str, Any]:
+        """Ask kernel_info until it is answered on shell and seen on iopub; return the reply.
+
+        A kernel still starting may drop early requests, so they are repeated. The
+        iopub check matters after a restart: the gateway's iopub link rejoins the new
+        kernel a moment after its shell link, and what is published before is lost.
+        """
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            msg_id = await self._send("kernel_info_request", {})
-            resend = min(deadline, time.monotonic() + resend_every)
-            try:
+        sent: set[str] = set()
+        reply: dict[str, Any] | None = None
+        replied_at, published = 0.0, False
+        every = 0.1  # resend interval, doubling up to 1 s
+        next_check = time.monotonic() + _ALIVE_CHECK_S
+        try:
+            while not (reply is not None and published):
+                now_ = time.monotonic()
+                if now_ >= deadline or (reply is not None and now_ - replied_at >= _IOPUB_JOIN_S):
+                    break
+                if reply is None and now_ >= next_check:
+                    await self._check_not_gone()
+                    next_check = time.monotonic() + _ALIVE_CHECK_S
+                sent.add(await self._send("kernel_info_request", {}))
+                resend = min(deadline, time.monotonic() + every)
+                every = min(every * 2, 1.0)
                 while (left := resend - time.monotonic()) > 0:
+                    if reply is not None and published:
+                        break
                     item = await self._inbox.get(left)
                     if isinstance(item, Disconnected):
-                        await self._reconnect(item.reason)
-                    elif item is not None and item["parent_header"].get("msg_id") == msg_id:
-                        if item["msg_type"] == "kernel_info_reply":
-                            return dict(item["content"])
-            finally:
+                        if not await self._reconnect(item.reason):
+                            await self._check_not_gone()
+                    elif item is not None and item["parent_header"].get("msg_id") in sent:
+                        if item["channel"] == "iopub":
+                            published = True
+                        elif item["msg_type"] == "kernel_info_reply" and reply is None:
+                            reply, replied_at, every = dict(item["content"]), time.monotonic(), 0.1
+        finally:
+            for msg_id in sent:
                 self._expected.discard(msg_id)
-        raise KernelStartError(
-            f"the gateway kernel {self.kernel_id} did not answer kernel_info within {timeout:g} s"
-        )
+        if reply is None:
+            raise KernelStartError(
+                f"gateway kernel {self.kernel_id} did not answer kernel_info within {timeout:g} s"
+            )
+        if not published:
+            log.warning(
+                "gateway kernel %s answers on shell but nothing reaches us on iopub", self.kernel_id
+            )
+        return reply
+
+    async def _check_not_gone(self) -> None:
+        """Raise KernelStartError if the gateway no longer has the kernel, or reports it dead."""
+        model = await self.rest.kernel(self._id())
+        if model is None:
+            self._death = "the gateway no longer knows the kernel"
+        elif model.get("execution_state") == "dead":
+            self._death = "the gateway reports it dead"
+        else:
+            return
+        raise KernelStartError(f"gateway kernel {self.kernel_id} is not coming back: {self._death}")
 
     async def _await_ready(self) -> None:
         reply = await self._kernel_info(self.startup_timeout)

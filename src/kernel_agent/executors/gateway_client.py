@@ -27,6 +27,7 @@ import json
 import logging
 import socket
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections import deque
@@ -273,6 +274,8 @@ class Channels:
         self._ws: websocket.WebSocket | None = None
         self._reader: threading.Thread | None = None
         self.closed = True
+        #: time.monotonic() when bytes last came in (any frame, or part of one)
+        self.last_heard = 0.0
 
     @property
     def sock(self) -> socket.socket | None:
@@ -304,6 +307,7 @@ class Channels:
             ) from None
         ws.settimeout(None)
         self.protocol = ws.getsubprotocol()
+        self._note_progress(ws)
         self._ws = ws
         self.closed = False
         self._reader = threading.Thread(
@@ -323,6 +327,30 @@ class Channels:
             self._ws.send(frame, opcode)
         except (websocket.WebSocketException, OSError) as exc:
             raise SendFailed(str(exc)) from None
+
+    def ping(self) -> None:
+        """Send a websocket ping (the pong, or any other frame, moves ``last_heard``)."""
+        if self._ws is None or self.closed:
+            return
+        try:
+            self._ws.ping()
+        except (websocket.WebSocketException, OSError):
+            pass  # the reader sees the broken socket and reports it
+
+    def _note_progress(self, ws: websocket.WebSocket) -> None:
+        """Move ``last_heard`` on every chunk read, so a long frame still shows progress."""
+        self.last_heard = time.monotonic()
+        buffer = getattr(ws, "frame_buffer", None)
+        recv = getattr(buffer, "recv", None)
+        if recv is None:
+            return
+
+        def counting_recv(bufsize: int) -> bytes:
+            data = recv(bufsize)
+            self.last_heard = time.monotonic()
+            return data
+
+        buffer.recv = counting_recv  # type: ignore[union-attr]
 
     def close(self) -> None:
         """Close the websocket and stop the reader thread."""
@@ -349,9 +377,12 @@ class Channels:
             while True:
                 if _QUICKACK is not None and sock is not None:
                     sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
-                opcode, frame = ws.recv_data()
+                opcode, frame = ws.recv_data(control_frame=True)
+                self.last_heard = time.monotonic()
                 if opcode == websocket.ABNF.OPCODE_CLOSE:
                     break
+                if opcode in (websocket.ABNF.OPCODE_PING, websocket.ABNF.OPCODE_PONG):
+                    continue
                 try:
                     self._route(frame, opcode == websocket.ABNF.OPCODE_TEXT)
                 except MALFORMED as exc:
