@@ -105,22 +105,24 @@ class AsyncAgent:
 
     # ---------------------------------------------------------------- lifecycle
     async def start(self, task: str = "") -> None:
-        """Start the model endpoint, the kernel and the transcript (idempotent)."""
-        if self.endpoint is None:
-            from .llm import LLMClient, choose_protocol
+        """Start the model endpoint, the kernel and the transcript (idempotent).
 
-            self._endpoint_cm = open_endpoint(self.settings)
-            self.endpoint = await self._endpoint_cm.__aenter__()
-            ep = self.endpoint
-            llm_settings = self.settings.with_(base_url=ep.base_url, api_key=ep.api_key, model=ep.model)
-            self._llm = LLMClient(llm_settings)
-            self.protocol = choose_protocol(self.settings, ep.model if not ep.local else "local")
+        The model server and the kernel start concurrently; if either fails, both stop.
+        """
         if self.executor is None:
             from .executors.factory import make_executor
 
             self.executor, self.sandbox, self._sandbox_warning = make_executor(self.settings)
+        starting = []
+        if self.endpoint is None:
+            starting.append(self._open_endpoint())
         if not getattr(self.executor, "language_info", None):
-            await self.executor.start()
+            starting.append(self.executor.start())
+        failures = [r for r in await asyncio.gather(*starting, return_exceptions=True)
+                    if isinstance(r, BaseException)]
+        if failures:
+            await self.close()
+            raise failures[0]
         if self.transcript is None:
             path = self.notebook_path or default_notebook_path(self.settings, task)
             self.transcript = Transcript(
@@ -135,6 +137,17 @@ class AsyncAgent:
                 },
             )
             self.messages = [{"role": "system", "content": self._system_prompt()}]
+
+    async def _open_endpoint(self) -> None:
+        from .llm import LLMClient, choose_protocol
+
+        manager = open_endpoint(self.settings)
+        self.endpoint = await manager.__aenter__()
+        self._endpoint_cm = manager
+        ep = self.endpoint
+        llm_settings = self.settings.with_(base_url=ep.base_url, api_key=ep.api_key, model=ep.model)
+        self._llm = LLMClient(llm_settings)
+        self.protocol = choose_protocol(self.settings, ep.model if not ep.local else "local")
 
     async def close(self) -> None:
         """Stop the kernel (if this agent started it), the HTTP client and the local model server."""
