@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import ConfigError
 from ..results import CellResult
 
-__all__ = ["AsyncExecutor", "OutputCallback"]
+__all__ = ["AsyncExecutor", "OutputCallback", "check_timeout"]
 
 #: Called with each output NotebookNode as it arrives (for live rendering).
 OutputCallback = Any
@@ -44,3 +45,9 @@ class AsyncExecutor(Protocol):
     async def shutdown(self) -> None: ...
 
     async def is_alive(self) -> bool: ...
+
+
+def check_timeout(timeout: float | None) -> None:
+    """Every executor refuses a cell timeout of zero or less the same way."""
+    if timeout is not None and timeout <= 0:
+        raise ConfigError(f"timeout must be positive, got {timeout}")

@@ -41,6 +41,7 @@ from ..errors import ConfigError, GatewayError, KernelDied, KernelStartError
 from ..outputs import DisplayMap, OutputCollector
 from ..results import CellResult
 from ..syncify import sync_facade
+from .base import check_timeout
 from .cell import Outcome, finish_cell, now, take_reply
 from .gateway_client import (
     AuthRefused,
@@ -253,8 +254,7 @@ class AsyncGatewaySession:
         If the gateway restarted the kernel since the last cell (it died while idle),
         the result has ``restarted=True``: the cell ran in a fresh kernel.
         """
-        if timeout is not None and timeout <= 0:
-            raise ConfigError(f"timeout must be positive, got {timeout}")
+        check_timeout(timeout)
         if self._channels is None:
             await self.start()
         restarted_while_idle = self._drain_between_cells()

@@ -55,6 +55,7 @@ from ..namespace import NAMESPACE_EXPRESSION, VariableInfo, parse_summary
 from ..outputs import DisplayMap, OutputCollector
 from ..results import CellError, CellResult
 from ..syncify import call_in_consumer
+from .base import check_timeout
 
 __all__ = ["InProcessExecutor", "PYTHON_KERNELSPEC"]
 
@@ -146,8 +147,7 @@ class InProcessExecutor:
         ``on_output`` is called on the caller's event loop with each output as it is
         produced (outputs also appear inline in the shell, as for any cell).
         """
-        if timeout is not None and timeout <= 0:
-            raise ConfigError(f"timeout must be positive, got {timeout}")
+        check_timeout(timeout)
         notify = None
         if on_output is not None:
             loop = asyncio.get_running_loop()

@@ -30,6 +30,7 @@ from ..outputs import DisplayMap, OutputCollector
 from ..results import CellResult
 from ..secrets_filter import kernel_environment
 from ..syncify import sync_facade
+from .base import check_timeout
 from .cell import Outcome, finish_cell, take_reply
 from .cell import now as _now
 
@@ -218,8 +219,7 @@ class AsyncKernelSession:
         kernel after the cell, in the same request; results land in
         ``CellResult.user_expressions``.
         """
-        if timeout is not None and timeout <= 0:
-            raise ConfigError(f"timeout must be positive, got {timeout}")
+        check_timeout(timeout)
         if self._kc is None:
             await self.start()
         collector = OutputCollector(self.max_output_chars, self.display_map, on_output)
