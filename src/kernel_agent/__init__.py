@@ -11,12 +11,19 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "Agent": "kernel_agent.agent",
+    "AsyncAgent": "kernel_agent.agent",
+    "RunResult": "kernel_agent.events",
+    "KernelAgentError": "kernel_agent.errors",
     "KernelSession": "kernel_agent.executors.kernel",
     "AsyncKernelSession": "kernel_agent.executors.kernel",
     "CellResult": "kernel_agent.results",
     "CellError": "kernel_agent.results",
     "Transcript": "kernel_agent.transcript",
     "Settings": "kernel_agent.settings",
+    "GatewaySession": "kernel_agent.executors.gateway",
+    "verify_notebook": "kernel_agent.verify",
+    "export_notebook": "kernel_agent.export",
 }
 
 __all__ = [*_EXPORTS, "__version__", "load_ipython_extension", "unload_ipython_extension"]
