@@ -36,8 +36,10 @@ from .events import (
 )
 from .executors.base import AsyncExecutor
 from .llm_view import render_cell
+from .messages import FENCE, image_message, normalize_code, tool_history_message, usage_dict
 from .namespace import NAMESPACE_EXPRESSION, VariableInfo, describe, parse_summary
 from .prompts import prompt
+from .rebuild import Rebuild, rebuild_state
 from .results import CellResult
 from .settings import Settings
 from .syncify import BackgroundLoop, call_in_consumer
@@ -48,8 +50,6 @@ __all__ = ["AsyncAgent", "Agent", "Approval", "default_notebook_path"]
 #: ``approve(code, step)`` returns ("run", code) — possibly edited —, ("skip", None) or ("quit", None).
 Approval = tuple[str, "str | None"]
 ApproveFn = Callable[[str, int], Any]
-
-_FENCE = re.compile(r"```[^\n`]*\n.*?(?:```|\Z)", re.S)
 
 
 def default_notebook_path(settings: Settings, task: str) -> Path:
@@ -336,7 +336,7 @@ class AsyncAgent:
                     self._reply_to_call(call_id, "The user skipped this cell; it did not run.")
                     yield CellSkipped(self._step, code)
                     continue
-                repeat = failed_codes.get(_normalize(code))
+                repeat = failed_codes.get(normalize_code(code))
                 if repeat is not None:
                     failures += 1
                     transcript.add_code(code, None, {"status": "skipped", "step": self._step, "repeat": True})
@@ -365,7 +365,7 @@ class AsyncAgent:
                     probe = parse_summary(cell.user_expressions.get("ns")) or self._namespace
                     hint = error_hint(cell, probe)
                     last_hint = hint or last_hint
-                    failed_codes[_normalize(code)] = f"{cell.error}\n{hint}".strip()
+                    failed_codes[normalize_code(code)] = f"{cell.error}\n{hint}".strip()
                 failures = failures + 1 if cell.status != "ok" else 0
                 meta = {
                     "status": cell.status,
@@ -373,7 +373,7 @@ class AsyncAgent:
                     "attempt": failures if cell.status != "ok" else 1,
                     "restarted": cell.restarted,
                     "model": self.endpoint.label if self.endpoint else "",
-                    "tokens": _usage_dict(tokens) if index == 0 else {},
+                    "tokens": usage_dict(tokens) if index == 0 else {},
                     "gen_s": round(gen_s, 3) if index == 0 else 0.0,
                     "exec_s": round(cell.duration, 3),
                 }
@@ -382,9 +382,11 @@ class AsyncAgent:
                 before_restart = dict(self._namespace)
                 view_text, images = self._view(cell)
                 if cell.restarted:
-                    rebuild = _Rebuild()
-                    async for event in self._rebuild_state(before_restart, rebuild):
+                    rebuild = Rebuild()
+                    async for event in rebuild_state(self._state_cells, self.executor, transcript,
+                                                     settings, before_restart, rebuild):
                         yield event
+                    self._namespace = rebuild.namespace
                     view_text += "\n" + rebuild.note
                 elif cell.ok:
                     self._state_cells.append((code, cell.duration))
@@ -451,56 +453,18 @@ class AsyncAgent:
 
         text = completion.text or ""
         codes = extract_code_blocks(text, self.executor.language_info.get("name", "python"))[:1]
-        return codes, _FENCE.sub("", text).strip() if codes else text, []
+        return codes, FENCE.sub("", text).strip() if codes else text, []
 
     def _reply_to_call(self, call_id: str | None, text: str, images: list[str] | None = None) -> None:
         if self.protocol == "tools" and call_id is not None:
             self._flush_tool_errors()
             self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
             if images:
-                self.messages.append(_image_message("Images from the cell above:", images))
+                self.messages.append(image_message("Images from the cell above:", images))
         elif images:
-            self.messages.append(_image_message(text, images))
+            self.messages.append(image_message(text, images))
         else:
             self.messages.append({"role": "user", "content": text})
-
-    async def _rebuild_state(self, lost: dict[str, VariableInfo], out: _Rebuild) -> AsyncIterator[Event]:
-        """After a restart, replay the cells that built the state (a setting), and say what survived."""
-        assert self.executor is not None and self.transcript is not None
-        cells, self._state_cells = self._state_cells, []
-        replayed = skipped = 0
-        summary: dict[str, VariableInfo] = {}
-        if self.settings.rebuild_state and cells:
-            yield Notice(f"kernel restarted: rebuilding its state by replaying {len(cells)} cells", "warning")
-            python = self.executor.language_info.get("name") == "python"
-            for code, duration in cells:
-                if duration > self.settings.rebuild_max_cell_s:
-                    skipped += 1
-                    continue
-                result = await self.executor.execute(
-                    code, timeout=self.settings.cell_timeout,
-                    user_expressions={"ns": NAMESPACE_EXPRESSION} if python else None,
-                )
-                meta = {"status": result.status, "replay": True, "exec_s": round(result.duration, 3)}
-                self.transcript.freeze(self.transcript.add_code(code, result, meta))
-                if not result.ok:
-                    break
-                replayed += 1
-                self._state_cells.append((code, result.duration))
-                summary = parse_summary(result.user_expressions.get("ns")) or summary
-        self._namespace = summary
-        survived = sorted(k for k in lost if k in summary)
-        gone = sorted(k for k in lost if k not in summary)
-        if replayed:
-            out.note = (f"The kernel was restarted and its state rebuilt by replaying {replayed} earlier cells"
-                        f"{f' ({skipped} slow cells skipped)' if skipped else ''}. "
-                        f"Variables that survived: {', '.join(survived) or 'none'}. "
-                        f"Gone: {', '.join(gone) or 'none'}.")
-        else:
-            out.note = "The kernel was restarted: every variable and import is gone" + (
-                f" ({', '.join(gone)})." if gone else ".")
-        self.transcript.add_markdown(f"*kernel-agent: {out.note}*", {"role": "note"})
-        yield Notice(out.note, "warning")
 
     def _grounding_check(self, answer: str, cells: list[CellResult]) -> str | None:
         """A request to re-check, when the answer states numbers that no output shows."""
@@ -524,7 +488,7 @@ class AsyncAgent:
         fed back, so the model does not anchor its final answer on it.
         """
         if self.protocol == "tools" and completion.tool_calls:
-            return _tool_history_message(completion)
+            return tool_history_message(completion)
         if codes:
             lang = self.executor.language_info.get("name", "python") if self.executor else "python"
             return {"role": "assistant", "content": "\n\n".join(f"```{lang}\n{c}\n```" for c in codes)}
@@ -602,35 +566,6 @@ class AsyncAgent:
             body=view.text + notes,
         )
         return text, view.images
-
-
-class _Rebuild:
-    note = ""
-
-
-def _normalize(code: str) -> str:
-    return "\n".join(line.rstrip() for line in code.strip().splitlines() if line.strip())
-
-
-def _tool_history_message(completion: Any) -> dict[str, Any]:
-    """The assistant message for the history, with unparseable tool arguments replaced by {}."""
-    message = completion.assistant_message()
-    for part, call in zip(message.get("tool_calls", []), completion.tool_calls, strict=True):
-        if call.parse_error:
-            part["function"]["arguments"] = "{}"
-    return message
-
-
-def _image_message(text: str, images: list[str]) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
-    parts += [{"type": "image_url", "image_url": {"url": url}} for url in images]
-    return {"role": "user", "content": parts}
-
-
-def _usage_dict(usage: Any) -> dict[str, int]:
-    if usage is None:
-        return {}
-    return {k: int(getattr(usage, k, 0) or 0) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
 
 
 def _now_iso() -> str:

@@ -1,0 +1,72 @@
+"""After a kernel restart: replay the cells that built the state, and say what survived."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .events import Event, Notice
+from .namespace import NAMESPACE_EXPRESSION, VariableInfo, parse_summary
+
+__all__ = ["Rebuild", "rebuild_state"]
+
+
+@dataclass
+class Rebuild:
+    """What a rebuild produced: a note for the model and the namespace after it."""
+
+    note: str = ""
+    namespace: dict[str, VariableInfo] = field(default_factory=dict)
+
+
+async def rebuild_state(
+    state_cells: list[tuple[str, float]],
+    executor: Any,
+    transcript: Any,
+    settings: Any,
+    lost: dict[str, VariableInfo],
+    out: Rebuild,
+) -> AsyncIterator[Event]:
+    """Replay ``state_cells`` (code, seconds) in order if ``settings.rebuild_state``.
+
+    Cells slower than ``settings.rebuild_max_cell_s`` are skipped; replays go into the
+    transcript marked ``replay: true``. ``state_cells`` is updated in place to the cells
+    that now live in the kernel. ``lost`` is the namespace before the restart.
+    """
+    cells = list(state_cells)
+    state_cells.clear()
+    replayed = skipped = 0
+    if settings.rebuild_state and cells:
+        yield Notice(f"kernel restarted: rebuilding its state by replaying {len(cells)} cells", "warning")
+        python = executor.language_info.get("name") == "python"
+        for code, duration in cells:
+            if duration > settings.rebuild_max_cell_s:
+                skipped += 1
+                continue
+            result = await executor.execute(
+                code,
+                timeout=settings.cell_timeout,
+                user_expressions={"ns": NAMESPACE_EXPRESSION} if python else None,
+            )
+            meta = {"status": result.status, "replay": True, "exec_s": round(result.duration, 3)}
+            transcript.freeze(transcript.add_code(code, result, meta))
+            if not result.ok:
+                break
+            replayed += 1
+            state_cells.append((code, result.duration))
+            out.namespace = parse_summary(result.user_expressions.get("ns")) or out.namespace
+    survived = sorted(k for k in lost if k in out.namespace)
+    gone = sorted(k for k in lost if k not in out.namespace)
+    if replayed:
+        slow = f" ({skipped} slow cells skipped)" if skipped else ""
+        out.note = (
+            f"The kernel was restarted and its state rebuilt by replaying {replayed} earlier cells{slow}. "
+            f"Variables that survived: {', '.join(survived) or 'none'}. Gone: {', '.join(gone) or 'none'}."
+        )
+    else:
+        out.note = "The kernel was restarted: every variable and import is gone" + (
+            f" ({', '.join(gone)})." if gone else "."
+        )
+    transcript.add_markdown(f"*kernel-agent: {out.note}*", {"role": "note"})
+    yield Notice(out.note, "warning")
