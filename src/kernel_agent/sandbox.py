@@ -239,10 +239,17 @@ def _resolve_argv(argv: list[str], env: dict[str, str] | None) -> list[str]:
 
 
 class KernelLauncher:
-    """No sandbox: the kernel runs as we do, with the resource limits applied."""
+    """No sandbox: the kernel runs as we do, with the resource limits applied.
+
+    Every launcher gives each kernel a private 0700 connection dir and the ipc
+    transport: no TCP port on the host, and no other kernel's key within reach.
+    """
+
+    drop: _Drop | None = None
 
     def __init__(self, status: SandboxStatus) -> None:
         self.status = status
+        self._conn_dirs: dict[int, Path] = {}
 
     @property
     def limits(self) -> ResourceLimits:
@@ -250,12 +257,43 @@ class KernelLauncher:
 
     def prepare(self, km: Any, launch_kw: dict[str, Any]) -> dict[str, Any]:
         """Wrap the kernel's command; called once per kernel, before it starts."""
+        self._private_connection(km)
         spec = km.kernel_spec
         spec.argv = exec_wrapper_argv(self.limits) + _resolve_argv(spec.argv, launch_kw.get("env"))
         return launch_kw
 
     def cleanup(self, km: Any) -> None:
         """Called after the kernel has been shut down (not on restarts)."""
+        conn = self._conn_dirs.pop(id(km), None)
+        if conn is not None:
+            shutil.rmtree(conn, ignore_errors=True)
+
+    def _private_connection(self, km: Any) -> Path:
+        """ipc sockets and the connection file in a fresh private dir for ``km``."""
+        conn = self._connection_dir()
+        self._conn_dirs[id(km)] = conn
+        try:
+            km.transport = "ipc"
+            km.cache_ports = False
+            km.connection_file = str(conn / "kernel.json")
+            km.ip = str(conn / "kernel")
+            km.write_connection_file()
+            if self.drop:
+                os.chown(km.connection_file, self.drop.uid, self.drop.gid)
+        except BaseException:
+            self.cleanup(km)
+            raise
+        return conn
+
+    def _connection_dir(self) -> Path:
+        # unix socket paths are limited to ~107 bytes: keep the dir short
+        base = tempfile.gettempdir()
+        if len(base) > 40:
+            base = "/tmp"
+        conn = Path(tempfile.mkdtemp(prefix="kernel-agent-", dir=base)).resolve()
+        if self.drop:
+            os.chown(conn, self.drop.uid, self.drop.gid)
+        return conn
 
 
 class BwrapLauncher(KernelLauncher):
@@ -272,7 +310,6 @@ class BwrapLauncher(KernelLauncher):
         self.bwrap = bwrap
         self.drop = drop
         self.extra_ro_paths = tuple(Path(p) for p in extra_ro_paths)
-        self._conn_dirs: dict[int, Path] = {}
 
     def prepare(self, km: Any, launch_kw: dict[str, Any]) -> dict[str, Any]:
         work = Path(launch_kw.get("cwd") or os.getcwd()).resolve()
@@ -280,16 +317,8 @@ class BwrapLauncher(KernelLauncher):
             raise SandboxError("the sandbox cannot use / as the kernel's work dir")
         if self.drop:
             _grant(work, self.drop)
-        conn = self._connection_dir()
-        self._conn_dirs[id(km)] = conn
+        conn = self._private_connection(km)
         try:
-            km.transport = "ipc"
-            km.cache_ports = False
-            km.connection_file = str(conn / "kernel.json")
-            km.ip = str(conn / "kernel")
-            km.write_connection_file()
-            if self.drop:
-                os.chown(km.connection_file, self.drop.uid, self.drop.gid)
             argv = _resolve_argv(km.kernel_spec.argv, launch_kw.get("env"))
             ro = [*interpreter_paths(argv[0]), *self.extra_ro_paths]
             km.kernel_spec.argv = [
@@ -302,21 +331,6 @@ class BwrapLauncher(KernelLauncher):
             self.cleanup(km)
             raise
         return launch_kw
-
-    def cleanup(self, km: Any) -> None:
-        conn = self._conn_dirs.pop(id(km), None)
-        if conn is not None:
-            shutil.rmtree(conn, ignore_errors=True)
-
-    def _connection_dir(self) -> Path:
-        # unix socket paths are limited to ~107 bytes: keep the dir short
-        base = tempfile.gettempdir()
-        if len(base) > 40:
-            base = "/tmp"
-        conn = Path(tempfile.mkdtemp(prefix="kernel-agent-", dir=base)).resolve()
-        if self.drop:
-            os.chown(conn, self.drop.uid, self.drop.gid)
-        return conn
 
     def bwrap_argv(self, work: Path, conn: Path, ro_paths: list[Path]) -> list[str]:
         """bwrap and its options, up to and including ``--``."""
