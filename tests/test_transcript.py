@@ -271,3 +271,15 @@ def test_transcript_reexecutes_with_nbclient(
     for fresh, old in zip(nb.cells[1:], stored.cells[1:], strict=True):
         assert without_counts(fresh.outputs) == without_counts(old.outputs)
     assert nb.cells[2].outputs[0].text == "42\n"
+
+
+def test_saved_notebooks_get_the_usual_file_mode(tmp_path):
+    """mkstemp's 0600 must not leak: a new notebook gets 0666 less the umask, an old one keeps its mode."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    t = Transcript(tmp_path / "mode.ipynb")
+    t.add_markdown("hi")
+    assert (tmp_path / "mode.ipynb").stat().st_mode & 0o777 == 0o666 & ~umask
+    (tmp_path / "mode.ipynb").chmod(0o640)
+    t.add_markdown("again")
+    assert (tmp_path / "mode.ipynb").stat().st_mode & 0o777 == 0o640

@@ -42,6 +42,16 @@ def write_notebook_atomic(nb: NotebookNode, path: str | Path) -> None:
     _atomic_write_text(Path(path), nbformat.writes(nb))
 
 
+def _new_file_mode() -> int:
+    """The mode ``open()`` would give a new file: 0o666 less the umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+_NEW_FILE_MODE = _new_file_mode()
+
+
 def _atomic_write_text(path: Path, text: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -49,6 +59,12 @@ def _atomic_write_text(path: Path, text: str) -> None:
     except OSError as exc:
         raise _cannot_write(path, exc) from None
     try:
+        # mkstemp makes 0600 files: keep an existing notebook's mode, else the usual one
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except OSError:
+            mode = _NEW_FILE_MODE
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)
