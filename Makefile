@@ -48,7 +48,7 @@ DEMO_TASK ?= Make a small dataset: a pandas DataFrame with a column n holding th
 
 demo: venv system-deps
 	mkdir -p notebooks
-	$(VENV)/bin/kernel-agent run --model local --temperature 0 --notebook notebooks/demo.ipynb "$(DEMO_TASK)"
+	$(VENV)/bin/kernel-agent run --model local --temperature 0 --cwd notebooks --notebook notebooks/demo.ipynb "$(DEMO_TASK)"
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info
