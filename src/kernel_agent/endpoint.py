@@ -81,17 +81,10 @@ async def open_endpoint(settings: Settings) -> AsyncIterator[Endpoint]:
     if not is_local(settings):
         yield resolve_endpoint(settings)
         return
-    from .local_model import BUNDLED_MODEL, resolve_local_model
-    from .local_server import AsyncLocalModelServer
+    from .local_server import AsyncLocalModelServer, server_arguments
 
-    spec = settings.model or "local"
-    path = await asyncio.to_thread(resolve_local_model, spec, settings.home)
-    server = AsyncLocalModelServer(
-        path,
-        model_name=BUNDLED_MODEL.name if spec == "local" else None,
-        startup_timeout=settings.startup_timeout,
-        log_dir=settings.home / "logs",
-    )
+    path, options = await asyncio.to_thread(server_arguments, settings)
+    server = AsyncLocalModelServer(path, **options)  # type: ignore[arg-type]
     # started from this (long-lived) loop thread: the server dies with it, never orphaned
     await server.start()
     try:

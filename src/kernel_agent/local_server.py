@@ -31,7 +31,12 @@ from .syncify import sync_facade
 if TYPE_CHECKING:
     from .settings import Settings
 
-__all__ = ["AsyncLocalModelServer", "LocalModelServer", "local_endpoint"]
+__all__ = [
+    "AsyncLocalModelServer",
+    "LocalModelServer",
+    "local_endpoint",
+    "server_arguments",
+]
 
 HOST = "127.0.0.1"
 _SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "pydantic_settings")
@@ -207,11 +212,14 @@ LocalModelServer = sync_facade(
 )
 
 
-@contextlib.contextmanager
-def local_endpoint(
+def server_arguments(
     settings: Settings, progress: ProgressFn | None = None, **server_options: object
-) -> Iterator[tuple[str, str]]:
-    """Serve ``settings.model`` (None, ``local`` or ``local:PATH``): yield (base_url, model)."""
+) -> tuple[Path, dict[str, object]]:
+    """(model file, server keyword arguments) for ``settings.model`` (None, ``local`` or ``local:PATH``).
+
+    Assembles and verifies the bundled model if needed; both the blocking
+    :func:`local_endpoint` and the agent's async endpoint build their server from this.
+    """
     spec = settings.model or "local"
     if not is_local_model(spec):
         raise ConfigError(f"not a local model: {spec!r}")
@@ -222,6 +230,15 @@ def local_endpoint(
         "log_dir": settings.home / "logs",
     }
     options.update(server_options)
+    return path, options
+
+
+@contextlib.contextmanager
+def local_endpoint(
+    settings: Settings, progress: ProgressFn | None = None, **server_options: object
+) -> Iterator[tuple[str, str]]:
+    """Serve ``settings.model`` (None, ``local`` or ``local:PATH``): yield (base_url, model)."""
+    path, options = server_arguments(settings, progress, **server_options)
     with LocalModelServer(path, **options) as server:
         yield server.base_url, server.model_name
 
