@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import io
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,15 @@ def edit_png(data: str, box: tuple[int, int, int, int], colour: tuple[int, int, 
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
     return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def require_chromium() -> None:
+    """Skip without Debian's chromium; under CI, fail instead (make test installs it)."""
+    import pytest
+
+    from kernel_agent.chromium import find_chromium
+
+    if find_chromium() is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing in CI: make test must run system-deps-chromium")
+        pytest.skip("chromium is not installed (make system-deps-chromium)")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbfactory import PLOT_STEPS, build_transcript
+from nbfactory import PLOT_STEPS, build_transcript, require_chromium
 
-from kernel_agent.chromium import find_chromium, screenshot
+from kernel_agent.chromium import screenshot
 from kernel_agent.clean import write_pair
 from kernel_agent.errors import ExportError
 from kernel_agent.export import export_notebook
@@ -23,10 +23,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "render_html.py"
 
 @pytest.fixture(scope="module", autouse=True)
 def chromium():
-    if find_chromium() is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing in CI: make test must run system-deps-chromium")
-        pytest.skip("chromium is not installed (make system-deps-chromium)")
+    require_chromium()
 
 
 @pytest.fixture(scope="module")

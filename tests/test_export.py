@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 
 import nbformat
 import pytest
-from nbfactory import PLOT_STEPS, build_transcript
+from nbfactory import PLOT_STEPS, build_transcript, require_chromium
 
-from kernel_agent.chromium import find_chromium
 from kernel_agent.clean import write_pair
 from kernel_agent.errors import ConfigError, ExportError, NotebookError
 from kernel_agent.export import export_notebook, provenance_markdown
@@ -19,11 +17,6 @@ from kernel_agent.verify import record_verdict, verify_notebook
 pytestmark = pytest.mark.timeout(180)
 
 
-def needs_chromium():
-    if find_chromium() is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing in CI: make test must run system-deps-chromium")
-        pytest.skip("chromium is not installed (make system-deps-chromium)")
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +80,7 @@ def test_notebook_from_elsewhere_has_no_provenance(tmp_path):
 
 
 def test_pdf_with_chromium(clean_path, tmp_path):
-    needs_chromium()
+    require_chromium()
     out = export_notebook(clean_path, to="pdf", output=tmp_path / "r.pdf", pdf_engine="chromium")
     data = out.read_bytes()
     assert data.startswith(b"%PDF-") and len(data) > 20_000  # the plot is in it
