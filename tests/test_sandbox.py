@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import time
@@ -14,20 +13,20 @@ from pathlib import Path
 import psutil
 import pytest
 
-from kernel_agent.errors import SandboxError
+from kernel_agent.errors import ConfigError, SandboxError
 from kernel_agent.executors.factory import make_executor
 from kernel_agent.executors.kernel import KernelSession
-from kernel_agent.limits import ResourceLimits, exec_wrapper_argv
 from kernel_agent.sandbox import (
-    SANDBOX_USER,
     BwrapLauncher,
     KernelLauncher,
     SandboxStatus,
-    _probe,
+    UnsandboxedKernelWarning,
     bwrap_problem,
     find_bwrap,
     make_launcher,
 )
+from kernel_agent.sandbox.launcher import _probe
+from kernel_agent.sandbox.limits import ResourceLimits, exec_wrapper_argv
 from kernel_agent.settings import Settings
 
 pytestmark = pytest.mark.timeout(120)
@@ -68,6 +67,7 @@ def test_bwrap_mode_with_a_missing_binary_raises_one_line(tmp_path: Path) -> Non
     assert info.value.exit_code == 3
 
 
+@pytest.mark.skipif(IS_ROOT, reason="as root, auto refuses instead of falling back")
 def test_auto_mode_falls_back_loudly_and_says_why(tmp_path: Path) -> None:
     missing = str(tmp_path / "bwrap")
     launcher = make_launcher(settings(tmp_path, sandbox="auto", bwrap_path=missing), tmp_path)
@@ -78,17 +78,32 @@ def test_auto_mode_falls_back_loudly_and_says_why(tmp_path: Path) -> None:
     assert warning is not None and "NOT sandboxed" in warning and missing in warning
     meta = json.loads(json.dumps(status.to_metadata()))
     assert meta["mode"] == "none" and meta["requested"] == "auto"
-    assert meta["limits"]["max_processes"] == 256
 
 
-@pytest.mark.skipif(
-    not IS_ROOT, reason="the sandbox user is only needed when the agent runs as root"
-)
-def test_bwrap_mode_as_root_needs_the_sandbox_user(tmp_path: Path) -> None:
-    with pytest.raises(SandboxError, match="no-such-sandbox-user"):
-        make_launcher(
-            settings(tmp_path, sandbox="bwrap", sandbox_user="no-such-sandbox-user"), tmp_path
-        )
+@pytest.mark.skipif(not IS_ROOT, reason="only root is refused an unsandboxed fall-back")
+def test_auto_as_root_without_bwrap_fails_closed(tmp_path: Path) -> None:
+    missing = str(tmp_path / "bwrap")
+    with pytest.raises(SandboxError) as info:
+        make_launcher(settings(tmp_path, sandbox="auto", bwrap_path=missing), tmp_path)
+    message = str(info.value)
+    assert "\n" not in message and "--sandbox none" in message and missing in message
+
+
+@pytest.mark.parametrize("where", ["/", "/tmp", "/etc", "/usr", "HOME"])
+def test_system_and_home_dirs_are_refused_as_the_kernel_dir(tmp_path: Path, where: str) -> None:
+    path = Path.home() if where == "HOME" else Path(where)
+    for mode in ("none", "auto"):
+        with pytest.raises(ConfigError, match="refusing"):
+            make_launcher(settings(tmp_path, sandbox=mode), path)
+
+
+def test_an_unsandboxed_kernel_warns_through_warnings_and_logging(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    launcher = make_launcher(settings(tmp_path, sandbox="none"), tmp_path)
+    with pytest.warns(UnsandboxedKernelWarning), KernelSession(cwd=tmp_path, launcher=launcher) as k:
+        assert k.execute("print(1)").outputs[0].text == "1\n"
+    assert any("unsandboxed" in r.getMessage() for r in caplog.records)
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="RLIMIT_NPROC is enforced for non-root users")
@@ -152,14 +167,16 @@ def test_limits_wrapper_argv() -> None:
         "--ignore-sigint",
         "--",
     ]
+    joined = exec_wrapper_argv(ResourceLimits(), python="py", cgroup_procs=["/cg/cgroup.procs"])
+    assert joined[5:] == ["--cgroup=/cg/cgroup.procs", "--"]
     assert exec_wrapper_argv(ResourceLimits()) == []
 
 
 def test_status_description_names_the_user_and_limits() -> None:
-    status = SandboxStatus("auto", "bwrap", "no network", ResourceLimits(memory_mb=5), SANDBOX_USER)
+    status = SandboxStatus("auto", "bwrap", "no network", ResourceLimits(memory_mb=5), "uid 7")
     assert (
         status.describe()
-        == f"sandbox: bubblewrap (as user {SANDBOX_USER}, no network); limits: memory 5 MB"
+        == "sandbox: bubblewrap (as uid 7, no network); limits: memory 5 MB by rlimits"
     )
     assert status.warning() is None and status.note == "bwrap (no network)"
 
@@ -184,10 +201,12 @@ def test_sandboxed_kernel_lifecycle(tmp_path: Path) -> None:
     launcher = make_launcher(settings(work, sandbox="bwrap", max_processes=100), work)
     assert isinstance(launcher, BwrapLauncher) and launcher.status.sandboxed
     with KernelSession(cwd=work, launcher=launcher, interrupt_grace=5) as k:
-        (conn,) = launcher._conn_dirs.values()
+        (room,) = launcher._rooms.values()
+        conn = room.conn
+        assert room.root.stat().st_mode & 0o777 == 0o700 and room.root.stat().st_uid == os.geteuid()
         st = conn.stat()
         assert st.st_mode & 0o777 == 0o700  # (jupyter_client adds the sticky bit)
-        expected_uid = launcher.drop.uid if launcher.drop else os.geteuid()
+        expected_uid = room.lease.uid if room.lease else os.geteuid()
         assert st.st_uid == expected_uid
         r = k.execute(
             "import os, resource\n"
@@ -196,8 +215,9 @@ def test_sandboxed_kernel_lifecycle(tmp_path: Path) -> None:
             "open('made-here.txt', 'w').write('x')\nkept = 41"
         )
         assert r.status == "ok", r.error
-        assert r.outputs[0].text.split() == [str(expected_uid), str(work), "1", "100"]
-        assert (work / "made-here.txt").stat().st_uid == expected_uid
+        assert r.outputs[0].text.split() == [str(expected_uid), str(room.work), "1", "100"]
+        assert (room.work / "made-here.txt").stat().st_uid == expected_uid
+        assert not (work / "made-here.txt").exists()  # the user's dir is untouched
 
         started = time.monotonic()
         r = k.execute("while True: pass", timeout=1)
@@ -208,11 +228,11 @@ def test_sandboxed_kernel_lifecycle(tmp_path: Path) -> None:
         k.restart()
         r = k.execute("print('kept' in dir())")
         assert r.outputs[0].text == "False\n"
-        assert conn.is_dir() and launcher._conn_dirs
+        assert conn.is_dir() and launcher._rooms
         kernel_pids = [p.pid for p in _own_processes(str(conn))]
         assert kernel_pids
-    assert not conn.exists()
-    assert not launcher._conn_dirs
+    assert not conn.exists() and not room.root.exists()
+    assert not launcher._rooms
     deadline = time.monotonic() + 5
     while _own_processes(str(conn)) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -223,18 +243,15 @@ def test_sandboxed_kernel_lifecycle(tmp_path: Path) -> None:
 
 
 @needs_bwrap
-@pytest.mark.skipif(
-    not IS_ROOT, reason="the work dir is granted to the sandbox user only when root"
-)
-def test_work_dir_is_granted_by_group_not_given_away(tmp_path: Path) -> None:
+def test_the_users_dir_is_never_changed(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir(mode=0o755)
+    before = work.stat()
     launcher = make_launcher(settings(work, sandbox="bwrap"), work)
-    st = work.stat()
-    assert st.st_uid == 0  # still ours
-    assert st.st_gid == launcher.drop.gid
-    assert st.st_mode & (stat.S_IRWXG | stat.S_ISGID) == stat.S_IRWXG | stat.S_ISGID
-    assert any("group-writable" in n for n in launcher.status.notes)
+    with KernelSession(cwd=work, launcher=launcher):
+        pass
+    after = work.stat()
+    assert (after.st_uid, after.st_gid, after.st_mode) == (before.st_uid, before.st_gid, before.st_mode)
 
 
 @pytest.mark.parametrize("mode", ["none", pytest.param("bwrap", marks=needs_bwrap)])
@@ -262,7 +279,7 @@ from kernel_agent.settings import Settings
 launcher = make_launcher(Settings(cwd=sys.argv[1], sandbox="bwrap"), sys.argv[1])
 k = KernelSession(cwd=sys.argv[1], launcher=launcher)
 k.start()
-print(*launcher._conn_dirs.values(), flush=True)
+print(*[r.conn for r in launcher._rooms.values()], flush=True)
 time.sleep(120)
 """
 

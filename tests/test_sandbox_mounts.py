@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_agent.sandbox_mounts import MountPlan, can_search, grant_work_dir, interpreter_paths
+from kernel_agent.sandbox.mounts import MountPlan, can_search, interpreter_paths
 
 
 def test_mount_plan_hides_a_closed_home_and_binds_only_what_is_needed() -> None:
@@ -57,13 +57,3 @@ def test_can_search_reads_the_mode_bits_for_the_right_class(tmp_path: Path) -> N
     assert can_search(d, 0, set())  # root
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="changing a directory's group to another needs root")
-def test_grant_work_dir_adds_group_rights_and_keeps_the_owner(tmp_path: Path) -> None:
-    work = tmp_path / "w"
-    work.mkdir(mode=0o700)
-    os.chmod(work, 0o700)
-    assert grant_work_dir(work, 12345) is True
-    st = work.stat()
-    assert (st.st_uid, st.st_gid) == (0, 12345)
-    assert stat.S_IMODE(st.st_mode) == 0o700 | stat.S_IRWXG | stat.S_ISGID
-    assert grant_work_dir(work, 12345) is False  # idempotent

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .endpoint import Endpoint, open_endpoint
-from .errors import ConfigError
+from .errors import ConfigError, NotebookError
 from .events import (
     Answer,
     CellFinished,
@@ -179,7 +179,12 @@ class AsyncAgent:
             "system",
             language=language,
             kernel_display=self.executor.kernelspec.get("display_name", language),
-            cwd=str(getattr(self.executor, "cwd", "") or self.settings.cwd or Path.cwd()),
+            cwd=str(
+                getattr(self.executor, "kernel_cwd", None)
+                or getattr(self.executor, "cwd", "")
+                or self.settings.cwd
+                or Path.cwd()
+            ),
             how_to_run=how,
             vision_note=vision,
         )
@@ -194,7 +199,10 @@ class AsyncAgent:
         assert self.transcript is not None and self.executor is not None
         started = time.monotonic()
         first_cell = len(self.cells)
-        result = RunResult(answer="", status="error", notebook=self.transcript.path)
+        result = RunResult(
+            answer="", status="error", notebook=self.transcript.path,
+            isolation=str(self.sandbox.get("mode", "unknown")),
+        )
         self.transcript.add_markdown(f"**Task:** {task}", {"role": "task"})
         self.transcript.update_run_metadata(task=task)
         yield RunStarted(task, self.endpoint.label, self.protocol, self.transcript.path, self.sandbox.get("note", ""))
@@ -222,11 +230,36 @@ class AsyncAgent:
                 model_time_s=round(result.model_time_s, 3),
                 kernel_time_s=round(result.kernel_time_s, 3),
             )
+        notice = self._deliver(result)
+        if notice is not None:
+            yield notice
         if self.settings.clean_notebook:
-            async for event in self._write_clean(result):
-                yield event
+            try:
+                async for event in self._write_clean(result):
+                    yield event
+            except NotebookError as exc:  # the answer is not lost for want of a clean copy
+                yield Notice(f"no clean notebook: {exc}", "warning")
         yield Answer(result.answer)
         yield RunFinished(result)
+
+    def _deliver(self, result: RunResult) -> Notice | None:
+        """Copy the files the kernel wrote in its private work dir beside the notebook."""
+        from .delivery import deliver_work_files
+
+        work = getattr(self.executor, "kernel_cwd", None)
+        if work is None or self.transcript is None or Path(work) == getattr(self.executor, "cwd", None):
+            return None
+        delivered, skipped = deliver_work_files(Path(work), self.transcript.path)
+        result.files = delivered
+        if delivered:
+            self.transcript.update_run_metadata(files=[p.name for p in delivered])
+        if not delivered and not skipped:
+            return None
+        where = self.transcript.path.with_name(f"{self.transcript.path.stem}_files") / "work"
+        text = f"{len(delivered)} file(s) the kernel wrote are in {where}"
+        if skipped:
+            text += f"; left out: {'; '.join(skipped[:3])}"
+        return Notice(text, "warning" if skipped else "info")
 
     async def _write_clean(self, result: RunResult) -> AsyncIterator[Event]:
         """Write the clean notebook beside the transcript; verify it if asked."""

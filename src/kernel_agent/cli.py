@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import warnings
 from importlib import import_module
 
 from .errors import KernelAgentError
@@ -61,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    from .sandbox import UnsandboxedKernelWarning
+
+    # the CLI says this itself (a notice when auto fell back; the user's flag otherwise)
+    warnings.filterwarnings("ignore", category=UnsandboxedKernelWarning)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return int(args.func(args) or 0)

@@ -64,6 +64,10 @@ class RunResult:
     kernel_time_s: float = 0.0
     clean_notebook: Path | None = None
     verify: dict[str, Any] | None = None
+    #: what isolated the kernel: "bwrap", "none" (unsandboxed), "remote" or "unknown"
+    isolation: str = "unknown"
+    #: files the kernel wrote, delivered beside the notebook (``<notebook>_files/work/``)
+    files: list[Path] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -90,6 +94,8 @@ class RunResult:
             "model_time_s": round(self.model_time_s, 3),
             "kernel_time_s": round(self.kernel_time_s, 3),
             "verify": self.verify,
+            "isolation": self.isolation,
+            "files": [str(f) for f in self.files],
         }
 
 

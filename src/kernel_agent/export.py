@@ -31,6 +31,7 @@ from typing import Any, Literal
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell
 
+from .safefs import write_beneath
 from .errors import ConfigError, ExportError
 from .nbio import one_line, read_notebook
 from .transcript import _atomic_write_text
@@ -105,9 +106,7 @@ def _markdown(nb: NotebookNode, nb_path: Path, out: Path) -> None:
     if target.exists():
         shutil.rmtree(target)
     for name, data in outputs.items():
-        dest = out.parent / name
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(data)
+        write_beneath(out.parent, name, data)  # names come from the notebook: no links, no ..
     _atomic_write_text(out, body)
 
 
@@ -158,7 +157,7 @@ def _pdf(nb: NotebookNode, nb_path: Path, out: Path, preferred: PdfEngine) -> No
     except Exception as exc:
         raise ExportError(f"PDF export with {engine} failed: {one_line(exc)}") from None
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(data)
+    write_beneath(out.parent, out.name, data)
 
 
 _MISSING = {

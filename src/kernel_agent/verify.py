@@ -31,7 +31,7 @@ from nbformat import NotebookNode
 from .compare import ImageTolerance, compare_outputs
 from .errors import KernelNotFound, KernelStartError, VerifyMismatch
 from .nbio import one_line, read_notebook
-from .secrets_filter import kernel_environment
+from .sandbox.env import kernel_environment
 from .transcript import write_notebook_atomic
 
 __all__ = [
@@ -202,8 +202,12 @@ async def async_verify_notebook(
         "cwd": str(workdir),
         "env": kernel_environment(env, env_passthrough),
     }
-    if launcher is not None:
-        launch_kw = launcher.prepare(km, launch_kw)
+    if launcher is None:  # sandboxed as a run would be: never a bare kernel in the user's dir
+        from .sandbox import make_launcher
+        from .settings import Settings
+
+        launcher = make_launcher(Settings.from_env(), workdir)
+    launch_kw = launcher.prepare(km, launch_kw)
 
     code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     checks = [
@@ -240,8 +244,7 @@ async def async_verify_notebook(
             raise
         raise KernelStartError(f"kernel {name!r} failed to start: {one_line(exc)}") from exc
     finally:
-        if launcher is not None and hasattr(launcher, "cleanup"):
-            launcher.cleanup(km)
+        launcher.cleanup(km)
     report.total_s = time.perf_counter() - began
     if write is not None:
         executed.metadata.setdefault("kernel_agent", {})["verify"] = report.to_metadata()

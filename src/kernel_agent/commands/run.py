@@ -32,7 +32,10 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--vision", action="store_true", default=None, help="send images to the model")
     k = parser.add_argument_group("kernel")
     k.add_argument("--kernel", dest="kernel_name", help="Jupyter kernelspec name (default python3)")
-    k.add_argument("--cwd", type=Path, help="the kernel's working directory (default: here)")
+    k.add_argument("--cwd", type=Path,
+                   help="the directory the kernel sees, read-only, from its own work dir (default: here)")
+    k.add_argument("--file", dest="files", action="append", type=Path, metavar="PATH",
+                   help="an input file for the kernel's work dir, read-only (repeatable)")
     k.add_argument("--cell-timeout", type=float, help="seconds before a cell is interrupted")
     k.add_argument("--sandbox", choices=("auto", "bwrap", "none"), help="isolate the kernel (default auto)")
     k.add_argument("--gateway-url", help="Jupyter Kernel/Enterprise Gateway URL (env KERNEL_AGENT_GATEWAY_URL)")
@@ -51,7 +54,16 @@ def settings_from_args(args: argparse.Namespace) -> Any:
         "model base_url api_key protocol temperature top_p presence_penalty frequency_penalty "
         "max_tokens vision kernel_name cwd cell_timeout sandbox gateway_url gateway_token gateway_kernel_id keep_kernel max_steps verify"
     ).split()
-    return Settings.from_env(**{n: getattr(args, n, None) for n in names})
+    if getattr(args, "api_key", None):
+        print(
+            "kernel-agent: warning: an API key given with --api-key is visible to other users "
+            "of this machine (in the process list); prefer the OPENAI_API_KEY environment variable",
+            file=sys.stderr,
+        )
+    values = {n: getattr(args, n, None) for n in names}
+    if getattr(args, "files", None):
+        values["files"] = tuple(args.files)
+    return Settings.from_env(**values)
 
 
 def register(sub: Any) -> None:
@@ -189,8 +201,10 @@ def _prompt_task(err: Any) -> str | None:
 def _terminal_approver(err: Any) -> Any:
     from rich.syntax import Syntax
 
+    from ..render import visible
+
     def approve(code: str, step: int) -> tuple[str, str | None]:
-        err.print(Syntax(code, "python", theme="ansi_dark", line_numbers=True))
+        err.print(Syntax(visible(code), "python", theme="ansi_dark", line_numbers=True))
         return ask_until_decided(code, step, _ask, _edit)
 
     return approve

@@ -28,7 +28,7 @@ from jupyter_client.manager import AsyncKernelManager
 from ..errors import ConfigError, KernelDied, KernelNotFound, KernelStartError
 from ..outputs import DisplayMap, OutputCollector
 from ..results import CellResult
-from ..secrets_filter import kernel_environment
+from ..sandbox.env import kernel_environment
 from ..syncify import sync_facade
 from .base import check_timeout
 from .cell import Outcome, finish_cell, take_reply
@@ -101,8 +101,9 @@ class AsyncKernelSession:
             await km.start_kernel(**launch_kw)
         except Exception as exc:
             self._km = None
+            said = self._kernel_said(km)
             self._cleanup_launcher(km)
-            raise KernelStartError(f"kernel {self.kernel_name!r} failed to start: {exc}") from exc
+            raise KernelStartError(f"kernel {self.kernel_name!r} failed to start: {exc}{said}") from exc
         self.kernelspec = {
             "name": self.kernel_name,
             "display_name": spec.display_name,
@@ -120,12 +121,15 @@ class AsyncKernelSession:
         self._kc = kc
         try:
             reply = await self._handshake()
-        except KernelStartError:
+        except KernelStartError as exc:
             kc.stop_channels()
             self._kc = None
             await km.shutdown_kernel(now=True)
             self._km = None
+            said = self._kernel_said(km)
             self._cleanup_launcher(km)
+            if said:
+                raise KernelStartError(f"{exc}{said}") from None
             raise
         self.language_info = dict(reply["content"].get("language_info", {}))
 
@@ -161,6 +165,19 @@ class AsyncKernelSession:
             except Exception:  # a kernel that is already gone is fine
                 await km.shutdown_kernel(now=True)
             self._cleanup_launcher(km)
+
+    def _kernel_said(self, km: AsyncKernelManager) -> str:
+        """``"; it said: ..."`` from the kernel's log, for a start that failed."""
+        room = getattr(self.launcher, "room", lambda _km: None)(km)
+        tail = room.log_tail() if room is not None else ""
+        return f"; it said: {tail}" if tail else ""
+
+    @property
+    def kernel_cwd(self) -> Path:
+        """Where the kernel runs: its private work dir when sandboxed, else :attr:`cwd`."""
+        if self.launcher is not None and self._km is not None:
+            return Path(self.launcher.kernel_cwd(self._km, self.cwd))
+        return self.cwd
 
     def _cleanup_launcher(self, km: AsyncKernelManager) -> None:
         if self.launcher is not None and hasattr(self.launcher, "cleanup"):

