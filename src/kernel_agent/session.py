@@ -104,6 +104,8 @@ class Session:
         self._lock = asyncio.Lock()
         self._clients: list[dict[str, Any]] = []
         self._background: set[asyncio.Future[Any]] = set()
+        #: (transcript cells, report) of the last verification
+        self._verified: tuple[int, Any] | None = None
 
     # ---------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -173,6 +175,12 @@ class Session:
         self._clients.append(entry)
         if self.transcript is not None:
             self.transcript.save()
+
+    def _recorded(self) -> Transcript:
+        """The transcript (readable after :meth:`close` too)."""
+        if self.transcript is None:
+            raise ConfigError("the session is not started")
+        return self.transcript
 
     def _started(self) -> tuple[AsyncExecutor, Transcript]:
         if self.executor is None or self.transcript is None:
@@ -336,7 +344,7 @@ class Session:
         ``clean`` shows the clean notebook (only the cells that built the current
         state, renumbered) instead of the full transcript.
         """
-        _, transcript = self._started()
+        transcript = self._recorded()
         nb = transcript.nb
         if clean:
             from .clean import clean_notebook
@@ -349,7 +357,7 @@ class Session:
 
     def cell_text(self, index: int) -> str:
         """Transcript cell ``index`` (as numbered by :meth:`notebook_text`), in full."""
-        _, transcript = self._started()
+        transcript = self._recorded()
         cells = transcript.cells
         if not isinstance(index, int) or not -len(cells) <= index < len(cells) or not cells:
             raise ConfigError(f"there is no cell {index}: the notebook has {len(cells)} cells")
@@ -357,7 +365,7 @@ class Session:
 
     def notebook_json(self) -> str:
         """The transcript as ``.ipynb`` JSON, exactly as written to disk."""
-        _, transcript = self._started()
+        transcript = self._recorded()
         return transcript.render()
 
     # --------------------------------------------------------- clean, verify, export
@@ -365,8 +373,12 @@ class Session:
         """Write the clean notebook beside the transcript (both linked); returns its path."""
         from .clean import clean_path_for, write_pair
 
-        _, transcript = self._started()
+        transcript = self._recorded()
         _, clean = write_pair(transcript, transcript.path, clean_path_for(transcript.path))
+        if self._verified is not None and self._verified[0] == len(transcript.cells):
+            from .verify import record_verdict
+
+            record_verdict(clean, self._verified[1])  # nothing ran since: the verdict still holds
         return clean
 
     async def verify(self) -> Any:
@@ -388,13 +400,14 @@ class Session:
         )
         record_verdict(clean, report)
         transcript.update_run_metadata(verify=report.to_metadata())
+        self._verified = (len(transcript.cells), report)
         return report
 
     async def export(self, to: str = "html", clean: bool = True) -> Path:
         """Export the clean notebook (or the transcript) to ``to``; returns the file written."""
         from .export import export_notebook
 
-        _, transcript = self._started()
+        transcript = self._recorded()
         source = self.write_clean() if clean else transcript.save()
         return await asyncio.to_thread(export_notebook, source, to)
 
