@@ -174,6 +174,7 @@ class Session:
             return
         self._clients.append(entry)
         if self.transcript is not None:
+            self.transcript.run_metadata["session"]["clients"] = list(self._clients)
             self.transcript.save()
 
     def _recorded(self) -> Transcript:
