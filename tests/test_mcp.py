@@ -337,3 +337,63 @@ def test_no_auth_is_loud_and_loopback_only(tmp_path: Path) -> None:
 
         assert "42" in asyncio.run(main())
         assert any("WARNING: --no-auth" in line for line in lines)
+
+
+# ------------------------------------------------------------- an outside agent
+def _openai_tools(listed: list[types.Tool]) -> list[dict[str, Any]]:
+    """MCP tools as OpenAI function tools, the way an outside agent offers them to its model."""
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}
+        for t in listed
+    ]
+
+
+async def outside_agent(client: Client, llm: Any, task: str, max_turns: int = 10) -> str:
+    """A minimal MCP host: the model (through the real openai client) calls tools until it answers."""
+    tools = _openai_tools((await client.list_tools()).tools)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": task}]
+    for _ in range(max_turns):
+        reply = (await llm.chat.completions.create(model="fake", messages=messages, tools=tools)).choices[0].message
+        if not reply.tool_calls:
+            return reply.content or ""
+        messages.append(reply.model_dump(exclude_none=True))
+        for tool_call in reply.tool_calls:
+            result = await client.call_tool(tool_call.function.name, json.loads(tool_call.function.arguments))
+            messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": text_of(result)})
+    raise AssertionError("the outside agent did not finish")
+
+
+def test_outside_agent_solves_a_task_and_leaves_a_verified_notebook(tmp_path: Path, fake_llm: Any) -> None:
+    import openai
+    from fake_openai import call, run_cell, text, tool_reply
+
+    fake_llm.enqueue(
+        tool_reply(call("write_file", {"path": "numbers.csv", "content": "n\n3\n4\n5\n"})),
+        run_cell("import pandas as pd\nframe = pd.read_csv('numbers.csv')\nprint(frame.n.pow(2).sum())"),
+        run_cell("frame.n.mean("),  # a typo: the model sees the SyntaxError and moves on
+        tool_reply(call("verify_notebook", {})),
+        text("The sum of the squares is 50, and the notebook reproduces."),
+    )
+
+    async def main() -> str:
+        llm = openai.AsyncOpenAI(base_url=fake_llm.base_url, api_key="sk-outside-agent", max_retries=0)
+        try:
+            async with stdio_client(tmp_path) as c:
+                return await outside_agent(c, llm, "Sum the squares of n in numbers.csv")
+        finally:
+            await llm.close()
+
+    answer = asyncio.run(main())
+    assert "50" in answer
+    fake_llm.assert_drained()
+    shown = [m for m in fake_llm.requests[2]["messages"] if m["role"] == "tool"]
+    assert "50" in shown[-1]["content"] and "frame (DataFrame" in shown[-1]["content"]
+    assert "SyntaxError" in [m for m in fake_llm.requests[3]["messages"] if m["role"] == "tool"][-1]["content"]
+    verdict = [m for m in fake_llm.requests[4]["messages"] if m["role"] == "tool"][-1]["content"]
+    assert verdict.startswith("reproduced")
+    clean = nbformat.read(tmp_path / "nb" / "session.clean.ipynb", as_version=4)
+    nbformat.validate(clean)
+    assert clean.metadata["kernel_agent"]["verify"]["verdict"] == "reproduced"
+    assert [c.source for c in clean.cells if c.cell_type == "code"] == [
+        "import pandas as pd\nframe = pd.read_csv('numbers.csv')\nprint(frame.n.pow(2).sum())"
+    ]
