@@ -276,7 +276,9 @@ class AsyncAgent:
         report = await async_verify_notebook(
             clean,
             timeout=self.settings.cell_timeout,
-            cwd=getattr(self.executor, "cwd", None) or self.settings.cwd,
+            # the kernel's own work dir: the verifying kernel sees what it saw
+            cwd=getattr(self.executor, "kernel_cwd", None) or getattr(self.executor, "cwd", None)
+            or self.settings.cwd,
             env_passthrough=self.settings.env_passthrough,
             launcher=self._verify_launcher(),
         )

@@ -159,7 +159,19 @@ class Session:
 
     @property
     def work_dir(self) -> Path:
-        """The directory the kernel works in (the file tools' root)."""
+        """The directory the kernel works in (the file tools' root): its private work dir
+        when it has one, else the directory it was started in."""
+        cwd = (
+            getattr(self.executor, "kernel_cwd", None)
+            or getattr(self.executor, "cwd", None)
+            or self.settings.cwd
+            or Path.cwd()
+        )
+        return Path(cwd).resolve()
+
+    @property
+    def view_dir(self) -> Path:
+        """The user's directory the kernel sees (read-only when sandboxed)."""
         cwd = getattr(self.executor, "cwd", None) or self.settings.cwd or Path.cwd()
         return Path(cwd).resolve()
 
@@ -420,7 +432,14 @@ class Session:
     def read_file(self, path: str, limit: int = MAX_READ_BYTES) -> str:
         """Text file ``path`` (relative to the work dir), at most ``limit`` bytes."""
         try:
-            data = read_beneath(self.work_dir, path, limit=limit)
+            try:
+                data = read_beneath(self.work_dir, path, limit=limit)
+            except UnsafePath as exc:
+                if "symlink" not in str(exc) or self.view_dir == self.work_dir:
+                    raise
+                # the work dir links the user's files: read those from the user's dir
+                # itself (never through the link, which the kernel could have replaced)
+                data = read_beneath(self.view_dir, path, limit=limit)
         except FileNotFoundError:
             raise ConfigError(f"no such file in the work dir: {path}") from None
         except IsADirectoryError:
