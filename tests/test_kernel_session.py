@@ -243,9 +243,9 @@ def test_secrets_are_not_passed_to_the_kernel(
     for name, value in {**SECRETS, "HARMLESS_SETTING": "1"}.items():
         monkeypatch.setenv(name, value)
     names = [*SECRETS, "HARMLESS_SETTING"]
-    plain = fresh_kernel(env=None)  # None: our own environment, filtered
-    assert texts(plain.execute(PROBE.format(names=names))) == ["['HARMLESS_SETTING']"]
-    passed = fresh_kernel(env=None, env_passthrough=("MY_TOKEN",))
+    plain = fresh_kernel(env=None)  # None: our own environment, allowlisted
+    assert texts(plain.execute(PROBE.format(names=names))) == ["[]"]
+    passed = fresh_kernel(env=None, env_passthrough=("MY_TOKEN", "HARMLESS_SETTING"))
     assert texts(passed.execute(PROBE.format(names=names))) == ["['HARMLESS_SETTING', 'MY_TOKEN']"]
 
 

@@ -439,7 +439,10 @@ class Session:
                     raise
                 # the work dir links the user's files: read those from the user's dir
                 # itself (never through the link, which the kernel could have replaced)
-                data = read_beneath(self.view_dir, path, limit=limit)
+                try:
+                    data = read_beneath(self.view_dir, path, limit=limit)
+                except FileNotFoundError:
+                    raise exc from None  # a link the kernel made: not the user's file
         except FileNotFoundError:
             raise ConfigError(f"no such file in the work dir: {path}") from None
         except IsADirectoryError:
