@@ -1,0 +1,174 @@
+"""kernel_probe on real kernels: the library probe imports nothing, the data preview reads
+messy files and keeps to its budget, in a plain kernel and in the sandbox."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from kernel_agent.executors.kernel import KernelSession
+from kernel_agent.kernel_probe import (
+    DATA_STACK,
+    LIBRARIES,
+    LIBRARY_PROBE_CODE,
+    OTHER_LIBRARIES,
+    data_preview_code,
+    describe_libraries,
+    library_probe_expression,
+    parse_library_probe,
+)
+from kernel_agent.sandbox import bwrap_problem, make_launcher
+from kernel_agent.settings import Settings
+
+pytestmark = pytest.mark.timeout(180)
+
+MESSY_CSV = (
+    "id,row m/z,label,value\n"
+    "1,101.5,alpha,12\n"
+    "2,,beta,n/a\n"
+    "3,99.25,,abc\n"
+    "4,100.0,delta,7.5\n"
+    "5,,epsilon,3\n"
+)
+
+
+def probe(session, expression: str = LIBRARY_PROBE_CODE) -> dict[str, str]:
+    result = session.execute("", timeout=60, user_expressions={"libs": expression})
+    assert result.ok, result.error
+    return parse_library_probe(result.user_expressions["libs"])
+
+
+def stdout(result) -> str:
+    return "".join(o.get("text", "") for o in result.outputs if o.get("name") == "stdout")
+
+
+def preview(session, *args, **kwargs) -> str:
+    result = session.execute(data_preview_code(*args, **kwargs), timeout=120)
+    assert result.ok, result.error
+    return stdout(result)
+
+
+def test_library_probe_finds_the_stack_with_versions_and_imports_nothing(fresh_kernel):
+    k = fresh_kernel()
+    found = probe(k)
+    for module, dist in DATA_STACK.items():
+        assert found.get(module) == importlib.metadata.version(dist), module
+    for module in OTHER_LIBRARIES:
+        assert (module in found) == (importlib.util.find_spec(module) is not None), module
+    check = k.execute(
+        f"import sys\nprint(sorted(m for m in {list(LIBRARIES)!r} if m in sys.modules))\n"
+        "print(sorted(n for n in ('m', 'd', 'x') if n in globals()))",
+        timeout=30,
+    )
+    assert check.ok and stdout(check) == "[]\n[]\n", check.outputs
+
+
+def test_library_probe_reports_loose_modules_without_a_version(fresh_kernel, tmp_path):
+    (tmp_path / "kprobe_loose.py").write_text("X = 1\n")
+    k = fresh_kernel(cwd=tmp_path)
+    assert k.execute(f"import sys; sys.path.insert(0, {str(tmp_path)!r})", timeout=30).ok
+    wanted = {"kprobe_loose": "kprobe-loose", "no_such_module_kprobe": "nope", "numpy": "numpy"}
+    found = probe(k, library_probe_expression(wanted))
+    assert found == {"kprobe_loose": "", "numpy": importlib.metadata.version("numpy")}
+    line = describe_libraries(found, wanted)
+    assert line == (
+        f"Importable in the kernel: kprobe_loose, numpy {found['numpy']}; "
+        "not installed: no_such_module_kprobe."
+    )
+
+
+def test_parse_and_describe_edge_cases():
+    assert parse_library_probe(None) == {}
+    assert parse_library_probe({"status": "error", "ename": "NameError"}) == {}
+    assert parse_library_probe({"status": "ok", "data": {"text/plain": "not a literal"}}) == {}
+    assert parse_library_probe({"status": "ok", "data": {"text/plain": "'[1, 2]'"}}) == {}
+    ok = {"status": "ok", "data": {"text/plain": repr('{"pandas": "2.2.0", "foo": null}')}}
+    assert parse_library_probe(ok) == {"pandas": "2.2.0", "foo": ""}
+    line = describe_libraries({"pandas": "2.2.0", "scipy": "1.13.0", "mylib": "0.1"})
+    assert "\n" not in line and len(line) < 400
+    assert line.startswith("Importable in the kernel: pandas 2.2.0, scipy 1.13.0, mylib 0.1;")
+    assert "not installed: numpy, sklearn" in line and "polars" in line
+    assert describe_libraries({}, {"a": "a"}) == (
+        "Importable in the kernel: none of the usual libraries; not installed: a."
+    )
+
+
+def write_data(folder: Path) -> None:
+    (folder / "messy.csv").write_text(MESSY_CSV)
+    frame = pd.DataFrame({"city": ["Oslo", "Lima", None], "pop": [0.7, 10.1, 2.5]})
+    frame.to_excel(folder / "cities.xlsx", index=False)
+    frame.to_parquet(folder / "cities.parquet")
+    (folder / "records.json").write_text('[{"a": 1, "b": "x"}, {"a": 2, "b": null}]')
+    (folder / "semi.csv").write_text("x;y\n1;2\n3;4\n")
+    (folder / "broken.json").write_text("{not json")
+    (folder / "notes.txt").write_text("free text\n" * 50)
+
+
+def test_preview_of_messy_files_in_the_kernels_cwd(fresh_kernel, tmp_path):
+    k = fresh_kernel(cwd=tmp_path)
+    write_data(Path(k.kernel_cwd))
+    out = preview(k, budget_chars=6000)
+    assert out.splitlines()[0] == "broken.json (9 B)"
+    messy = out[out.index("messy.csv ("):out.index("notes.txt (")]
+    assert "5 rows x 4 columns" in messy
+    assert "'row m/z' float64" in messy and "'id' int64" in messy
+    assert "missing values: 'row m/z' 2, 'label' 1, 'value' 1" in messy
+    assert "101.5" in messy and "alpha" in messy and "delta" not in messy  # three rows
+    assert "'value' object" in messy or "'value' str" in messy  # mixed numbers and words
+    assert "cities.xlsx (" in out and "cities.parquet (" in out
+    assert out.count("3 rows x 2 columns") == 2 and "'pop' float64" in out
+    assert "records.json (" in out and "2 rows x 2 columns" in out
+    assert "separator ';'" in out and "2 rows x 2 columns (separator ';')" in out
+    assert "notes.txt (500 B)" in out and "free text" not in out
+    assert "broken.json (9 B)\n  not previewed: ValueError" in out
+    assert "[preview cut" not in out
+    clean = k.execute("print(sorted(n for n in globals() if not n.startswith('_')))", timeout=30)
+    assert stdout(clean) == "['In', 'Out', 'exit', 'get_ipython', 'open', 'quit']\n"
+
+
+def test_preview_keeps_to_its_budget_and_names_what_it_cut(kernel, kernel_workdir):
+    folder = kernel_workdir / "budget"
+    folder.mkdir(exist_ok=True)
+    wide = pd.DataFrame({f"column_{i}": range(40) for i in range(60)})
+    wide.to_csv(folder / "a_wide.csv", index=False)
+    (folder / "b_messy.csv").write_text(MESSY_CSV)
+    (folder / "c_notes.txt").write_text("x")
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    full = preview(kernel, budget_chars=100_000)
+    assert len(full) > 2000 and "[preview cut" not in full
+    assert "'column_29' int64, ... 30 more" in full
+    cut = preview(kernel, budget_chars=700)
+    assert len(cut.rstrip("\n")) <= 700
+    assert cut.startswith("a_wide.csv (") and "40 rows x 60 columns" in cut
+    assert "'column_0' int64, 'column_1' int64" in cut
+    assert cut.rstrip().endswith(" ...\n[preview cut at 700 characters; not shown: "
+                                 f"b_messy.csv ({len(MESSY_CSV)} B), c_notes.txt (1 B)]")
+    only = preview(kernel, ["b_messy.csv"], 2000)
+    assert only.startswith("b_messy.csv (") and "a_wide" not in only
+    gone = preview(kernel, ["missing.csv"], 200)
+    assert gone == "missing.csv: cannot read (FileNotFoundError)\n"
+    tiny = preview(kernel, budget_chars=60)
+    assert len(tiny.rstrip("\n")) <= 60 and tiny.startswith("a_wide.csv (")
+
+
+def test_preview_in_the_sandbox_reads_the_linked_input_file(tmp_path):
+    problem, _, _ = bwrap_problem()
+    if problem is not None:
+        pytest.skip(f"no bwrap sandbox here: {problem}")
+    view, inputs = tmp_path / "view", tmp_path / "inputs"
+    view.mkdir()
+    inputs.mkdir()
+    (inputs / "messy.csv").write_text(MESSY_CSV)
+    files = (inputs / "messy.csv",)
+    settings = Settings(cwd=view, home=tmp_path / "h", sandbox="bwrap", files=files)
+    with KernelSession(cwd=view, launcher=make_launcher(settings, view)) as k:
+        assert Path(k.kernel_cwd) != view
+        out = preview(k, budget_chars=2000)
+        assert out.startswith("messy.csv (") and "5 rows x 4 columns" in out
+        assert "missing values: 'row m/z' 2, 'label' 1, 'value' 1" in out
+        found = probe(k)
+    assert set(DATA_STACK) <= set(found)
