@@ -100,8 +100,10 @@ def run(args: argparse.Namespace) -> int:
         _say("no token: bound to loopback only, and anyone on this machine can run code here")
     _say(f"serving on http://{shown}:{args.port}/ ({'bearer token required' if config.token else 'NO AUTH'}); "
          f"state in {config.state_dir}; warm pool {config.pool}")  # fmt: skip
-    # uvicorn turns SIGTERM into a graceful exit; the CLI's own handler must not pre-empt it
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # uvicorn turns SIGTERM into a graceful exit (every session finalised), then re-raises
+    # it to the handler it found: this one, which lets the command end normally (status 0)
+    stopped: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopped.append(signum))
     asyncio.run(server.serve())
     _say("stopped; every notebook is finalised")
     return 0

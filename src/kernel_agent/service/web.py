@@ -106,30 +106,36 @@ function describe(e) {
     default: return '';
   }
 }
-document.getElementById('run').addEventListener('submit', async (ev) => {
-  ev.preventDefault();
-  const task = document.getElementById('task').value.trim();
-  if (!task) return;
-  document.getElementById('events').textContent = '';
-  const r = await fetch(`/v1/sessions/${sid}/runs`, {method: 'POST',
-    headers: {'Content-Type': 'application/json', 'Accept': 'text/event-stream'},
-    body: JSON.stringify({task})});
-  if (!r.ok) { show(`error ${r.status}: ${(await r.json()).error}\\n`); return; }
+async function follow(r) {
+  if (!r.ok) { show(`error ${r.status}: ${(await r.json()).error}\n`); return; }
   const reader = r.body.getReader(); const dec = new TextDecoder(); let buf = '';
   for (;;) {
     const {value, done} = await reader.read();
     if (done) break;
     buf += dec.decode(value, {stream: true});
     let cut;
-    while ((cut = buf.indexOf('\\n\\n')) >= 0) {
+    while ((cut = buf.indexOf('\n\n')) >= 0) {
       const frame = buf.slice(0, cut); buf = buf.slice(cut + 2);
       const kind = (frame.match(/^event: (.*)$/m) || [])[1];
       const data = (frame.match(/^data: (.*)$/m) || [])[1];
       if (kind === 'event') show(describe(JSON.parse(data)));
-      if (kind === 'result') { const res = JSON.parse(data); show(`\\n[${res.status}]\\n`); refresh(); }
+      if (kind === 'result') { const res = JSON.parse(data); show(`\n[${res.status}]\n`); refresh(); }
     }
   }
+}
+document.getElementById('run').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const task = document.getElementById('task').value.trim();
+  if (!task) return;
+  document.getElementById('events').textContent = '';
+  await follow(await fetch(`/v1/sessions/${sid}/runs`, {method: 'POST',
+    headers: {'Content-Type': 'application/json', 'Accept': 'text/event-stream'},
+    body: JSON.stringify({task})}));
 });
+(async () => {  // show the latest run, live if it is still going
+  const s = await (await fetch(`/v1/sessions/${sid}`)).json();
+  if (s.runs && s.runs.length) await follow(await fetch(`/v1/sessions/${sid}/runs/${s.runs[s.runs.length - 1]}/events`));
+})();
 """
 
 
