@@ -107,19 +107,19 @@ function describe(e) {
   }
 }
 async function follow(r) {
-  if (!r.ok) { show(`error ${r.status}: ${(await r.json()).error}\n`); return; }
+  if (!r.ok) { show(`error ${r.status}: ${(await r.json()).error}\\n`); return; }
   const reader = r.body.getReader(); const dec = new TextDecoder(); let buf = '';
   for (;;) {
     const {value, done} = await reader.read();
     if (done) break;
     buf += dec.decode(value, {stream: true});
     let cut;
-    while ((cut = buf.indexOf('\n\n')) >= 0) {
+    while ((cut = buf.indexOf('\\n\\n')) >= 0) {
       const frame = buf.slice(0, cut); buf = buf.slice(cut + 2);
       const kind = (frame.match(/^event: (.*)$/m) || [])[1];
       const data = (frame.match(/^data: (.*)$/m) || [])[1];
       if (kind === 'event') show(describe(JSON.parse(data)));
-      if (kind === 'result') { const res = JSON.parse(data); show(`\n[${res.status}]\n`); refresh(); }
+      if (kind === 'result') { const res = JSON.parse(data); show(`\\n[${res.status}]\\n`); refresh(); }
     }
   }
 }
