@@ -117,7 +117,7 @@ def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> 
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, Any]:
-        return {"ok": True, "version": __version__}
+        return {"ok": True, "version": __version__, "pool_ready": manager.pool.ready}
 
     # -------------------------------------------------------------------- sessions
     @app.post("/v1/sessions", status_code=201)
