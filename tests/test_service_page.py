@@ -46,4 +46,3 @@ def test_pages_in_chromium(tmp_path: Path) -> None:
         shot = tmp_path / "session.png"
         chromium(f"{srv.url}/sessions/{sid}?token={TOKEN}", f"--screenshot={shot}", "--window-size=1400,900")
         assert shot.is_file() and shot.stat().st_size > 10_000
-        Path("/tmp/serve-session-page.png").write_bytes(shot.read_bytes())

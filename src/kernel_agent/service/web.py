@@ -10,7 +10,6 @@ from __future__ import annotations
 import hmac
 import html
 import time
-from typing import Any
 from urllib.parse import parse_qs
 
 from fastapi import FastAPI, Request
