@@ -39,6 +39,7 @@ bench: venv system-deps
 	$(PY) bench/bench_gateway.py
 	$(PY) bench/bench_verify.py
 	$(PY) bench/bench_mcp.py
+	$(PY) bench/bench_serve.py
 	$(PY) bench/bench_local_model.py
 
 # How often the bundled model solves simple analysis tasks (slow: minutes).

@@ -26,7 +26,7 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated()
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMANDS = ("run", "verify", "export", "mcp")
+COMMANDS = ("run", "verify", "export", "mcp", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:

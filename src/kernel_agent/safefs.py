@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from .errors import KernelAgentError
 
@@ -38,6 +39,9 @@ __all__ = [
     "list_beneath",
     "copy_out",
     "file_mode",
+    "open_beneath",
+    "write_stream_beneath",
+    "remove_beneath",
 ]
 
 _NOFOLLOW_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -118,6 +122,22 @@ def write_beneath(
     makedirs: bool = True,
 ) -> None:
     """Write ``data`` to ``root/rel`` atomically; a link at the target is replaced."""
+    with write_stream_beneath(root, rel, mode=mode, makedirs=makedirs) as fh:
+        fh.write(data)
+
+
+@contextmanager
+def write_stream_beneath(
+    root: str | os.PathLike[str] | int,
+    rel: str | os.PathLike[str],
+    *,
+    mode: int = 0o644,
+    makedirs: bool = True,
+) -> Iterator[BinaryIO]:
+    """A binary file to write ``root/rel`` through, moved into place only if the block succeeds.
+
+    The bytes go to a temp file beside the target; an exception leaves the target as it was.
+    """
     parts = split_relative(rel)
     with open_dir_beneath(root, parts[:-1], create=makedirs) as dir_fd:
         tmp = f".{parts[-1]}.{secrets.token_hex(6)}.tmp"
@@ -128,7 +148,7 @@ def write_beneath(
         try:
             os.fchmod(fd, mode)  # exact mode, whatever the umask
             with os.fdopen(fd, "wb", closefd=True) as fh:
-                fh.write(data)
+                yield fh
             os.rename(tmp, parts[-1], src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except BaseException:
             try:
@@ -136,6 +156,21 @@ def write_beneath(
             except OSError:
                 pass
             raise
+
+
+def remove_beneath(root: str | os.PathLike[str] | int, rel: str | os.PathLike[str]) -> None:
+    """Remove the file (or link: the link itself) ``root/rel``; directories are refused."""
+    parts = split_relative(rel)
+    with open_dir_beneath(root, parts[:-1]) as dir_fd:
+        st = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(rel))
+        os.unlink(parts[-1], dir_fd=dir_fd)
+
+
+def open_beneath(root: str | os.PathLike[str] | int, rel: str | os.PathLike[str]) -> int:
+    """A read-only fd of regular file ``root/rel`` (the caller closes it)."""
+    return _open_file(root, rel)
 
 
 def _open_file(root: str | os.PathLike[str] | int, rel: str | os.PathLike[str]) -> int:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,7 +31,16 @@ from .llm_view import budget_text, render_cell
 from .namespace import NAMESPACE_EXPRESSION, VariableInfo, describe, parse_summary
 from .rebuild import Rebuild, rebuild_state
 from .results import CellResult
-from .safefs import Entry, UnsafePath, list_beneath, read_beneath, write_beneath
+from .safefs import (
+    Entry,
+    UnsafePath,
+    list_beneath,
+    open_beneath,
+    read_beneath,
+    remove_beneath,
+    write_beneath,
+    write_stream_beneath,
+)
 from .settings import Settings
 from .transcript import Transcript
 
@@ -76,7 +86,9 @@ class Session:
     builds from ``settings`` (a local sandboxed kernel, or a gateway kernel).
     ``notebook`` is where the transcript goes; ``front_end`` names who drives the
     session (notebook metadata and the default file name); ``metadata`` is added to
-    the notebook's ``metadata.kernel_agent``.
+    the notebook's ``metadata.kernel_agent``. A caller that hands over an executor it
+    started itself (a warm pool) passes ``own_executor=True`` (the session stops it)
+    and the executor's ``sandbox`` metadata.
     """
 
     def __init__(
@@ -87,14 +99,19 @@ class Session:
         front_end: str = "session",
         executor: AsyncExecutor | None = None,
         metadata: Mapping[str, Any] | None = None,
+        own_executor: bool | None = None,
+        sandbox: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.front_end = front_end
-        self.id = uuid.uuid4().hex
+        self.id = session_id or uuid.uuid4().hex
         self.notebook_path = Path(notebook) if notebook else default_session_notebook(self.settings, front_end)
         self.executor = executor
-        self._own_executor = executor is None
-        self.sandbox: dict[str, Any] = {"mode": "unknown", "note": "executor supplied by the caller"}
+        self._own_executor = executor is None if own_executor is None else own_executor
+        self.sandbox: dict[str, Any] = (
+            dict(sandbox) if sandbox else {"mode": "unknown", "note": "executor supplied by the caller"}
+        )
         self.sandbox_warning: str | None = None
         self.transcript: Transcript | None = None
         self._metadata = dict(metadata or {})
@@ -300,6 +317,64 @@ class Session:
             text += f"\n{note}"
         return CellRun(result, index, text, images, change, note)
 
+    def _record_agent_cell(self, result: CellResult, provenance: Mapping[str, Any]) -> None:
+        """Add a cell an agent run executed to the transcript, and to the state to rebuild."""
+        _, transcript = self._started()
+        meta = {
+            "status": result.status,
+            **provenance,
+            "restarted": result.restarted,
+            "started": result.started.isoformat(timespec="milliseconds"),
+            "ended": result.ended.isoformat(timespec="milliseconds"),
+            "exec_s": round(result.duration, 3),
+        }
+        transcript.freeze(transcript.add_code(result.code, result, meta))
+        if result.restarted:
+            self._state_cells.clear()  # the agent rebuilt what it knew of; the rest is gone
+        elif result.ok:
+            self._state_cells.append((result.code, result.duration))
+
+    async def run_task(
+        self,
+        task: str,
+        *,
+        notebook: str | Path,
+        settings: Settings | None = None,
+        provenance: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[Any]:
+        """Run an agent on ``task`` in this session's kernel; yields its typed events.
+
+        The run keeps its own notebook (``notebook``: the task, the model's prose, the
+        run's metadata); each cell it executes is also recorded in the session's
+        transcript, with ``provenance``, as it finishes. The session's lock is held for
+        the whole run, so cells sent meanwhile wait for it.
+        """
+        from .agent import AsyncAgent
+        from .events import CellFinished
+
+        self._started()
+        meta = {**(provenance or {}), "task": task}
+        async with self._lock:
+            agent = AsyncAgent(
+                settings or self.settings, executor=self.executor, notebook=notebook,
+                namespace=dict(self._namespace),
+            )  # fmt: skip
+            try:
+                async for event in agent.run(task):
+                    if isinstance(event, CellFinished):
+                        self._record_agent_cell(event.result, meta)
+                    yield event
+            finally:
+                await agent.close()
+            if self.python:  # the agent changed the namespace: take a fresh summary
+                try:
+                    probe = await self.executor.execute(
+                        "", timeout=30, user_expressions={"ns": NAMESPACE_EXPRESSION}
+                    )
+                    self._namespace = parse_summary(probe.user_expressions.get("ns")) or self._namespace
+                except Exception:  # noqa: BLE001 - a summary is a nicety
+                    pass
+
     async def variables(self) -> dict[str, VariableInfo]:
         """The kernel's namespace summary now (Python kernels), without running a numbered cell."""
         executor, _ = self._started()
@@ -466,6 +541,45 @@ class Session:
         except NotADirectoryError:
             raise UnsafePath(f"{path}: a parent is not a directory") from None
         return len(data)
+
+    async def upload(self, path: str, chunks: AsyncIterable[bytes], *, mode: int = 0o644) -> int:
+        """Write the bytes of ``chunks`` to ``path`` in the work dir; returns the size.
+
+        The file appears (atomically) only once every chunk has arrived: an exception
+        raised by ``chunks`` (a size limit, a client gone) leaves no file behind.
+        """
+        size = 0
+        try:
+            with write_stream_beneath(self.work_dir, path, mode=mode) as fh:
+                async for chunk in chunks:
+                    fh.write(chunk)
+                    size += len(chunk)
+        except IsADirectoryError:
+            raise ConfigError(f"{path} is a directory") from None
+        except NotADirectoryError:
+            raise UnsafePath(f"{path}: a parent is not a directory") from None
+        return size
+
+    def open_file(self, path: str, root: Path | None = None) -> tuple[int, int]:
+        """(fd, size) of regular file ``path`` in the work dir (or ``root``); the caller closes it."""
+        try:
+            fd = open_beneath(root or self.work_dir, path)
+        except FileNotFoundError:
+            raise ConfigError(f"no such file in the work dir: {path}") from None
+        return fd, os.fstat(fd).st_size
+
+    def delete_file(self, path: str) -> None:
+        """Remove file ``path`` from the work dir (a link is removed, never followed)."""
+        try:
+            remove_beneath(self.work_dir, path)
+        except FileNotFoundError:
+            raise ConfigError(f"no such file in the work dir: {path}") from None
+        except IsADirectoryError:
+            raise ConfigError(f"{path} is a directory") from None
+
+    def disk_usage(self) -> int:
+        """Bytes in the regular files of the work dir (links not followed)."""
+        return sum(e.size for e in list_beneath(self.work_dir, max_entries=100_000, max_depth=32) if e.kind == "file")
 
 
 def _cell_text(index: int, cell: Any, budget: int) -> str:
