@@ -336,8 +336,10 @@ class KernelLauncher:
         if room is not None:
             room.remove()
 
-    def _new_room(self, km: Any, lease: UidLease | None, view: Path | None) -> Room:
-        uid, gid = (lease.uid, lease.gid) if lease else (os.geteuid(), os.getegid())
+    def _new_room(
+        self, km: Any, lease: UidLease | None, view: Path | None, ids: tuple[int, int] | None = None
+    ) -> Room:
+        uid, gid = ids or ((lease.uid, lease.gid) if lease else (os.geteuid(), os.getegid()))
         room = make_room(uid, gid, view, lease, self.files)
         self._rooms[id(km)] = room
         try:
@@ -346,7 +348,7 @@ class KernelLauncher:
             km.connection_file = str(room.conn / "kernel.json")
             km.ip = str(room.conn / "kernel")
             km.write_connection_file()
-            if lease:
+            if uid != os.geteuid():
                 os.chown(km.connection_file, uid, gid)
         except BaseException:
             self.cleanup(km)
@@ -389,12 +391,19 @@ class BwrapLauncher(KernelLauncher):
         why = check_view_dir(view)
         if why:
             raise ConfigError(f"refusing to show {view} to the kernel: {why}; pass --cwd DIR")
+        # a kernel started on another kernel's work dir (verify re-runs a session's notebook
+        # there) is that session's own: it shares the uid, or it could not read the files
+        shared = next(
+            ((r.lease.uid, r.lease.gid) for r in self._rooms.values() if r.work == view and r.lease),
+            None,
+        )
         try:
-            lease = lease_uid() if self.drop else None
+            lease = lease_uid() if self.drop and shared is None else None
         except OSError as exc:
             raise SandboxError(f"no uid for the kernel: {exc}") from None
+        ids = shared or ((lease.uid, lease.gid) if lease else None)
         try:
-            room = self._new_room(km, lease, view)
+            room = self._new_room(km, lease, view, ids)
         except BaseException:
             if lease:
                 lease.release()
@@ -406,8 +415,8 @@ class BwrapLauncher(KernelLauncher):
             procs = room.cgroup.procs_files() if room.cgroup else []
             km.kernel_spec.argv = [
                 *exec_wrapper_argv(self.limits, ignore_sigint=True, cgroup_procs=procs),
-                *self.bwrap_argv(room.work, room.conn, ro, lease.uid if lease else None),
-                *(self.drop.argv(lease.uid, lease.gid, self.tmpfs_mb) if self.drop and lease else []),
+                *self.bwrap_argv(room.work, room.conn, ro, ids[0] if ids else None),
+                *(self.drop.argv(ids[0], ids[1], self.tmpfs_mb) if self.drop and ids else []),
                 *argv,
             ]
         except BaseException:
