@@ -317,3 +317,64 @@ def test_giving_up_after_a_failed_cell_gets_one_push(fake_llm, tmp_path):
     hint = fake_llm.requests[1]["messages"][-1]["content"]
     assert "df has a column 'Value'" in hint
     assert "df has a column 'Value'" in pushed
+
+
+# ---------------------------------------------------------------- bugs found in review
+def test_a_retried_stream_retracts_its_partial_text(fake_llm, tmp_path):
+    from fake_openai import drop
+
+    from kernel_agent.events import ModelRetracted
+
+    fake_llm.enqueue(drop(after_chunks=3, content="partial words that are cut short"),
+                     run_cell("print(1)"), text("It printed 1."))
+    result, events = run(fake_llm, tmp_path)
+    assert result.status == "ok"
+    kinds = [type(e).__name__ for e in events]
+    retracted = kinds.index("ModelRetracted")
+    assert "ModelDelta" in kinds[:retracted], "the partial text streamed before the retry"
+    assert isinstance(events[retracted], ModelRetracted)
+
+
+def test_a_tilde_fenced_block_is_run_and_not_left_in_the_prose(fake_llm, tmp_path):
+    fake_llm.enqueue(text("Let me compute.\n~~~python\nprint(6 * 7)\n~~~\n"), text("It is 42."))
+    result, events = run(fake_llm, tmp_path, protocol="fenced")
+    assert result.cells[0].outputs[0]["text"] == "42\n"
+    nb = read_nb(result.notebook)
+    prose = [c.source for c in nb.cells if c.metadata.get("kernel_agent", {}).get("role") == "prose"]
+    assert prose == ["Let me compute."]
+
+
+def test_an_answer_cut_at_max_tokens_is_not_taken(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("print(40 + 2)"), text("The answer is 4", finish_reason="length"),
+                     text("The answer is 42."))
+    result, events = run(fake_llm, tmp_path)
+    assert result.answer == "The answer is 42."
+    told = fake_llm.requests[2]["messages"][-1]
+    assert told["role"] == "user" and "cut off" in told["content"]
+    assert any(isinstance(e, Notice) and "cut off" in e.text for e in events)
+
+
+def test_a_code_block_cut_at_max_tokens_is_not_run(fake_llm, tmp_path):
+    fake_llm.enqueue(text("```python\nprint('unfinished'", finish_reason="length"),
+                     fenced("print('whole')"), text("It printed whole."))
+    result, _ = run(fake_llm, tmp_path, protocol="fenced")
+    assert [c.code for c in result.cells] == ["print('whole')"]
+    assert "cut off" in fake_llm.requests[1]["messages"][-1]["content"]
+
+
+def test_error_hint_is_computed_once_per_failing_cell(fake_llm, tmp_path, monkeypatch):
+    import kernel_agent.hints as hints
+
+    calls = []
+    real = hints.error_hint
+
+    def counting(cell, namespace):
+        calls.append(cell.code)
+        return real(cell, namespace)
+
+    monkeypatch.setattr(hints, "error_hint", counting)
+    fake_llm.enqueue(run_cell("print(missing_name)"), run_cell("print(1)"), text("It printed 1."))
+    result, _ = run(fake_llm, tmp_path)
+    assert [c.status for c in result.cells] == ["error", "ok"]
+    assert calls.count("print(missing_name)") == 1
+    assert "missing_name" in fake_llm.requests[1]["messages"][-1]["content"]

@@ -19,6 +19,7 @@ from typing import Any
 
 from .endpoint import Endpoint, open_endpoint
 from .errors import ConfigError
+from . import hints
 from .events import (
     Answer,
     CellFinished,
@@ -28,6 +29,7 @@ from .events import (
     Event,
     ModelDelta,
     ModelReply,
+    ModelRetracted,
     Notice,
     RunFinished,
     RunResult,
@@ -36,7 +38,7 @@ from .events import (
 )
 from .executors.base import AsyncExecutor
 from .llm_view import render_cell
-from .messages import FENCE, image_message, normalize_code, tool_history_message, usage_dict
+from .messages import image_message, normalize_code, tool_history_message, usage_dict
 from .namespace import NAMESPACE_EXPRESSION, VariableInfo, describe, parse_summary
 from .prompts import prompt
 from .rebuild import Rebuild, rebuild_state
@@ -298,6 +300,11 @@ class AsyncAgent:
                     break
                 continue
             self._resample = {}
+            if not codes and completion.truncated:
+                steps += 1  # bounded by max_steps like a cell
+                self.messages.append({"role": "user", "content": prompt("reply_truncated")})
+                yield Notice("the model's reply was cut off at the token limit; asking for a shorter one")
+                continue
             if not codes:
                 if not ran_code and not nudged:
                     nudged = True
@@ -359,11 +366,9 @@ class AsyncAgent:
                 ran_code = True
                 self.cells.append(cell)
                 task_cells.append(cell)
+                summary = parse_summary(cell.user_expressions.get("ns"))
+                hint = hints.error_hint(cell, summary if summary is not None else self._namespace)
                 if not cell.ok and cell.error is not None:
-                    from .hints import error_hint
-
-                    probe = parse_summary(cell.user_expressions.get("ns")) or self._namespace
-                    hint = error_hint(cell, probe)
                     last_hint = hint or last_hint
                     failed_codes[normalize_code(code)] = f"{cell.error}\n{hint}".strip()
                 failures = failures + 1 if cell.status != "ok" else 0
@@ -380,7 +385,7 @@ class AsyncAgent:
                 transcript.freeze(transcript.add_code(code, cell, meta))
                 yield CellFinished(self._step, cell)
                 before_restart = dict(self._namespace)
-                view_text, images = self._view(cell)
+                view_text, images = self._view(cell, summary, hint)
                 if cell.restarted:
                     rebuild = Rebuild()
                     async for event in rebuild_state(self._state_cells, self.executor, transcript,
@@ -414,6 +419,8 @@ class AsyncAgent:
                     elif isinstance(item, Retrying):
                         yield Notice(f"model endpoint: {item.reason}; retrying in {item.delay:.1f}s "
                                      f"({item.attempt}/{item.max_retries})", "warning")
+                        if item.discard:
+                            yield ModelRetracted()
                     elif isinstance(item, Completion):
                         yield item
                 return
@@ -449,11 +456,13 @@ class AsyncAgent:
             if completion.tool_calls or self._pending_tool_errors or self._seen_tool_call:
                 return codes, completion.text or "", ids
             # a server that ignores `tools` answers with fenced blocks: run them all the same
-        from .llm import extract_code_blocks
+        from .llm_protocol import split_code
 
         text = completion.text or ""
-        codes = extract_code_blocks(text, self.executor.language_info.get("name", "python"))[:1]
-        return codes, FENCE.sub("", text).strip() if codes else text, []
+        language = self.executor.language_info.get("name", "python")
+        # a reply cut at the token limit may end inside a block: that code is not whole
+        codes, prose = split_code(text, language, include_unclosed=not completion.truncated)
+        return codes[:1], prose if codes else text, []
 
     def _reply_to_call(self, call_id: str | None, text: str, images: list[str] | None = None) -> None:
         if self.protocol == "tools" and call_id is not None:
@@ -545,12 +554,10 @@ class AsyncAgent:
             result.user_expressions = probe.user_expressions
         yield result
 
-    def _view(self, cell: CellResult) -> tuple[str, list[str]]:
-        from .hints import error_hint
-
+    def _view(
+        self, cell: CellResult, summary: dict[str, VariableInfo] | None, hint: str
+    ) -> tuple[str, list[str]]:
         view = render_cell(cell, budget=self.settings.llm_output_chars, vision=self.settings.vision)
-        summary = parse_summary(cell.user_expressions.get("ns"))
-        hint = error_hint(cell, summary if summary is not None else self._namespace)
         notes = f"\n{hint}" if hint else ""
         if summary is not None:
             if cell.restarted:

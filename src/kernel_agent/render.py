@@ -110,6 +110,9 @@ class EventRenderer:
         else:
             self._live.update(view)
 
+    def _on_ModelRetracted(self, event: Event) -> None:
+        self._stream_text = ""  # a retry streams the reply again from the start
+
     def _on_ModelReply(self, event: ModelReply) -> None:
         self._end_stream()
         if not self.quiet:
