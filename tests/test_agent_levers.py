@@ -24,7 +24,6 @@ from kernel_agent.llm_stream import Completion, ToolCall
 from kernel_agent.results import CellError, CellResult
 from kernel_agent.settings import Settings
 
-
 NOW = datetime.now(timezone.utc)
 
 
@@ -33,7 +32,9 @@ def ok(code: str, printed: str = "") -> CellResult:
     return CellResult(code, "ok", 1, outputs, None, NOW, NOW)
 
 
-def failed(code: str, ename: str = "NameError", evalue: str = "name 'x' is not defined") -> CellResult:
+def failed(
+    code: str, ename: str = "NameError", evalue: str = "name 'x' is not defined"
+) -> CellResult:
     return CellResult(code, "error", 1, [], CellError(ename, evalue, []), NOW, NOW)
 
 
@@ -52,7 +53,11 @@ def test_push_after_error_carries_the_last_hint_once() -> None:
     st.cells.append(cell)
     lever.after_cell(st, cell, "Hint: define x")
     ask = lever.on_answer(st, "I give up")
-    assert ask is not None and "task is not done" in ask.message and ask.message.endswith("Hint: define x")
+    assert (
+        ask is not None
+        and "task is not done" in ask.message
+        and ask.message.endswith("Hint: define x")
+    )
     assert lever.on_answer(st, "I give up") is None
     fine = TaskState("t", cells=[ok("x = 1")])
     assert lever.on_answer(fine, "done") is None
@@ -64,8 +69,12 @@ def test_grounding_check_questions_numbers_no_output_shows_once() -> None:
     ask = lever.on_answer(st, "The sum is 255.")
     assert ask is not None and "255" in ask.message and ask.notice
     assert lever.on_answer(st, "The sum is 255.") is None
-    assert lever.on_answer(TaskState("t", cells=[ok("print(2550)", "2550\n")]), "It is 2550.") is None
-    assert lever.on_answer(TaskState("t"), "It is 255.") is None, "no outputs: nothing to check against"
+    assert (
+        lever.on_answer(TaskState("t", cells=[ok("print(2550)", "2550\n")]), "It is 2550.") is None
+    )
+    assert lever.on_answer(TaskState("t"), "It is 255.") is None, (
+        "no outputs: nothing to check against"
+    )
 
 
 def test_repeat_guard_refuses_a_failed_cell_and_resamples() -> None:
@@ -94,7 +103,10 @@ def test_levers_are_chosen_by_name() -> None:
     names = lambda s: [lever.name for lever in levers_for(s)]  # noqa: E731
     assert names(Settings(home=".")) == list(LEVERS)
     assert names(Settings(home=".", levers="none")) == []
-    assert names(Settings(home=".", levers="repeat_guard, nudge_no_code")) == ["nudge_no_code", "repeat_guard"]
+    assert names(Settings(home=".", levers="repeat_guard, nudge_no_code")) == [
+        "nudge_no_code",
+        "repeat_guard",
+    ]
     assert Settings.from_env(env={"KERNEL_AGENT_LEVERS": "none"}).levers == "none"
     with pytest.raises(ConfigError, match="unknown lever 'nope'"):
         levers_for(Settings(home=".", levers=("nope",)))

@@ -319,7 +319,9 @@ def test_terminal_ipython_subprocess(fake_llm: FakeLLM, tmp_path: Path) -> None:
     assert fake_llm.requests[0]["model"] == "test"
 
 
-def test_a_retried_reply_is_retracted_from_the_live_display(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_retried_reply_is_retracted_from_the_live_display(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The streamed text of a failed attempt goes; the retry's text does not append to it."""
     import IPython.display
 

@@ -116,7 +116,7 @@ class ModelDelta(Event):
 
 @dataclass
 class ModelRetracted(Event):
-    """The reply streamed so far is void: the request is retried and streams again from the start."""
+    """The reply streamed so far is void: a retry streams it again from the start."""
 
 
 @dataclass

@@ -101,10 +101,10 @@ class _Exit(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         raise ConfigError(message)
 
-    def exit(self, status: int = 0, message: str | None = None) -> Any:  # type: ignore[override]
+    def exit(self, status: int = 0, message: str | None = None) -> Any:
         if message:
             print(message, file=sys.stderr)
         raise _Exit()
@@ -177,6 +177,7 @@ class AgentMagics(Magics):
         from .events import RunFinished
         from .executors.inprocess import InProcessExecutor
 
+        assert self.shell is not None
         args = _parse(build_parser("%agent", task=True), line)
         task = " ".join(args.task)
         if cell is not None:

@@ -59,7 +59,8 @@ from .state import Ask, TaskState, Turn
 
 __all__ = ["AsyncAgent", "Agent", "default_notebook_path"]
 
-#: ``approve(code, step)`` returns ("run", code) — possibly edited —, ("skip", None) or ("quit", None).
+#: ``approve(code, step)`` returns ("run", code) (the code possibly edited), ("skip", None)
+#: or ("quit", None).
 ApproveFn = Callable[[str, int], Any]
 
 
@@ -97,7 +98,10 @@ class AsyncAgent:
         self.usage = Usage()
         self.levers: list[Lever] = levers_for(self.settings)
         #: what isolates the kernel (notebook metadata); ``note`` is the short form
-        self.sandbox: dict[str, Any] = {"mode": "unknown", "note": "executor supplied by the caller"}
+        self.sandbox: dict[str, Any] = {
+            "mode": "unknown",
+            "note": "executor supplied by the caller",
+        }
         self._sandbox_warning: str | None = None
         #: what the kernel holds already (``namespace``: variables the user made before
         #: the run), so the note after the first cell lists only what the model changed
@@ -114,6 +118,7 @@ class AsyncAgent:
     def messages(self) -> Sequence[dict[str, Any]]:
         """The conversation so far (read only: :attr:`history` edits it)."""
         return self.history.messages
+
     # ---------------------------------------------------------------- lifecycle
     async def start(self, task: str = "") -> None:
         """Start the model endpoint, the kernel and the transcript (idempotent).
@@ -129,12 +134,16 @@ class AsyncAgent:
             starting.append(self._open_endpoint())
         if not getattr(self.executor, "language_info", None):
             starting.append(self.executor.start())
-        failures = [r for r in await asyncio.gather(*starting, return_exceptions=True)
-                    if isinstance(r, BaseException)]
+        failures = [
+            r
+            for r in await asyncio.gather(*starting, return_exceptions=True)
+            if isinstance(r, BaseException)
+        ]
         if failures:
             await self.close()
             raise failures[0]
         self.protocol.language = self._language()
+        assert self.endpoint is not None
         if self.transcript is None:
             path = self.notebook_path or default_notebook_path(self.settings, task)
             self.transcript = Transcript(
@@ -161,7 +170,7 @@ class AsyncAgent:
         self.protocol = make_protocol(name, self._language())
 
     async def close(self) -> None:
-        """Stop the kernel (if this agent started it), the HTTP client and the local model server."""
+        """Stop the kernel (if this agent started it), the HTTP client and the local model."""
         llm, self._llm = self._llm, None
         if llm is not None:
             with contextlib.suppress(Exception):
@@ -203,12 +212,19 @@ class AsyncAgent:
             raise ConfigError("the task is empty")
         await self.start(task)
         assert self.transcript is not None and self.executor is not None
+        assert self.endpoint is not None
         started = time.monotonic()
         first_cell = len(self.cells)
         result = RunResult(answer="", status="error", notebook=self.transcript.path)
         self.transcript.add_markdown(f"**Task:** {task}", {"role": "task"})
         self.transcript.update_run_metadata(task=task)
-        yield RunStarted(task, self.endpoint.label, self.protocol.name, self.transcript.path, self.sandbox.get("note", ""))
+        yield RunStarted(
+            task,
+            self.endpoint.label,
+            self.protocol.name,
+            self.transcript.path,
+            self.sandbox.get("note", ""),
+        )
         if self._sandbox_warning:
             yield Notice(self._sandbox_warning, "warning")
             self._sandbox_warning = None  # once per agent, not per task
@@ -243,7 +259,9 @@ class AsyncAgent:
         from ..clean import clean_path_for, write_pair
 
         assert self.transcript is not None
-        full, clean = write_pair(self.transcript, self.transcript.path, clean_path_for(self.transcript.path))
+        full, clean = write_pair(
+            self.transcript, self.transcript.path, clean_path_for(self.transcript.path)
+        )
         result.clean_notebook = clean
         if not self.settings.verify:
             return
@@ -313,7 +331,7 @@ class AsyncAgent:
         if turn.prose.strip() and turn.codes:
             self.transcript.add_markdown(turn.prose.strip(), {"role": "prose"})
             yield ModelReply(turn.prose.strip(), st.steps)
-        if not turn.codes and (errors := self.protocol.flush_errors(self.history)):
+        if not turn.codes and self.protocol.flush_errors(self.history):
             st.steps += 1
             st.failures += 1
             if st.failures >= self.settings.max_consecutive_errors:
@@ -362,19 +380,27 @@ class AsyncAgent:
             call_id = turn.call_id(index)
             decision, code = await self._approve(code, st.step)
             if decision == "quit":
-                result.status, result.answer = "stopped", "Stopped by the user before running a cell."
-                for pending in turn.call_ids[index:] or [None]:
+                result.status, result.answer = (
+                    "stopped",
+                    "Stopped by the user before running a cell.",
+                )
+                pending_ids: list[str | None] = [*turn.call_ids[index:]] or [None]
+                for pending in pending_ids:
                     self.protocol.reply(self.history, pending, "The user stopped the run.")
                 return
             if decision == "skip":
                 transcript.add_code(code, None, {"status": "skipped", "step": st.step})
-                self.protocol.reply(self.history, call_id, "The user skipped this cell; it did not run.")
+                self.protocol.reply(
+                    self.history, call_id, "The user skipped this cell; it did not run."
+                )
                 yield CellSkipped(st.step, code)
                 continue
             ask = _first(lever.before_cell(st, code) for lever in self.levers)
             if ask is not None:
                 st.failures += 1
-                transcript.add_code(code, None, {"status": "skipped", "step": st.step, **ask.cell_meta})
+                transcript.add_code(
+                    code, None, {"status": "skipped", "step": st.step, **ask.cell_meta}
+                )
                 self.protocol.reject(self.history, call_id, ask.message)
                 st.sampling = dict(ask.sampling)
                 if ask.notice:
@@ -515,7 +541,9 @@ class AsyncAgent:
         if python and result.status == "error" and not result.user_expressions:
             # the kernel skips user_expressions after an error: ask again with an empty cell
             # (no execution count is used), so the model still learns what the cell defined
-            probe = await self.executor.execute("", timeout=30, user_expressions={"ns": NAMESPACE_EXPRESSION})
+            probe = await self.executor.execute(
+                "", timeout=30, user_expressions={"ns": NAMESPACE_EXPRESSION}
+            )
             result.user_expressions = probe.user_expressions
         yield result
 
@@ -540,7 +568,6 @@ class AsyncAgent:
         return text, view.images
 
 
-
 def _first(asks: Iterator[Ask | None]) -> Ask | None:
     """The first lever's ask (later levers are not consulted once one asks)."""
     return next((ask for ask in asks if ask is not None), None)
@@ -562,7 +589,7 @@ def _now_iso() -> str:
 
 
 class Agent:
-    """The blocking face of :class:`AsyncAgent`: ``run()`` iterates events, ``run_to_end()`` returns.
+    """The blocking face of :class:`AsyncAgent`: ``run()`` iterates events; ``run_to_end()``.
 
     ``with Agent(settings) as agent: result = agent.run_to_end("...")``.
     """

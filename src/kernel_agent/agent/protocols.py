@@ -30,7 +30,7 @@ class Protocol:
         return None
 
     def parse(self, completion: Completion) -> Turn:
-        """The code blocks of a reply and its prose (a block cut off by the token limit is not code)."""
+        """The code blocks of a reply and its prose (a block cut at the token limit is no code)."""
         text = completion.text or ""
         codes, prose = split_code(text, self.language, include_unclosed=not completion.truncated)
         return Turn(codes, prose if codes else text, fenced=bool(codes))
