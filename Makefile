@@ -22,7 +22,13 @@ venv: $(VENV)/.installed
 system-deps:
 	@sh scripts/system-deps.sh
 
-test: venv system-deps system-deps-chromium
+# ruff (lint and format) on the code, mypy on the package; `make test` runs it first.
+lint: venv
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/mypy
+
+test: lint system-deps system-deps-chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Headless Chromium renders exported notebooks (tests, PDF export): Debian's package.
@@ -41,6 +47,7 @@ bench: venv system-deps
 	$(PY) bench/bench_mcp.py
 	$(PY) bench/bench_serve.py
 	$(PY) bench/bench_local_model.py
+	$(PY) bench/bench_agent_loop.py
 
 # How often the bundled model solves simple analysis tasks (slow: minutes).
 eval-local: venv system-deps

@@ -7,7 +7,8 @@ MCP paths are ``kernel-agent mcp`` subprocesses driven by the official SDK clien
 one over stdio, one over HTTP on 127.0.0.1 (with a bearer token). Each call is a
 whole ``run_cell``: the server records the cell in its notebook (an atomic rewrite),
 asks the kernel for its namespace summary and renders the model's view, so the ratio
-is what an outside agent pays per cell on top of the kernel, transport included. ``Session.run_cell``
+is what an outside agent pays per cell on top of the kernel, transport included.
+``Session.run_cell``
 in this process separates the session's own work from the transport's. The paths
 alternate call by call so machine noise falls on all of them.
 """
@@ -47,8 +48,17 @@ def _env() -> dict[str, str]:
 def _args(tmp: Path, name: str, sandbox: str) -> list[str]:
     work = tmp / name
     work.mkdir()
-    return ["-m", "kernel_agent", "mcp", "--cwd", str(work), "--notebook", str(tmp / f"{name}.ipynb"),
-            "--sandbox", sandbox]
+    return [
+        "-m",
+        "kernel_agent",
+        "mcp",
+        "--cwd",
+        str(work),
+        "--notebook",
+        str(tmp / f"{name}.ipynb"),
+        "--sandbox",
+        sandbox,
+    ]
 
 
 def _free_port() -> int:
@@ -85,14 +95,23 @@ async def main() -> None:
         port = _free_port()
         http_proc = subprocess.Popen(
             [sys.executable, *_args(tmp, "http", opts.sandbox), "--http", "--port", str(port)],
-            env=_env(), stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            env=_env(),
+            stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
         )
         try:
             await _wait_port(port, http_proc)
-            stdio = Client(StdioServerParameters(command=sys.executable, args=_args(tmp, "stdio", opts.sandbox), env=_env()))
+            stdio = Client(
+                StdioServerParameters(
+                    command=sys.executable, args=_args(tmp, "stdio", opts.sandbox), env=_env()
+                )
+            )
             http_client = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
-            http = Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http_client))
+            http = Client(
+                streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http_client)
+            )
             async with stdio, http:
+
                 async def run_direct() -> None:
                     result = await direct.execute("x = 1")
                     assert result.ok
@@ -109,7 +128,12 @@ async def main() -> None:
                     result = await http.call_tool("run_cell", {"code": "x = 1"})
                     assert not result.is_error
 
-                paths = {"direct execute": run_direct, "Session.run_cell": run_session, "MCP stdio": run_stdio, "MCP HTTP": run_http}
+                paths = {
+                    "direct execute": run_direct,
+                    "Session.run_cell": run_session,
+                    "MCP stdio": run_stdio,
+                    "MCP HTTP": run_http,
+                }
                 times: dict[str, list[float]] = {name: [] for name in paths}
                 for i in range(WARMUP + opts.n):
                     for name, fn in paths.items():

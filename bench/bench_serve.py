@@ -1,4 +1,5 @@
-"""``kernel-agent serve``: time to first execute (warm pool and cold), per-request overhead, a load run.
+"""``kernel-agent serve``: time to first execute (warm pool and cold), per-request overhead,
+and a load run.
 
     python bench/bench_serve.py [--sessions 5] [--cells 20] [--n 100]
 
@@ -80,7 +81,9 @@ def first_execute(url: str, n: int, warm: bool) -> list[float]:
         for _ in range(n):
             if warm:
                 deadline = time.monotonic() + 60
-                while ka.http.get("/healthz").json()["pool_ready"] < 1 and time.monotonic() < deadline:
+                while (
+                    ka.http.get("/healthz").json()["pool_ready"] < 1 and time.monotonic() < deadline
+                ):
                     time.sleep(0.05)
             began = time.perf_counter()
             s = ka.create_session()
@@ -135,7 +138,9 @@ async def load(url: str, sessions: int, cells: int, pid: int) -> dict[str, float
         await asyncio.gather(*(drive(s.id) for s in made))
         wall = time.perf_counter() - began
         proc = psutil.Process(pid)
-        rss = proc.memory_info().rss + sum(c.memory_info().rss for c in proc.children(recursive=True))
+        rss = proc.memory_info().rss + sum(
+            c.memory_info().rss for c in proc.children(recursive=True)
+        )
         for s in made:
             await ka.delete_session(s.id)
     return {"p50": pct(latencies, 0.5), "p99": pct(latencies, 0.99), "bad": bad, "wall": wall,
@@ -158,15 +163,21 @@ def main() -> None:
         with server(Path(tmp) / "load", "--max-concurrent", str(args.sessions),
                     "--max-sessions", str(args.sessions)) as (url, proc):  # fmt: skip
             result = asyncio.run(load(url, args.sessions, args.cells, proc.pid))
-    print(f"first execute, warm pool: p50 {statistics.median(warm) * 1000:.0f} ms "
-          f"(min {min(warm) * 1000:.0f}, max {max(warm) * 1000:.0f}; target <= 50 ms)")
+    print(
+        f"first execute, warm pool: p50 {statistics.median(warm) * 1000:.0f} ms "
+        f"(min {min(warm) * 1000:.0f}, max {max(warm) * 1000:.0f}; target <= 50 ms)"
+    )
     print(f"first execute, cold:      p50 {statistics.median(cold) * 1000:.0f} ms")
-    print(f"execute 'pass': HTTP {via * 1000:.1f} ms vs KernelSession.execute {raw * 1000:.1f} ms "
-          f"= {via / raw:.2f}x")
-    print(f"load {args.sessions} sessions x {args.cells} cells: p50 {result['p50'] * 1000:.1f} ms, "
-          f"p99 {result['p99'] * 1000:.1f} ms, {result['n'] / result['wall']:.0f} cells/s, "
-          f"RSS {result['rss_per_session_mib']:.0f} MiB/session (server + kernels), "
-          f"lost or misrouted outputs: {result['bad']}")
+    print(
+        f"execute 'pass': HTTP {via * 1000:.1f} ms vs KernelSession.execute {raw * 1000:.1f} ms "
+        f"= {via / raw:.2f}x"
+    )
+    print(
+        f"load {args.sessions} sessions x {args.cells} cells: p50 {result['p50'] * 1000:.1f} ms, "
+        f"p99 {result['p99'] * 1000:.1f} ms, {result['n'] / result['wall']:.0f} cells/s, "
+        f"RSS {result['rss_per_session_mib']:.0f} MiB/session (server + kernels), "
+        f"lost or misrouted outputs: {result['bad']}"
+    )
 
 
 if __name__ == "__main__":

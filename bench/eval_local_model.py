@@ -22,15 +22,31 @@ from kernel_agent.settings import Settings
 
 TASKS = [
     ("factorial", "What is 15 factorial?", "1307674368000", None),
-    ("sum-squares-plot", "Make a pandas DataFrame with a column n holding 1 to 10 and a column square "
-     "holding n squared. Plot square against n, and tell me the sum of the squares.", "385", None),
+    (
+        "sum-squares-plot",
+        "Make a pandas DataFrame with a column n holding 1 to 10 and a column square "
+        "holding n squared. Plot square against n, and tell me the sum of the squares.",
+        "385",
+        None,
+    ),
     ("mean", "What is the mean of the numbers 3, 7, 8, 12 and 20?", "10", None),
     ("primes", "How many prime numbers are there below 100?", "25", None),
     ("even-sum", "What is the sum of all even numbers from 1 to 100 inclusive?", "2550", None),
-    ("csv-fix", "The file data.csv in the working directory has sales figures. "
-     "What is the mean of the value column?", "10.5",
-     "Value,Region\n" + "\n".join(f"{i},{'north' if i % 2 else 'south'}" for i in range(1, 21)) + "\n"),
-    ("letters", "How many times does the letter r appear in the string 'strawberry raspberry'?", "6", None),
+    (
+        "csv-fix",
+        "The file data.csv in the working directory has sales figures. "
+        "What is the mean of the value column?",
+        "10.5",
+        "Value,Region\n"
+        + "\n".join(f"{i},{'north' if i % 2 else 'south'}" for i in range(1, 21))
+        + "\n",
+    ),
+    (
+        "letters",
+        "How many times does the letter r appear in the string 'strawberry raspberry'?",
+        "6",
+        None,
+    ),
 ]
 
 
@@ -60,8 +76,14 @@ def main() -> int:
         work = Path(tempfile.mkdtemp(prefix=f"eval-{name}-"))
         if data:
             (work / "data.csv").write_text(data)
-        settings = Settings.from_env(model=args.model, temperature=0.0, cwd=work, notebook_dir=work,
-                                     max_steps=8, sandbox="none")
+        settings = Settings.from_env(
+            model=args.model,
+            temperature=0.0,
+            cwd=work,
+            notebook_dir=work,
+            max_steps=8,
+            sandbox="none",
+        )
         started = time.monotonic()
         with Agent(settings) as agent:
             result = agent.run_to_end(task)
@@ -69,12 +91,24 @@ def main() -> int:
         in_outputs = contains_number(outputs_text(result.cells), expected)
         in_answer = contains_number(result.answer, expected)
         errors = sum(1 for c in result.cells if c.status != "ok")
-        rows.append({"task": name, "ok": in_outputs and in_answer, "in_outputs": in_outputs,
-                     "in_answer": in_answer, "cells": len(result.cells), "errors": errors,
-                     "seconds": round(seconds, 1), "answer": result.answer[:160],
-                     "notebook": str(result.notebook)})
-        print(f"{name:18} {'PASS' if rows[-1]['ok'] else 'FAIL'}  cells={len(result.cells)} "
-              f"errors={errors} {seconds:5.1f}s  answer={result.answer[:90]!r}", flush=True)
+        rows.append(
+            {
+                "task": name,
+                "ok": in_outputs and in_answer,
+                "in_outputs": in_outputs,
+                "in_answer": in_answer,
+                "cells": len(result.cells),
+                "errors": errors,
+                "seconds": round(seconds, 1),
+                "answer": result.answer[:160],
+                "notebook": str(result.notebook),
+            }
+        )
+        print(
+            f"{name:18} {'PASS' if rows[-1]['ok'] else 'FAIL'}  cells={len(result.cells)} "
+            f"errors={errors} {seconds:5.1f}s  answer={result.answer[:90]!r}",
+            flush=True,
+        )
     passed = sum(r["ok"] for r in rows)
     print(f"\nsuccess: {passed}/{len(rows)}")
     if args.json:

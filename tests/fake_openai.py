@@ -303,6 +303,7 @@ class FakeLLM:
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeLLM
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # small SSE chunks: no 40 ms wait for a delayed ACK
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass

@@ -24,7 +24,9 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, proc: subprocess.Popen[str], url: str, lines: list[str], state: Path) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[str], url: str, lines: list[str], state: Path
+    ) -> None:
         self.proc, self.url, self.lines, self.state = proc, url, lines, state
 
     def stop(self, timeout: float = 60) -> int:
@@ -43,15 +45,29 @@ class Server:
 
 
 @contextmanager
-def serve(state: Path, *extra: str, token: str | None = TOKEN, env: dict[str, str] | None = None) -> Iterator[Server]:
+def serve(
+    state: Path, *extra: str, token: str | None = TOKEN, env: dict[str, str] | None = None
+) -> Iterator[Server]:
     port = free_port()
     path = os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH", "")) if p)
     full_env = {**os.environ, "PYTHONPATH": path, "OPENAI_API_KEY": "sk-fake", **(env or {})}
     full_env.pop("KERNEL_AGENT_SERVE_TOKEN", None)
     if token:
         full_env["KERNEL_AGENT_SERVE_TOKEN"] = token
-    args = [sys.executable, "-m", "kernel_agent", "serve", "--port", str(port), "--state-dir", str(state), *extra]
-    proc = subprocess.Popen(args, env=full_env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    args = [
+        sys.executable,
+        "-m",
+        "kernel_agent",
+        "serve",
+        "--port",
+        str(port),
+        "--state-dir",
+        str(state),
+        *extra,
+    ]
+    proc = subprocess.Popen(
+        args, env=full_env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
+    )
     lines: list[str] = []
 
     def pump() -> None:

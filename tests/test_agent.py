@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from fake_openai import FakeLLM, fenced, malformed_tool_call, run_cell, text, error
+from fake_openai import FakeLLM, error, fenced, malformed_tool_call, run_cell, text
 
 from kernel_agent.agent import Agent
 from kernel_agent.errors import ConfigError, LLMAuthError
@@ -22,8 +22,14 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def settings_for(fake: FakeLLM, tmp_path: Path, **kw) -> Settings:
-    base = dict(base_url=fake.base_url, model="test-model", api_key="sk-test",
-                notebook_dir=tmp_path / "nbs", cwd=tmp_path, sandbox="none")
+    base = dict(
+        base_url=fake.base_url,
+        model="test-model",
+        api_key="sk-test",
+        notebook_dir=tmp_path / "nbs",
+        cwd=tmp_path,
+        sandbox="none",
+    )
     base.update(kw)
     return Settings.from_env(env={}, **base)
 
@@ -51,7 +57,11 @@ def test_state_carries_across_cells_and_notebook_records_everything(fake_llm, tm
     assert result.cells[1].outputs[0]["text"] == "43\n"
     assert any(isinstance(e, ModelDelta) for e in events)
     nb = read_nb(result.notebook)
-    roles = [c.metadata.get("kernel_agent", {}).get("role") for c in nb.cells if c.cell_type == "markdown"]
+    roles = [
+        c.metadata.get("kernel_agent", {}).get("role")
+        for c in nb.cells
+        if c.cell_type == "markdown"
+    ]
     assert roles == ["task", "answer"]
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert [c.source for c in code] == ["x = 6 * 7", "print(x + 1)"]
@@ -70,7 +80,9 @@ def test_state_carries_across_cells_and_notebook_records_everything(fake_llm, tm
 
 
 def test_error_goes_back_to_the_model_and_is_fixed(fake_llm, tmp_path):
-    fake_llm.enqueue(run_cell("y = undefined_name + 1"), run_cell("y = 1 + 1\nprint(y)"), text("y is 2"))
+    fake_llm.enqueue(
+        run_cell("y = undefined_name + 1"), run_cell("y = 1 + 1\nprint(y)"), text("y is 2")
+    )
     result, _ = run(fake_llm, tmp_path)
     assert [c.status for c in result.cells] == ["error", "ok"]
     seen = fake_llm.requests[1]["messages"][-1]["content"]
@@ -81,7 +93,10 @@ def test_error_goes_back_to_the_model_and_is_fixed(fake_llm, tmp_path):
 
 
 def test_fenced_protocol_runs_one_block_per_reply(fake_llm, tmp_path):
-    fake_llm.enqueue(fenced("import math\nprint(math.factorial(15))", before="Let me compute."), text("15! = 1307674368000"))
+    fake_llm.enqueue(
+        fenced("import math\nprint(math.factorial(15))", before="Let me compute."),
+        text("15! = 1307674368000"),
+    )
     result, events = run(fake_llm, tmp_path, protocol="fenced")
     assert result.cells[0].outputs[0]["text"] == "1307674368000\n"
     assert "tools" not in fake_llm.requests[0]
@@ -89,12 +104,16 @@ def test_fenced_protocol_runs_one_block_per_reply(fake_llm, tmp_path):
     follow_up = fake_llm.requests[1]["messages"][-1]
     assert follow_up["role"] == "user" and "1307674368000" in follow_up["content"]
     nb = read_nb(result.notebook)
-    prose = [c.source for c in nb.cells if c.metadata.get("kernel_agent", {}).get("role") == "prose"]
+    prose = [
+        c.source for c in nb.cells if c.metadata.get("kernel_agent", {}).get("role") == "prose"
+    ]
     assert prose == ["Let me compute."]
 
 
 def test_a_reply_without_code_gets_one_nudge(fake_llm, tmp_path):
-    fake_llm.enqueue(text("It is 120."), run_cell("import math; print(math.factorial(5))"), text("120"))
+    fake_llm.enqueue(
+        text("It is 120."), run_cell("import math; print(math.factorial(5))"), text("120")
+    )
     result, _ = run(fake_llm, tmp_path)
     assert result.status == "ok" and len(result.cells) == 1
     assert "from memory" in fake_llm.requests[1]["messages"][-1]["content"]
@@ -131,11 +150,15 @@ def test_images_reach_a_vision_model_as_image_parts(fake_llm, tmp_path):
     messages = fake_llm.requests[1]["messages"]
     assert messages[-2]["role"] == "tool" and "image/png image" in messages[-2]["content"]
     parts = messages[-1]["content"]
-    assert parts[1]["type"] == "image_url" and parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert parts[1]["type"] == "image_url" and parts[1]["image_url"]["url"].startswith(
+        "data:image/png;base64,"
+    )
 
 
 def test_images_are_a_placeholder_for_text_models(fake_llm, tmp_path):
-    fake_llm.enqueue(run_cell("import matplotlib.pyplot as plt\nplt.plot([1, 2]); plt.show()"), text("ok"))
+    fake_llm.enqueue(
+        run_cell("import matplotlib.pyplot as plt\nplt.plot([1, 2]); plt.show()"), text("ok")
+    )
     run(fake_llm, tmp_path)
     seen = fake_llm.requests[1]["messages"][-1]["content"]
     assert "image/png image" in seen and "not shown to you" in seen and "base64" not in seen
@@ -161,14 +184,22 @@ def test_approval_run_skip_edit_quit(fake_llm, tmp_path):
 
 def test_the_api_key_is_not_visible_in_the_kernel(fake_llm, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-value")
-    fake_llm.enqueue(run_cell("import os\nprint(sorted(k for k in os.environ if 'KEY' in k), os.environ.get('OPENAI_API_KEY'))"), text("done"))
+    fake_llm.enqueue(
+        run_cell(
+            "import os\nprint(sorted(k for k in os.environ if 'KEY' in k), os.environ.get('OPENAI_API_KEY'))"
+        ),
+        text("done"),
+    )
     result, _ = run(fake_llm, tmp_path, api_key="sk-secret-value")
     assert result.cells[0].outputs[0]["text"] == "[] None\n"
     assert fake_llm.requests[0].headers["authorization"] == "Bearer sk-secret-value"
 
 
 def test_outputs_stream_as_events_while_a_cell_runs(fake_llm, tmp_path):
-    fake_llm.enqueue(run_cell("import time\nfor i in range(3):\n    print(i, flush=True); time.sleep(0.2)"), text("ok"))
+    fake_llm.enqueue(
+        run_cell("import time\nfor i in range(3):\n    print(i, flush=True); time.sleep(0.2)"),
+        text("ok"),
+    )
     _, events = run(fake_llm, tmp_path)
     kinds = [type(e).__name__ for e in events]
     start, finish = kinds.index("CellStarted"), kinds.index("CellFinished")
@@ -176,8 +207,13 @@ def test_outputs_stream_as_events_while_a_cell_runs(fake_llm, tmp_path):
 
 
 def test_a_kernel_death_is_reported_and_state_rebuilt(fake_llm, tmp_path):
-    fake_llm.enqueue(run_cell("x = 1"), run_cell("y = x + 1"), run_cell("import os; os._exit(1)"),
-                     run_cell("print(x, y)"), text("ok"))
+    fake_llm.enqueue(
+        run_cell("x = 1"),
+        run_cell("y = x + 1"),
+        run_cell("import os; os._exit(1)"),
+        run_cell("print(x, y)"),
+        text("ok"),
+    )
     result, events = run(fake_llm, tmp_path)
     assert [c.status for c in result.cells] == ["ok", "ok", "died", "ok"]
     assert result.cells[3].outputs[0]["text"] == "1 2\n"
@@ -185,12 +221,18 @@ def test_a_kernel_death_is_reported_and_state_rebuilt(fake_llm, tmp_path):
     told = fake_llm.requests[3]["messages"][-1]["content"]
     assert "died" in told and "replaying 2 earlier cells" in told and "survived: x, y" in told
     nb = read_nb(result.notebook)
-    replays = [c.source for c in nb.cells if c.cell_type == "code" and c.metadata["kernel_agent"].get("replay")]
+    replays = [
+        c.source
+        for c in nb.cells
+        if c.cell_type == "code" and c.metadata["kernel_agent"].get("replay")
+    ]
     assert replays == ["x = 1", "y = x + 1"]
 
 
 def test_without_rebuild_the_model_is_told_what_is_gone(fake_llm, tmp_path):
-    fake_llm.enqueue(run_cell("x = 1"), run_cell("import os; os._exit(1)"), text("gone"), text("gone"))
+    fake_llm.enqueue(
+        run_cell("x = 1"), run_cell("import os; os._exit(1)"), text("gone"), text("gone")
+    )
     result, events = run(fake_llm, tmp_path, rebuild_state=False)
     told = fake_llm.requests[2]["messages"][-1]["content"]
     assert "every variable and import is gone (x)" in told
@@ -215,7 +257,10 @@ def test_empty_task_is_refused(fake_llm, tmp_path):
 
 
 def test_endpoint_errors_keep_the_notebook(fake_llm, tmp_path):
-    fake_llm.enqueue(run_cell("x = 1"), error(401, "bad key", type="invalid_request_error", code="invalid_api_key"))
+    fake_llm.enqueue(
+        run_cell("x = 1"),
+        error(401, "bad key", type="invalid_request_error", code="invalid_api_key"),
+    )
     with Agent(settings_for(fake_llm, tmp_path)) as agent:
         with pytest.raises(LLMAuthError):
             agent.run_to_end("go")
@@ -226,7 +271,9 @@ def test_endpoint_errors_keep_the_notebook(fake_llm, tmp_path):
 
 
 def test_tools_rejected_falls_back_to_fenced(fake_llm, tmp_path):
-    rejected = error(400, "tools are not supported by this model", type="invalid_request_error", param="tools")
+    rejected = error(
+        400, "tools are not supported by this model", type="invalid_request_error", param="tools"
+    )
     fake_llm.enqueue(rejected, rejected, fenced("print(2 + 2)", before=""), text("4"))
     result, events = run(fake_llm, tmp_path)
     assert result.status == "ok" and result.cells[0].outputs[0]["text"] == "4\n"
@@ -248,7 +295,9 @@ def test_a_crash_mid_run_leaves_a_valid_notebook(fake_llm, tmp_path):
                 if type(event).__name__ == "CellStarted" and event.step == 3:
                     print("third", flush=True)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         assert proc.stdout.readline().strip() == "third"
         os.killpg(proc.pid, signal.SIGKILL)
@@ -259,7 +308,9 @@ def test_a_crash_mid_run_leaves_a_valid_notebook(fake_llm, tmp_path):
 
 
 def test_an_answer_contradicting_the_outputs_is_checked_once(fake_llm, tmp_path):
-    fake_llm.enqueue(run_cell("print(sum(range(2, 101, 2)))"), text("The sum is 255."), text("The sum is 2550."))
+    fake_llm.enqueue(
+        run_cell("print(sum(range(2, 101, 2)))"), text("The sum is 255."), text("The sum is 2550.")
+    )
     result, events = run(fake_llm, tmp_path, task="sum of even numbers from 1 to 100")
     assert result.answer == "The sum is 2550."
     check = fake_llm.requests[2]["messages"][-1]["content"]
@@ -292,7 +343,12 @@ def test_fenced_history_keeps_only_the_code_of_a_reply(fake_llm, tmp_path):
 
 
 def test_each_run_writes_a_clean_notebook_and_can_verify_it(fake_llm, tmp_path):
-    fake_llm.enqueue(run_cell("x = 20"), run_cell("print(x / 0)"), run_cell("print(x * 2)"), text("x doubled is 40"))
+    fake_llm.enqueue(
+        run_cell("x = 20"),
+        run_cell("print(x / 0)"),
+        run_cell("print(x * 2)"),
+        text("x doubled is 40"),
+    )
     result, events = run(fake_llm, tmp_path, verify=True)
     assert result.clean_notebook == result.notebook.with_name(result.notebook.stem + ".clean.ipynb")
     clean = read_nb(result.clean_notebook)
@@ -308,8 +364,12 @@ def test_each_run_writes_a_clean_notebook_and_can_verify_it(fake_llm, tmp_path):
 
 
 def test_giving_up_after_a_failed_cell_gets_one_push(fake_llm, tmp_path):
-    fake_llm.enqueue(run_cell("import pandas as pd\ndf = pd.DataFrame({'Value': [1, 2]})\ndf['value']"),
-                     text("The column does not exist."), run_cell("print(df['Value'].mean())"), text("The mean is 1.5"))
+    fake_llm.enqueue(
+        run_cell("import pandas as pd\ndf = pd.DataFrame({'Value': [1, 2]})\ndf['value']"),
+        text("The column does not exist."),
+        run_cell("print(df['Value'].mean())"),
+        text("The mean is 1.5"),
+    )
     result, _ = run(fake_llm, tmp_path)
     assert result.answer == "The mean is 1.5"
     pushed = fake_llm.requests[2]["messages"][-1]["content"]
@@ -317,3 +377,75 @@ def test_giving_up_after_a_failed_cell_gets_one_push(fake_llm, tmp_path):
     hint = fake_llm.requests[1]["messages"][-1]["content"]
     assert "df has a column 'Value'" in hint
     assert "df has a column 'Value'" in pushed
+
+
+# ---------------------------------------------------------------- bugs found in review
+def test_a_retried_stream_retracts_its_partial_text(fake_llm, tmp_path):
+    from fake_openai import drop
+
+    from kernel_agent.events import ModelRetracted
+
+    fake_llm.enqueue(
+        drop(after_chunks=3, content="partial words that are cut short"),
+        run_cell("print(1)"),
+        text("It printed 1."),
+    )
+    result, events = run(fake_llm, tmp_path)
+    assert result.status == "ok"
+    kinds = [type(e).__name__ for e in events]
+    retracted = kinds.index("ModelRetracted")
+    assert "ModelDelta" in kinds[:retracted], "the partial text streamed before the retry"
+    assert isinstance(events[retracted], ModelRetracted)
+
+
+def test_a_tilde_fenced_block_is_run_and_not_left_in_the_prose(fake_llm, tmp_path):
+    fake_llm.enqueue(text("Let me compute.\n~~~python\nprint(6 * 7)\n~~~\n"), text("It is 42."))
+    result, events = run(fake_llm, tmp_path, protocol="fenced")
+    assert result.cells[0].outputs[0]["text"] == "42\n"
+    nb = read_nb(result.notebook)
+    prose = [
+        c.source for c in nb.cells if c.metadata.get("kernel_agent", {}).get("role") == "prose"
+    ]
+    assert prose == ["Let me compute."]
+
+
+def test_an_answer_cut_at_max_tokens_is_not_taken(fake_llm, tmp_path):
+    fake_llm.enqueue(
+        run_cell("print(40 + 2)"),
+        text("The answer is 4", finish_reason="length"),
+        text("The answer is 42."),
+    )
+    result, events = run(fake_llm, tmp_path)
+    assert result.answer == "The answer is 42."
+    told = fake_llm.requests[2]["messages"][-1]
+    assert told["role"] == "user" and "cut off" in told["content"]
+    assert any(isinstance(e, Notice) and "cut off" in e.text for e in events)
+
+
+def test_a_code_block_cut_at_max_tokens_is_not_run(fake_llm, tmp_path):
+    fake_llm.enqueue(
+        text("```python\nprint('unfinished'", finish_reason="length"),
+        fenced("print('whole')"),
+        text("It printed whole."),
+    )
+    result, _ = run(fake_llm, tmp_path, protocol="fenced")
+    assert [c.code for c in result.cells] == ["print('whole')"]
+    assert "cut off" in fake_llm.requests[1]["messages"][-1]["content"]
+
+
+def test_error_hint_is_computed_once_per_failing_cell(fake_llm, tmp_path, monkeypatch):
+    import kernel_agent.hints as hints
+
+    calls = []
+    real = hints.error_hint
+
+    def counting(cell, namespace):
+        calls.append(cell.code)
+        return real(cell, namespace)
+
+    monkeypatch.setattr(hints, "error_hint", counting)
+    fake_llm.enqueue(run_cell("print(missing_name)"), run_cell("print(1)"), text("It printed 1."))
+    result, _ = run(fake_llm, tmp_path)
+    assert [c.status for c in result.cells] == ["error", "ok"]
+    assert calls.count("print(missing_name)") == 1
+    assert "missing_name" in fake_llm.requests[1]["messages"][-1]["content"]

@@ -35,16 +35,15 @@ pytestmark = pytest.mark.timeout(180)
 PROBLEM, _, _ = bwrap_problem()
 needs_bwrap = pytest.mark.skipif(PROBLEM is not None, reason=f"no bwrap sandbox here: {PROBLEM}")
 IS_ROOT = os.geteuid() == 0
-as_root = pytest.mark.skipif(not IS_ROOT, reason="the review's attacks target an agent running as root")
+as_root = pytest.mark.skipif(
+    not IS_ROOT, reason="the review's attacks target an agent running as root"
+)
 
 
 def png(payload: bytes) -> str:
     """A cell body that displays an 'image/png' whose bytes are ``payload``."""
     data = base64.b64encode(payload).decode()
-    return (
-        "from IPython.display import display\n"
-        f"display({{'image/png': {data!r}}}, raw=True)\n"
-    )
+    return f"from IPython.display import display\ndisplay({{'image/png': {data!r}}}, raw=True)\n"
 
 
 def cli(args: list[str], cwd: Path, *, env_extra: dict[str, str] | None = None, **kw):  # noqa: ANN003
@@ -90,18 +89,20 @@ def test_1_image_saving_does_not_follow_a_planted_link(fake_llm, tmp_path: Path)
     notebooks.mkdir()
     plant = (
         "import os\n"
-        "for base in ('.', {nb!r}):\n"
+        f"for base in ('.', {str(notebooks)!r}):\n"
         "    try:\n"
         "        os.makedirs(os.path.join(base, 'demo_files'), exist_ok=True)\n"
         "        for i in range(4):\n"
-        "            os.symlink({t!r}, os.path.join(base, 'demo_files', f'cell1_{{i}}.png'))\n"
+        f"            os.symlink({str(target)!r}, os.path.join(base, 'demo_files', f'cell1_{{i}}.png'))\n"
         "        print('planted in', base)\n"
         "    except OSError as e:\n"
         "        print('refused', base, type(e).__name__)\n"
-    ).format(nb=str(notebooks), t=str(target))
+    )
     fake_llm.enqueue(run_cell(plant + png(b"* * * * * root touch /pwned\n")), text("done"))
     nb = notebooks / "demo.ipynb"
-    proc = cli(["run", *model(fake_llm), "--cwd", str(notebooks), "--notebook", str(nb), "go"], tmp_path)
+    proc = cli(
+        ["run", *model(fake_llm), "--cwd", str(notebooks), "--notebook", str(nb), "go"], tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     assert target.read_bytes() == b"original"
     assert f"refused {notebooks} PermissionError" in outputs_of(nb) or "OSError" in outputs_of(nb)
@@ -163,7 +164,10 @@ def test_2_a_run_leaves_the_users_directory_as_it_was(fake_llm, tmp_path: Path) 
     (home / ".ssh").mkdir(parents=True)
     (home / ".bashrc").write_text("safe\n")
     (home / "data.csv").write_text("a\n1\n")
-    before = {p.name: (p.stat().st_mode, p.stat().st_uid, p.stat().st_gid) for p in [home, *home.iterdir()]}
+    before = {
+        p.name: (p.stat().st_mode, p.stat().st_uid, p.stat().st_gid)
+        for p in [home, *home.iterdir()]
+    }
     code = (
         "import os\n"
         "print(open('data.csv').read().split())\n"
@@ -180,7 +184,10 @@ def test_2_a_run_leaves_the_users_directory_as_it_was(fake_llm, tmp_path: Path) 
     proc = cli(["run", *model(fake_llm), "--notebook", str(nb), "--verify", "go"], home)
     assert proc.returncode == 0, proc.stderr
     assert "['a', '1']" in outputs_of(nb)  # the user's file was readable
-    after = {p.name: (p.stat().st_mode, p.stat().st_uid, p.stat().st_gid) for p in [home, *home.iterdir()]}
+    after = {
+        p.name: (p.stat().st_mode, p.stat().st_uid, p.stat().st_gid)
+        for p in [home, *home.iterdir()]
+    }
     assert after == before
     assert (home / ".bashrc").read_text() == "safe\n" and (home / ".ssh").is_dir()
     nb_dir = nb.parent.stat()
@@ -191,7 +198,10 @@ def test_2_a_run_leaves_the_users_directory_as_it_was(fake_llm, tmp_path: Path) 
 def test_2_tmp_root_and_home_are_refused(fake_llm, tmp_path: Path, where: str) -> None:  # noqa: ANN001
     cwd = str(Path.home()) if where == "HOME" else where
     before = os.stat(cwd)
-    proc = cli(["run", *model(fake_llm), "--cwd", cwd, "--notebook", str(tmp_path / "x.ipynb"), "go"], tmp_path)
+    proc = cli(
+        ["run", *model(fake_llm), "--cwd", cwd, "--notebook", str(tmp_path / "x.ipynb"), "go"],
+        tmp_path,
+    )
     assert proc.returncode == 2 and "refusing" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     after = os.stat(cwd)
@@ -204,7 +214,10 @@ def test_2_tmp_root_and_home_are_refused(fake_llm, tmp_path: Path, where: str) -
 def test_3_two_kernels_have_their_own_uid_and_cannot_reach_each_other(tmp_path: Path) -> None:
     s = Settings(cwd=tmp_path, home=tmp_path / "h", max_processes=40)
     a_launcher, b_launcher = make_launcher(s, tmp_path), make_launcher(s, tmp_path)
-    with KernelSession(cwd=tmp_path, launcher=a_launcher) as a, KernelSession(cwd=tmp_path, launcher=b_launcher) as b:
+    with (
+        KernelSession(cwd=tmp_path, launcher=a_launcher) as a,
+        KernelSession(cwd=tmp_path, launcher=b_launcher) as b,
+    ):
         info = a.execute(
             "import os, json\n"
             "open('secret.txt', 'w').write('a-only'); os.chmod('secret.txt', 0o600)\n"
@@ -233,7 +246,9 @@ def test_3_two_kernels_have_their_own_uid_and_cannot_reach_each_other(tmp_path: 
             "except OSError as e:\n"
             "    print('capped at', len(procs))\n"
         )
-        r = b.execute("import subprocess; print(subprocess.run(['echo', 'b-can-fork'], capture_output=True, text=True).stdout)")
+        r = b.execute(
+            "import subprocess; print(subprocess.run(['echo', 'b-can-fork'], capture_output=True, text=True).stdout)"
+        )
         assert "b-can-fork" in r.outputs[0].text
         a.execute("for p in procs: p.kill()")
 
@@ -252,7 +267,9 @@ def test_4_a_planted_ipykernel_launcher_is_not_imported(tmp_path: Path, mode: st
         r = k.execute(f"open('ipykernel_launcher.py', 'w').write({body!r})")
         assert r.ok, r.error
         k.restart()  # same work dir: the next start must not import the planted file
-        r = k.execute(f"import os; print(os.path.exists({marker!r}), os.path.exists('ipykernel_launcher.py'))")
+        r = k.execute(
+            f"import os; print(os.path.exists({marker!r}), os.path.exists('ipykernel_launcher.py'))"
+        )
         assert r.outputs[0].text == "False True\n"
 
 
@@ -263,7 +280,11 @@ def test_4_verify_does_not_run_a_launcher_planted_in_the_users_dir(tmp_path: Pat
     marker = tmp_path / "verify-marker"
     (tmp_path / "ipykernel_launcher.py").write_text(PLANTED.format(marker=str(marker)))
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     cell = nbformat.v4.new_code_cell("print(6 * 7)")
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="42\n")]
     nb.cells = [cell]
@@ -281,7 +302,10 @@ def test_5_the_api_refuses_a_root_kernel_without_bwrap(tmp_path: Path) -> None:
 
     settings = Settings(cwd=tmp_path, home=tmp_path / "h", sandbox="auto", bwrap_path=str(tmp_path / "no-bwrap"),
                         base_url="http://127.0.0.1:9/v1", model="x", api_key="k")  # fmt: skip
-    with Agent(settings, notebook=tmp_path / "n.ipynb") as agent, pytest.raises(SandboxError, match="--sandbox none"):
+    with (
+        Agent(settings, notebook=tmp_path / "n.ipynb") as agent,
+        pytest.raises(SandboxError, match="--sandbox none"),
+    ):
         agent.run_to_end("anything")
 
 
@@ -290,11 +314,20 @@ def test_5_run_result_says_how_the_kernel_was_isolated(fake_llm, tmp_path: Path)
     from kernel_agent import Agent
     from kernel_agent.sandbox import UnsandboxedKernelWarning
 
-    base = {"cwd": tmp_path, "home": tmp_path / "h", "base_url": fake_llm.base_url, "model": "t", "api_key": "k"}
+    base = {
+        "cwd": tmp_path,
+        "home": tmp_path / "h",
+        "base_url": fake_llm.base_url,
+        "model": "t",
+        "api_key": "k",
+    }
     fake_llm.enqueue(run_cell("print(1)"), text("1"), run_cell("print(2)"), text("2"))
     with Agent(Settings(**base), notebook=tmp_path / "a.ipynb") as agent:
         assert agent.run_to_end("one").isolation == "bwrap"
-    with pytest.warns(UnsandboxedKernelWarning), Agent(Settings(**base, sandbox="none"), notebook=tmp_path / "b.ipynb") as agent:
+    with (
+        pytest.warns(UnsandboxedKernelWarning),
+        Agent(Settings(**base, sandbox="none"), notebook=tmp_path / "b.ipynb") as agent,
+    ):
         assert agent.run_to_end("two").isolation == "none"
 
 
@@ -309,7 +342,9 @@ SECRETS = {
 
 
 @needs_bwrap
-def test_6_no_secret_reaches_the_kernel_and_the_agent_is_out_of_sight(fake_llm, tmp_path: Path) -> None:  # noqa: ANN001
+def test_6_no_secret_reaches_the_kernel_and_the_agent_is_out_of_sight(
+    fake_llm, tmp_path: Path
+) -> None:  # noqa: ANN001
     code = (
         "import os\n"
         "env = ' '.join(os.environ.values())\n"
@@ -353,7 +388,9 @@ def sandboxed(tmp_path: Path):  # noqa: ANN201
 def test_7_memory_is_bounded_for_the_whole_sandbox(sandboxed) -> None:  # noqa: ANN001
     k, launcher = sandboxed
     if "cgroup" not in launcher.status.bounds:
-        pytest.skip(f"no cgroup can be made on this host: limits are per process ({launcher.status.bounds})")
+        pytest.skip(
+            f"no cgroup can be made on this host: limits are per process ({launcher.status.bounds})"
+        )
     r = k.execute(
         "import subprocess, sys\n"
         "hog = 'b = bytearray(350 * 2**20)\\nfor i in range(0, len(b), 4096): b[i] = 1\\nimport time; time.sleep(20)'\n"
@@ -401,7 +438,9 @@ def test_7_host_unix_sockets_are_out_of_reach(sandboxed) -> None:  # noqa: ANN00
             "    except OSError as e:\n"
             "        print('refused', type(e).__name__)\n"
         )
-        assert "CONNECTED" not in r.outputs[0].text and r.outputs[0].text.count("refused") == len(paths)
+        assert "CONNECTED" not in r.outputs[0].text and r.outputs[0].text.count("refused") == len(
+            paths
+        )
     finally:
         for server, path in zip(servers, paths, strict=True):
             server.close()
@@ -421,16 +460,22 @@ def test_7_no_user_namespaces_inside(sandboxed) -> None:  # noqa: ANN001
 
 def test_7_setuid_files_stay_out_of_reach(sandboxed) -> None:  # noqa: ANN001
     k, launcher = sandboxed
-    r = k.execute("import os, shutil; shutil.copy('/bin/true', 'x'); os.chmod('x', 0o4755); print(os.getcwd())")
+    r = k.execute(
+        "import os, shutil; shutil.copy('/bin/true', 'x'); os.chmod('x', 0o4755); print(os.getcwd())"
+    )
     made = Path(r.outputs[0].text.strip()) / "x"
     (room,) = launcher._rooms.values()
     assert made.parent == room.work
     # whatever its bits, no one but root can reach it: its parent is a 0700 root dir
-    assert stat.S_IMODE(room.root.stat().st_mode) == 0o700 and room.root.stat().st_uid == os.geteuid()
+    assert (
+        stat.S_IMODE(room.root.stat().st_mode) == 0o700 and room.root.stat().st_uid == os.geteuid()
+    )
 
 
 @needs_bwrap
-def test_7_kernel_holds_no_terminal_and_escapes_are_shown_not_sent(fake_llm, tmp_path: Path) -> None:  # noqa: ANN001
+def test_7_kernel_holds_no_terminal_and_escapes_are_shown_not_sent(
+    fake_llm, tmp_path: Path
+) -> None:  # noqa: ANN001
     code = (
         "import os\n"
         "fds = {}\n"
@@ -471,7 +516,20 @@ def test_7_a_directory_at_the_clean_path_does_not_lose_the_answer(fake_llm, tmp_
     fake_llm.enqueue(run_cell("print(6 * 7)"), text("The answer is 42."))
     nb = tmp_path / "r.ipynb"
     (tmp_path / "r.clean.ipynb").mkdir()
-    proc = cli(["run", *model(fake_llm), "--sandbox", "none", "--format", "plain", "--notebook", str(nb), "go"], tmp_path)
+    proc = cli(
+        [
+            "run",
+            *model(fake_llm),
+            "--sandbox",
+            "none",
+            "--format",
+            "plain",
+            "--notebook",
+            str(nb),
+            "go",
+        ],
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "The answer is 42."
     assert "no clean notebook" in proc.stderr

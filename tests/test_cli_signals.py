@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import nbformat
 import psutil
@@ -29,17 +28,41 @@ def kernels_of(pid: int) -> list[psutil.Process]:
     return found
 
 
-@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize(
+    "sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"]
+)
 def test_signal_mid_cell_keeps_the_notebook_and_leaves_no_orphans(fake_llm, tmp_path, sig, code):
     work = tmp_path / "work"
     work.mkdir()
     nb = tmp_path / "run.ipynb"
-    fake_llm.enqueue(run_cell("a = 1"), run_cell("print('started', flush=True)\nimport time; time.sleep(60)"))
+    fake_llm.enqueue(
+        run_cell("a = 1"), run_cell("print('started', flush=True)\nimport time; time.sleep(60)")
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "KERNEL_AGENT_"))}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kernel_agent", "run", "--base-url", fake_llm.base_url, "--model", "m",
-         "--api-key", "k", "--sandbox", "none", "--cwd", str(work), "--notebook", str(nb), "go"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        [
+            sys.executable,
+            "-m",
+            "kernel_agent",
+            "run",
+            "--base-url",
+            fake_llm.base_url,
+            "--model",
+            "m",
+            "--api-key",
+            "k",
+            "--sandbox",
+            "none",
+            "--cwd",
+            str(work),
+            "--notebook",
+            str(nb),
+            "go",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         deadline = time.monotonic() + 60

@@ -18,8 +18,11 @@ pytestmark = pytest.mark.timeout(180)
 
 def test_sse_decoder_splits_frames_across_chunks() -> None:
     d = SSEDecoder()
-    assert d.feed("event: run\ndata: {\"id\"") == []
-    assert d.feed(": 1}\n\nevent: event\r\ndata: {}\r\n\r\ndata: x\n") == [("run", '{"id": 1}'), ("event", "{}")]
+    assert d.feed('event: run\ndata: {"id"') == []
+    assert d.feed(": 1}\n\nevent: event\r\ndata: {}\r\n\r\ndata: x\n") == [
+        ("run", '{"id": 1}'),
+        ("event", "{}"),
+    ]
     assert d.feed("data: y\n\n") == [("message", "x\ny")]
 
 
@@ -36,7 +39,9 @@ def test_sync_client_round_trip(server: tuple[Server, FakeLLM], tmp_path: Path) 
         s = ka.create_session(ttl=600)
         assert s.status == "live" and s.ttl_s == 600
         assert ka.upload(s.id, "in/data.txt", b"3 4 5") == 5
-        cell = ka.execute(s.id, "nums = [int(v) for v in open('in/data.txt').read().split()]\nprint(sum(nums))")
+        cell = ka.execute(
+            s.id, "nums = [int(v) for v in open('in/data.txt').read().split()]\nprint(sum(nums))"
+        )
         assert cell.ok and cell.stdout == "12\n" and cell.execution_count == 1
         assert [f.path for f in ka.files(s.id) if f.kind == "file"] == ["in/data.txt"]
         assert ka.download(s.id, "in/data.txt") == b"3 4 5"

@@ -31,7 +31,11 @@ def test_only_the_kernels_own_regular_files_are_delivered(tmp_path: Path) -> Non
     nb.parent.mkdir()
     delivered, skipped = deliver_work_files(work, nb, DeliveryLimits(max_file_bytes=1000))
     folder = nb.parent / "run_files" / "work"
-    assert sorted(p.relative_to(folder).as_posix() for p in delivered) == ["out.csv", "sub/plot.png", "suid"]
+    assert sorted(p.relative_to(folder).as_posix() for p in delivered) == [
+        "out.csv",
+        "sub/plot.png",
+        "suid",
+    ]
     assert not stat.S_IMODE((folder / "suid").stat().st_mode) & stat.S_ISUID
     assert not (folder / "link").exists() and any("big.bin" in s for s in skipped)
     again, _ = deliver_work_files(work, nb, DeliveryLimits(max_file_bytes=1000))
@@ -39,7 +43,9 @@ def test_only_the_kernels_own_regular_files_are_delivered(tmp_path: Path) -> Non
 
 
 def test_a_run_delivers_what_the_kernel_wrote(fake_llm, tmp_path: Path) -> None:  # noqa: ANN001
-    fake_llm.enqueue(run_cell("open('result.csv', 'w').write('x,y\\n1,2\\n')"), text("wrote result.csv"))
+    fake_llm.enqueue(
+        run_cell("open('result.csv', 'w').write('x,y\\n1,2\\n')"), text("wrote result.csv")
+    )
     nb = tmp_path / "nb" / "r.ipynb"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "KERNEL_AGENT_"))}
     proc = subprocess.run(

@@ -17,8 +17,6 @@ from kernel_agent.verify import record_verdict, verify_notebook
 pytestmark = pytest.mark.timeout(180)
 
 
-
-
 @pytest.fixture(scope="module")
 def clean_path(tmp_path_factory):
     """A verified clean notebook of the plot task."""

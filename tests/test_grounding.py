@@ -13,4 +13,7 @@ def test_an_answer_with_a_typo_of_the_output_is_ungrounded():
 
 def test_roundings_task_numbers_and_small_counts_are_grounded():
     assert ungrounded_numbers("Pi is 3.14; the mean of 3 values is 10.5", ["3.14159\n10.5"]) == []
-    assert ungrounded_numbers("15! = 1307674368000", ["1307674368000"], given="What is 15 factorial?") == []
+    assert (
+        ungrounded_numbers("15! = 1307674368000", ["1307674368000"], given="What is 15 factorial?")
+        == []
+    )

@@ -45,5 +45,7 @@ def test_key_error_lists_dataframe_columns():
 
 
 def test_missing_module_and_no_hint_for_other_errors():
-    assert "not installed" in error_hint(failed("import seaborn", "ModuleNotFoundError", "No module named 'seaborn'"), {})
+    assert "not installed" in error_hint(
+        failed("import seaborn", "ModuleNotFoundError", "No module named 'seaborn'"), {}
+    )
     assert error_hint(failed("1/0", "ZeroDivisionError", "division by zero"), {}) == ""

@@ -113,7 +113,7 @@ def test_preview_of_messy_files_in_the_kernels_cwd(fresh_kernel, tmp_path):
     write_data(Path(k.kernel_cwd))
     out = preview(k, budget_chars=6000)
     assert out.splitlines()[0] == "broken.json (9 B)"
-    messy = out[out.index("messy.csv ("):out.index("notes.txt (")]
+    messy = out[out.index("messy.csv (") : out.index("notes.txt (")]
     assert "5 rows x 4 columns" in messy
     assert "'row m/z' float64" in messy and "'id' int64" in messy
     assert "missing values: 'row m/z' 2, 'label' 1, 'value' 1" in messy
@@ -145,8 +145,10 @@ def test_preview_keeps_to_its_budget_and_names_what_it_cut(kernel, kernel_workdi
     assert len(cut.rstrip("\n")) <= 700
     assert cut.startswith("a_wide.csv (") and "40 rows x 60 columns" in cut
     assert "'column_0' int64, 'column_1' int64" in cut
-    assert cut.rstrip().endswith(" ...\n[preview cut at 700 characters; not shown: "
-                                 f"b_messy.csv ({len(MESSY_CSV)} B), c_notes.txt (1 B)]")
+    assert cut.rstrip().endswith(
+        " ...\n[preview cut at 700 characters; not shown: "
+        f"b_messy.csv ({len(MESSY_CSV)} B), c_notes.txt (1 B)]"
+    )
     only = preview(kernel, ["b_messy.csv"], 2000)
     assert only.startswith("b_messy.csv (") and "a_wide" not in only
     gone = preview(kernel, ["missing.csv"], 200)

@@ -12,13 +12,12 @@ from typing import Any
 
 import nbformat
 import pytest
+from conftest import PINNED_KERNEL_ENV, kernel_env
 from nbclient import NotebookClient
 
 from kernel_agent.errors import ConfigError, KernelNotFound, KernelStartError
 from kernel_agent.executors.base import AsyncExecutor
 from kernel_agent.executors.kernel import AsyncKernelSession, KernelSession
-
-from conftest import PINNED_KERNEL_ENV, kernel_env
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -34,8 +34,16 @@ def _require_local_model() -> None:
 def local_settings(tmp_path_factory, model_home):
     _require_local_model()
     work = tmp_path_factory.mktemp("local-e2e")
-    return Settings.from_env(env={}, model="local", temperature=0.0, cwd=work, home=model_home,
-                             notebook_dir=work, max_steps=8, sandbox="none")
+    return Settings.from_env(
+        env={},
+        model="local",
+        temperature=0.0,
+        cwd=work,
+        home=model_home,
+        notebook_dir=work,
+        max_steps=8,
+        sandbox="none",
+    )
 
 
 def _outputs_text(nb) -> str:

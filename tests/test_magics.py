@@ -317,3 +317,32 @@ def test_terminal_ipython_subprocess(fake_llm: FakeLLM, tmp_path: Path) -> None:
     assert len(written) == 2 and written[0].endswith("-add-the-values.clean.ipynb")
     assert written[1].endswith("-add-the-values.ipynb"), "the transcript and its clean notebook"
     assert fake_llm.requests[0]["model"] == "test"
+
+
+def test_a_retried_reply_is_retracted_from_the_live_display(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The streamed text of a failed attempt goes; the retry's text does not append to it."""
+    import IPython.display
+
+    from kernel_agent.events import ModelDelta, ModelRetracted
+    from kernel_agent.magics import _View
+
+    shown: list[str] = []
+
+    class Handle:
+        def update(self, bundle: dict[str, str], raw: bool = False) -> None:
+            shown.append(bundle["text/plain"])
+
+    def display(bundle: dict[str, str], raw: bool = False, display_id: bool = False) -> Handle:
+        shown.append(bundle["text/plain"])
+        return Handle()
+
+    monkeypatch.setattr(IPython.display, "display", display)
+    shell = type("Shell", (), {"kernel": object()})()
+    view = _View(shell)
+    view(ModelDelta("partial words "))
+    view(ModelRetracted())
+    view(ModelDelta("whole reply"))
+    assert shown[0] == "partial words " and shown[-1] == ""
+    assert view._end_stream() and shown[-1] == "whole reply"

@@ -21,16 +21,31 @@ def test_public_names_import_lazily():
         kernel_agent.no_such_name  # noqa: B018
     # `import kernel_agent` stays cheap: no nbformat/jupyter_client/openai until used
     probe = "import sys, kernel_agent; print(sorted(m for m in ('nbformat', 'jupyter_client', 'openai') if m in sys.modules))"
-    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "[]"
+    assert (
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip()
+        == "[]"
+    )
 
 
 def test_agent_readme_example(fake_llm, tmp_path):
     from kernel_agent import Agent, Settings
 
-    fake_llm.enqueue(run_cell("import random\nrandom.seed(1)\nrolls = [random.randint(1, 6) for _ in range(1000)]\nprint(len(rolls))"),
-                     text("1000 rolls"), run_cell("print(sum(rolls) / len(rolls))"), text("the mean is printed above"))
-    settings = Settings.from_env(env={}, base_url=fake_llm.base_url, model="test", api_key="k",
-                                 cwd=tmp_path, notebook_dir=tmp_path)
+    fake_llm.enqueue(
+        run_cell(
+            "import random\nrandom.seed(1)\nrolls = [random.randint(1, 6) for _ in range(1000)]\nprint(len(rolls))"
+        ),
+        text("1000 rolls"),
+        run_cell("print(sum(rolls) / len(rolls))"),
+        text("the mean is printed above"),
+    )
+    settings = Settings.from_env(
+        env={},
+        base_url=fake_llm.base_url,
+        model="test",
+        api_key="k",
+        cwd=tmp_path,
+        notebook_dir=tmp_path,
+    )
     with Agent(settings) as agent:
         result = agent.run_to_end("Simulate 1000 dice rolls")
         kinds = [type(e).__name__ for e in agent.run("Now the mean of the rolls?")]
@@ -46,6 +61,8 @@ def test_kernel_readme_example(tmp_path):
         r = k.execute("import math; math.factorial(15)", timeout=30)
         assert (r.status, r.execution_count) == ("ok", 1)
         assert r.outputs[0]["data"]["text/plain"] == "1307674368000"
-        t = Transcript(tmp_path / "run.ipynb", kernelspec=k.kernelspec, language_info=k.language_info)
+        t = Transcript(
+            tmp_path / "run.ipynb", kernelspec=k.kernelspec, language_info=k.language_info
+        )
         t.add_code(r.code, r)
     nbformat.validate(nbformat.read(tmp_path / "run.ipynb", as_version=4))

@@ -101,7 +101,10 @@ def test_an_unsandboxed_kernel_warns_through_warnings_and_logging(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     launcher = make_launcher(settings(tmp_path, sandbox="none"), tmp_path)
-    with pytest.warns(UnsandboxedKernelWarning), KernelSession(cwd=tmp_path, launcher=launcher) as k:
+    with (
+        pytest.warns(UnsandboxedKernelWarning),
+        KernelSession(cwd=tmp_path, launcher=launcher) as k,
+    ):
         assert k.execute("print(1)").outputs[0].text == "1\n"
     assert any("unsandboxed" in r.getMessage() for r in caplog.records)
 
@@ -251,7 +254,11 @@ def test_the_users_dir_is_never_changed(tmp_path: Path) -> None:
     with KernelSession(cwd=work, launcher=launcher):
         pass
     after = work.stat()
-    assert (after.st_uid, after.st_gid, after.st_mode) == (before.st_uid, before.st_gid, before.st_mode)
+    assert (after.st_uid, after.st_gid, after.st_mode) == (
+        before.st_uid,
+        before.st_gid,
+        before.st_mode,
+    )
 
 
 @pytest.mark.parametrize("mode", ["none", pytest.param("bwrap", marks=needs_bwrap)])

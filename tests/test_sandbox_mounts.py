@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import os
-import stat
 import sys
 from pathlib import Path
-
-import pytest
 
 from kernel_agent.sandbox.mounts import MountPlan, can_search, interpreter_paths
 
@@ -55,5 +52,3 @@ def test_can_search_reads_the_mode_bits_for_the_right_class(tmp_path: Path) -> N
     assert can_search(d, st.st_uid + 12345, {st.st_gid})  # group: x
     assert not can_search(d, st.st_uid + 12345, set())  # other: no x
     assert can_search(d, 0, set())  # root
-
-

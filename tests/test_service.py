@@ -87,12 +87,17 @@ def test_lifecycle_execute_and_delete(http: httpx.Client) -> None:
     info = http.get(f"/v1/sessions/{sid}").json()
     assert info["status"] == "live" and info["kernel"] == "python3" and info["ttl_left_s"] > 7000
 
-    r = http.post(f"/v1/sessions/{sid}/execute", json={"code": "import os\nx = 41\nprint(os.getcwd())"}).json()
+    r = http.post(
+        f"/v1/sessions/{sid}/execute", json={"code": "import os\nx = 41\nprint(os.getcwd())"}
+    ).json()
     assert r["status"] == "ok" and r["execution_count"] == 1 and r["error"] is None
     work = Path(stdout(r).strip())
     assert work.is_dir()
     r = http.post(f"/v1/sessions/{sid}/execute", json={"code": "x + 1"}).json()
-    assert r["outputs"][0]["data"]["text/plain"] == "42" and r["outputs"][0]["output_type"] == "execute_result"
+    assert (
+        r["outputs"][0]["data"]["text/plain"] == "42"
+        and r["outputs"][0]["output_type"] == "execute_result"
+    )
     r = http.post(f"/v1/sessions/{sid}/execute", json={"code": "1/0"}).json()
     assert r["status"] == "error" and r["error"]["ename"] == "ZeroDivisionError"
     assert http.post(f"/v1/sessions/{sid}/execute", json={"code": ""}).status_code == 422
@@ -101,7 +106,9 @@ def test_lifecycle_execute_and_delete(http: httpx.Client) -> None:
     nbformat.validate(nb)
     assert [c.source for c in nb.cells] == ["import os\nx = 41\nprint(os.getcwd())", "x + 1", "1/0"]
     assert nb.cells[0].metadata["kernel_agent"]["source"] == "serve"
-    clean = nbformat.reads(http.get(f"/v1/sessions/{sid}/notebook", params={"clean": "true"}).text, 4)
+    clean = nbformat.reads(
+        http.get(f"/v1/sessions/{sid}/notebook", params={"clean": "true"}).text, 4
+    )
     assert [c.source for c in clean.cells if c.cell_type == "code"] == [nb.cells[0].source, "x + 1"]
     page = http.get(f"/v1/sessions/{sid}/notebook", params={"format": "html"})
     assert page.status_code == 200 and "ZeroDivisionError" in page.text
@@ -117,8 +124,12 @@ def test_files_upload_download_and_escapes(http: httpx.Client) -> None:
     base = f"/v1/sessions/{sid}/files"
     r = http.put(f"{base}/data/in.csv", content=b"a,b\n1,2\n")
     assert r.status_code == 201 and r.json() == {"path": "data/in.csv", "size": 8}
-    code = "print(open('data/in.csv').read().strip()); open('out.txt','w').write('made by the kernel')"
-    assert stdout(http.post(f"/v1/sessions/{sid}/execute", json={"code": code}).json()) == "a,b\n1,2\n"
+    code = (
+        "print(open('data/in.csv').read().strip()); open('out.txt','w').write('made by the kernel')"
+    )
+    assert (
+        stdout(http.post(f"/v1/sessions/{sid}/execute", json={"code": code}).json()) == "a,b\n1,2\n"
+    )
     listed = {f["path"]: f for f in http.get(base).json()["files"]}
     assert listed["data/in.csv"]["size"] == 8 and listed["out.txt"]["kind"] == "file"
     assert http.get(f"{base}/out.txt").content == b"made by the kernel"
@@ -140,7 +151,10 @@ def test_files_upload_download_and_escapes(http: httpx.Client) -> None:
     assert "big.bin" not in {f["path"] for f in http.get(base).json()["files"]}
     assert http.delete(f"{base}/data/in.csv").status_code == 204
     assert http.get(f"{base}/data/in.csv").status_code == 404
-    gone = http.post(f"/v1/sessions/{sid}/execute", json={"code": "import os; print(os.path.exists('data/in.csv'))"})
+    gone = http.post(
+        f"/v1/sessions/{sid}/execute",
+        json={"code": "import os; print(os.path.exists('data/in.csv'))"},
+    )
     assert stdout(gone.json()) == "False\n"
     http.delete(f"/v1/sessions/{sid}")
 
@@ -149,17 +163,27 @@ def test_timeout_and_kernel_death_stay_in_their_session(http: httpx.Client) -> N
     a, b = new_session(http), new_session(http)
     http.post(f"/v1/sessions/{b}/execute", json={"code": "y = 'b lives'"})
     http.post(f"/v1/sessions/{a}/execute", json={"code": "x = 7"})
-    r = http.post(f"/v1/sessions/{a}/execute", json={"code": "import time\nwhile True: time.sleep(0.05)", "timeout": 1})
+    r = http.post(
+        f"/v1/sessions/{a}/execute",
+        json={"code": "import time\nwhile True: time.sleep(0.05)", "timeout": 1},
+    )
     assert r.json()["status"] == "timeout"
     r = http.post(f"/v1/sessions/{a}/execute", json={"code": "import os; os._exit(3)"}).json()
     assert r["status"] == "died" and r["restarted"] is True
-    assert stdout(http.post(f"/v1/sessions/{a}/execute", json={"code": "print(x)"}).json()) == "7\n"  # rebuilt
-    assert stdout(http.post(f"/v1/sessions/{b}/execute", json={"code": "print(y)"}).json()) == "b lives\n"
+    assert (
+        stdout(http.post(f"/v1/sessions/{a}/execute", json={"code": "print(x)"}).json()) == "7\n"
+    )  # rebuilt
+    assert (
+        stdout(http.post(f"/v1/sessions/{b}/execute", json={"code": "print(y)"}).json())
+        == "b lives\n"
+    )
     for sid in (a, b):
         http.delete(f"/v1/sessions/{sid}")
 
 
-def test_run_streams_events_over_sse_and_outlives_its_client(http: httpx.Client, llm: FakeLLM) -> None:
+def test_run_streams_events_over_sse_and_outlives_its_client(
+    http: httpx.Client, llm: FakeLLM
+) -> None:
     sid = new_session(http)
     llm.enqueue(run_cell("total = sum(range(10))\nprint(total)"), text("The total is 45."))
     r = http.post(f"/v1/sessions/{sid}/runs", json={"task": "add 0..9"})
@@ -179,7 +203,10 @@ def test_run_streams_events_over_sse_and_outlives_its_client(http: httpx.Client,
     nb = nbformat.reads(http.get(f"/v1/sessions/{sid}/notebook").text, as_version=4)
     cell = nb.cells[-1]
     assert cell.source.startswith("total =") and cell.metadata["kernel_agent"]["run"] == run_id
-    assert stdout(http.post(f"/v1/sessions/{sid}/execute", json={"code": "print(total)"}).json()) == "45\n"
+    assert (
+        stdout(http.post(f"/v1/sessions/{sid}/execute", json={"code": "print(total)"}).json())
+        == "45\n"
+    )
 
     # a client that goes away after the first frame does not stop the run
     llm.enqueue(run_cell("import time; time.sleep(1.5); done = 'yes'"), text("Done."))
@@ -191,7 +218,10 @@ def test_run_streams_events_over_sse_and_outlives_its_client(http: httpx.Client,
         assert time.monotonic() < deadline
         time.sleep(0.2)
     assert state["status"] == "finished" and state["result"]["answer"] == "Done."
-    assert stdout(http.post(f"/v1/sessions/{sid}/execute", json={"code": "print(done)"}).json()) == "yes\n"
+    assert (
+        stdout(http.post(f"/v1/sessions/{sid}/execute", json={"code": "print(done)"}).json())
+        == "yes\n"
+    )
     # its events can be replayed later
     replay = sse_frames(http.get(f"/v1/sessions/{sid}/runs/{run_id}/events").text)
     assert [d["type"] for e, d in replay if e == "event"][-1] == "RunFinished"
@@ -208,7 +238,9 @@ def test_limits_give_429_and_idle_sessions_are_culled(tmp_path: Path) -> None:
         answers: dict[str, Any] = {}
 
         def slow() -> None:
-            answers["slow"] = http.post(f"/v1/sessions/{a}/execute", json={"code": "import time; time.sleep(2)"})
+            answers["slow"] = http.post(
+                f"/v1/sessions/{a}/execute", json={"code": "import time; time.sleep(2)"}
+            )
 
         worker = threading.Thread(target=slow)
         worker.start()
@@ -217,7 +249,10 @@ def test_limits_give_429_and_idle_sessions_are_culled(tmp_path: Path) -> None:
         worker.join()
         assert busy.status_code == 429 and "retry-after" in busy.headers, busy.text
         assert answers["slow"].json()["status"] == "ok"
-        assert http.post(f"/v1/sessions/{b}/execute", json={"code": "print('b')"}).json()["status"] == "ok"
+        assert (
+            http.post(f"/v1/sessions/{b}/execute", json={"code": "print('b')"}).json()["status"]
+            == "ok"
+        )
         # no activity for longer than the TTL: both are culled, notebooks and files kept
         deadline = time.monotonic() + 20
         while any(s["status"] == "live" for s in http.get("/v1/sessions").json()["sessions"]):
@@ -227,7 +262,10 @@ def test_limits_give_429_and_idle_sessions_are_culled(tmp_path: Path) -> None:
         assert info["status"] == "expired" and "idle" in info["reason"]
         assert http.post(f"/v1/sessions/{b}/execute", json={"code": "1"}).status_code == 409
         nb = nbformat.reads(http.get(f"/v1/sessions/{b}/notebook").text, as_version=4)
-        assert nb.cells[-1].source == "print('b')" and "ended" in nb.metadata["kernel_agent"]["session"]
+        assert (
+            nb.cells[-1].source == "print('b')"
+            and "ended" in nb.metadata["kernel_agent"]["session"]
+        )
         assert http.get(f"/v1/sessions/{b}/files/keep.txt").content == b"kept after cull"
         assert new_session(http)  # culled sessions no longer count against --max-sessions
 
@@ -236,7 +274,10 @@ def test_sigterm_finalises_and_a_restart_lists_sessions_as_ended(tmp_path: Path)
     state = tmp_path / "state"
     with serve(state) as srv, httpx.Client(base_url=srv.url, headers=AUTH, timeout=60) as http:
         sid = new_session(http)
-        http.post(f"/v1/sessions/{sid}/execute", json={"code": "open('result.txt','w').write('42')\nprint('wrote')"})
+        http.post(
+            f"/v1/sessions/{sid}/execute",
+            json={"code": "open('result.txt','w').write('42')\nprint('wrote')"},
+        )
         pid = srv.proc.pid
         assert srv.stop() == 0, srv.log
     assert "finalised" in srv.log

@@ -32,17 +32,31 @@ def test_pages_in_chromium(tmp_path: Path) -> None:
         auth = {"Authorization": f"Bearer {TOKEN}"}
         with httpx.Client(base_url=srv.url, headers=auth, timeout=120) as http:
             sid = http.post("/v1/sessions", json={}).json()["id"]
-            http.post(f"/v1/sessions/{sid}/execute", json={"code": "greeting = 'hello from the kernel'\nprint(greeting)"})
+            http.post(
+                f"/v1/sessions/{sid}/execute",
+                json={"code": "greeting = 'hello from the kernel'\nprint(greeting)"},
+            )
             llm.enqueue(run_cell("print(len(greeting))"), text("The greeting has 21 characters."))
-            assert "RunFinished" in http.post(f"/v1/sessions/{sid}/runs", json={"task": "count it"}).text
+            assert (
+                "RunFinished"
+                in http.post(f"/v1/sessions/{sid}/runs", json={"task": "count it"}).text
+            )
         # without a token: the login form, not the sessions
-        assert "<form" in chromium(f"{srv.url}/", "--dump-dom") and sid not in chromium(f"{srv.url}/", "--dump-dom")
+        assert "<form" in chromium(f"{srv.url}/", "--dump-dom") and sid not in chromium(
+            f"{srv.url}/", "--dump-dom"
+        )
         listing = chromium(f"{srv.url}/?token={TOKEN}", "--dump-dom")
         assert f"/sessions/{sid}" in listing and "live" in listing
         dom = chromium(f"{srv.url}/sessions/{sid}?token={TOKEN}", "--dump-dom")
         assert "The greeting has 21 characters." in dom  # the latest run's events, streamed in
-        assert f"/sessions/{sid}/view?cells=2" in dom  # the frame follows the cells: one executed, one from the run
+        assert (
+            f"/sessions/{sid}/view?cells=2" in dom
+        )  # the frame follows the cells: one executed, one from the run
         assert "2 cells" in dom
         shot = tmp_path / "session.png"
-        chromium(f"{srv.url}/sessions/{sid}?token={TOKEN}", f"--screenshot={shot}", "--window-size=1400,900")
+        chromium(
+            f"{srv.url}/sessions/{sid}?token={TOKEN}",
+            f"--screenshot={shot}",
+            "--window-size=1400,900",
+        )
         assert shot.is_file() and shot.stat().st_size > 10_000

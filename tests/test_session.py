@@ -46,14 +46,18 @@ async def _in_session(tmp_path: Path, body: Any, **kw: Any) -> Any:
 
 def test_cells_are_recorded_with_provenance_and_namespace_change(tmp_path: Path) -> None:
     async def body(s: Session) -> Any:
-        run = await s.run_cell("x = 41 + 1\nprint(x)", provenance={"source": "test", "tool": "run_cell"})
+        run = await s.run_cell(
+            "x = 41 + 1\nprint(x)", provenance={"source": "test", "tool": "run_cell"}
+        )
         err = await s.run_cell("y = [1, 2]\n1/0")
         return s, run, err
 
     s, run, err = asyncio.run(_in_session(tmp_path, body))
     assert run.result.ok and "42" in run.text and "new: x (int = 42)" in run.variables
     assert err.result.status == "error" and "ZeroDivisionError" in err.text
-    assert "y (list, len 2)" in err.variables  # the probe after an error still reports the namespace
+    assert (
+        "y (list, len 2)" in err.variables
+    )  # the probe after an error still reports the namespace
     nb = _valid(s.notebook_path)
     meta = nb.cells[0].metadata["kernel_agent"]
     assert meta["status"] == "ok" and meta["source"] == "test" and meta["tool"] == "run_cell"
@@ -127,7 +131,9 @@ def test_restart_with_and_without_rebuild(tmp_path: Path) -> None:
 
 def test_cancelled_caller_interrupts_the_kernel_and_the_cell_is_recorded(tmp_path: Path) -> None:
     async def body(s: Session) -> Any:
-        task = asyncio.ensure_future(s.run_cell("import time\nfor i in range(600): time.sleep(0.05)"))
+        task = asyncio.ensure_future(
+            s.run_cell("import time\nfor i in range(600): time.sleep(0.05)")
+        )
         await asyncio.sleep(1.0)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -194,8 +200,13 @@ def test_verify_and_export(tmp_path: Path) -> None:
     assert report.verdict == "reproduced", report.summary()
     clean = _valid(report.path)
     assert clean.metadata["kernel_agent"]["verify"]["verdict"] == "reproduced"
-    assert [c.source for c in clean.cells if c.cell_type == "code"] == ["n = sum(range(10))\nprint(n)"]
-    assert json.loads(s.notebook_json())["metadata"]["kernel_agent"]["verify"]["verdict"] == "reproduced"
+    assert [c.source for c in clean.cells if c.cell_type == "code"] == [
+        "n = sum(range(10))\nprint(n)"
+    ]
+    assert (
+        json.loads(s.notebook_json())["metadata"]["kernel_agent"]["verify"]["verdict"]
+        == "reproduced"
+    )
     assert html.suffix == ".html" and "45" in html.read_text()
     assert md.suffix == ".md" and "1/0" in md.read_text()
 

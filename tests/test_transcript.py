@@ -12,6 +12,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from conftest import PINNED_KERNEL_ENV
 from nbclient import NotebookClient
 from nbformat import NotebookNode
 
@@ -19,8 +20,6 @@ import kernel_agent
 from kernel_agent.errors import NotebookError
 from kernel_agent.results import CellResult
 from kernel_agent.transcript import Transcript, write_notebook_atomic
-
-from conftest import PINNED_KERNEL_ENV
 
 pytestmark = pytest.mark.timeout(120)
 

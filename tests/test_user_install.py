@@ -27,8 +27,17 @@ REPO = Path(__file__).resolve().parents[1]
 STACK = ("pandas", "numpy", "scipy", "sklearn", "statsmodels", "matplotlib", "seaborn",
          "pyarrow", "openpyxl")  # fmt: skip
 _NOT_SOURCE = shutil.ignore_patterns(
-    ".git", ".venv", ".kernel_agent_cache", "__pycache__", "*.egg-info", "build", "dist",
-    ".pytest_cache", ".ruff_cache", ".mypy_cache", "notebooks",
+    ".git",
+    ".venv",
+    ".kernel_agent_cache",
+    "__pycache__",
+    "*.egg-info",
+    "build",
+    "dist",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".mypy_cache",
+    "notebooks",
 )
 
 
@@ -50,7 +59,10 @@ def user_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     pip = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(source)],
-        capture_output=True, text=True, env=user_env(venv), timeout=840,
+        capture_output=True,
+        text=True,
+        env=user_env(venv),
+        timeout=840,
     )
     assert pip.returncode == 0, pip.stdout[-3000:] + pip.stderr[-3000:]
     print(f"\nuser install: {time.monotonic() - started:.0f} s")
@@ -76,7 +88,11 @@ with KernelSession("python3", cwd={str(tmp_path)!r}) as k:
 """
     proc = subprocess.run(
         [str(user_venv / "bin" / "python"), "-c", script],
-        capture_output=True, text=True, env=user_env(user_venv), cwd=tmp_path, timeout=300,
+        capture_output=True,
+        text=True,
+        env=user_env(user_venv),
+        cwd=tmp_path,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -12,8 +12,17 @@ __all__ = ["QUESTION", "ask_until_decided", "read_code_until_dot"]
 
 QUESTION = "cell {step}: [r]un, [s]kip, [e]dit, [q]uit? "
 
-_ACTIONS = {"": "run", "r": "run", "run": "run", "s": "skip", "skip": "skip",
-            "q": "quit", "quit": "quit", "e": "edit", "edit": "edit"}
+_ACTIONS = {
+    "": "run",
+    "r": "run",
+    "run": "run",
+    "s": "skip",
+    "skip": "skip",
+    "q": "quit",
+    "quit": "quit",
+    "e": "edit",
+    "edit": "edit",
+}
 
 
 def read_code_until_dot(read_line: Callable[[], str], say: Callable[[str], object]) -> str:

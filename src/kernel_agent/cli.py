@@ -25,6 +25,7 @@ class Terminated(KeyboardInterrupt):
 def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated()
 
+
 #: Subcommand modules, in the order ``--help`` lists them.
 COMMANDS = ("run", "verify", "export", "mcp", "serve")
 
@@ -54,9 +55,16 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    commands = set(parser._subparsers._group_actions[0].choices) if parser._subparsers else set()
+    commands = (
+        set(parser._subparsers._group_actions[0].choices or ()) if parser._subparsers else set()
+    )
     # `kernel-agent TASK` is a shortcut for `kernel-agent run TASK`.
-    if argv and "run" in commands and argv[0] not in commands and argv[0] not in ("-h", "--help", "--version"):
+    if (
+        argv
+        and "run" in commands
+        and argv[0] not in commands
+        and argv[0] not in ("-h", "--help", "--version")
+    ):
         argv.insert(0, "run")
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -74,8 +82,11 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt as exc:
         terminated = isinstance(exc, Terminated)
-        print(f"kernel-agent: {'terminated' if terminated else 'interrupted'}; "
-              "the notebook keeps every finished cell", file=sys.stderr)
+        print(
+            f"kernel-agent: {'terminated' if terminated else 'interrupted'}; "
+            "the notebook keeps every finished cell",
+            file=sys.stderr,
+        )
         return 143 if terminated else 130
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -71,7 +71,18 @@ class SessionInfo:
 
     @classmethod
     def parse(cls, data: dict[str, Any]) -> SessionInfo:
-        names = ("id", "status", "kernel", "cells", "ttl_s", "ttl_left_s", "busy", "sandbox", "reason", "runs")
+        names = (
+            "id",
+            "status",
+            "kernel",
+            "cells",
+            "ttl_s",
+            "ttl_left_s",
+            "busy",
+            "sandbox",
+            "reason",
+            "runs",
+        )
         return cls(**{n: data[n] for n in names if n in data}, raw=data)
 
 
@@ -178,14 +189,22 @@ class _Api:
     def _send(self, method: str, url: str, parse: Callable[[Any], Any], **kw: Any) -> Any:
         raise NotImplementedError
 
-    def create_session(self, *, kernel: str | None = None, ttl: float | None = None, **settings: Any) -> Any:
+    def create_session(
+        self, *, kernel: str | None = None, ttl: float | None = None, **settings: Any
+    ) -> Any:
         """A new session (``settings``: model, temperature, max_steps, cell_timeout)."""
         body = {"kernel": kernel, "ttl": ttl, **settings}
-        return self._send("POST", "/v1/sessions", _json(SessionInfo.parse),
-                          json={k: v for k, v in body.items() if v is not None})  # fmt: skip
+        return self._send(
+            "POST",
+            "/v1/sessions",
+            _json(SessionInfo.parse),
+            json={k: v for k, v in body.items() if v is not None},
+        )
 
     def sessions(self) -> Any:
-        return self._send("GET", "/v1/sessions", _json(lambda d: [SessionInfo.parse(s) for s in d["sessions"]]))
+        return self._send(
+            "GET", "/v1/sessions", _json(lambda d: [SessionInfo.parse(s) for s in d["sessions"]])
+        )
 
     def session(self, sid: str) -> Any:
         return self._send("GET", f"/v1/sessions/{sid}", _json(SessionInfo.parse))
@@ -197,11 +216,17 @@ class _Api:
         body: dict[str, Any] = {"code": code}
         if timeout is not None:
             body["timeout"] = timeout
-        return self._send("POST", f"/v1/sessions/{sid}/execute", _json(ExecuteResult.parse), json=body)
+        return self._send(
+            "POST", f"/v1/sessions/{sid}/execute", _json(ExecuteResult.parse), json=body
+        )
 
     def upload(self, sid: str, path: str, content: bytes) -> Any:
-        return self._send("PUT", f"/v1/sessions/{sid}/files/{_path(path)}", _json(lambda d: d["size"]),
-                          content=content)  # fmt: skip
+        return self._send(
+            "PUT",
+            f"/v1/sessions/{sid}/files/{_path(path)}",
+            _json(lambda d: d["size"]),
+            content=content,
+        )
 
     def download(self, sid: str, path: str) -> Any:
         return self._send("GET", f"/v1/sessions/{sid}/files/{_path(path)}", _bytes)
@@ -217,8 +242,13 @@ class _Api:
 
     def start_run(self, sid: str, task: str) -> Any:
         """Start a run without following it; returns its RunInfo at once."""
-        return self._send("POST", f"/v1/sessions/{sid}/runs", _json(RunInfo.parse),
-                          json={"task": task}, headers={"Accept": "application/json"})  # fmt: skip
+        return self._send(
+            "POST",
+            f"/v1/sessions/{sid}/runs",
+            _json(RunInfo.parse),
+            json={"task": task},
+            headers={"Accept": "application/json"},
+        )
 
     def notebook(self, sid: str, *, clean: bool = False, format: str = "ipynb") -> Any:
         params = {"clean": str(clean).lower(), "format": format}
@@ -232,7 +262,9 @@ def _headers(token: str | None) -> dict[str, str]:
 class Client(_Api):
     """The blocking client. ``run()`` yields each event dict, then ``{"type": "result", ...}``."""
 
-    def __init__(self, base_url: str, token: str | None = None, timeout: float = 300.0, **kw: Any) -> None:
+    def __init__(
+        self, base_url: str, token: str | None = None, timeout: float = 300.0, **kw: Any
+    ) -> None:
         self.http = httpx.Client(base_url=base_url, headers=_headers(token), timeout=timeout, **kw)
 
     def _send(self, method: str, url: str, parse: Callable[[Any], Any], **kw: Any) -> Any:
@@ -240,8 +272,12 @@ class Client(_Api):
 
     def run(self, sid: str, task: str) -> Iterator[dict[str, Any]]:
         """Start a run and follow its events (a run outlives a client that stops reading)."""
-        with self.http.stream("POST", f"/v1/sessions/{sid}/runs", json={"task": task},
-                              headers={"Accept": "text/event-stream"}) as response:  # fmt: skip
+        with self.http.stream(
+            "POST",
+            f"/v1/sessions/{sid}/runs",
+            json={"task": task},
+            headers={"Accept": "text/event-stream"},
+        ) as response:
             if response.status_code >= 400:
                 response.read()
                 _check(response)
@@ -263,15 +299,23 @@ class Client(_Api):
 class AsyncClient(_Api):
     """The asyncio client: every method is awaited; ``run()`` is an async iterator."""
 
-    def __init__(self, base_url: str, token: str | None = None, timeout: float = 300.0, **kw: Any) -> None:
-        self.http = httpx.AsyncClient(base_url=base_url, headers=_headers(token), timeout=timeout, **kw)
+    def __init__(
+        self, base_url: str, token: str | None = None, timeout: float = 300.0, **kw: Any
+    ) -> None:
+        self.http = httpx.AsyncClient(
+            base_url=base_url, headers=_headers(token), timeout=timeout, **kw
+        )
 
     async def _send(self, method: str, url: str, parse: Callable[[Any], Any], **kw: Any) -> Any:
         return parse(await self.http.request(method, url, **kw))
 
     async def run(self, sid: str, task: str) -> AsyncIterator[dict[str, Any]]:
-        async with self.http.stream("POST", f"/v1/sessions/{sid}/runs", json={"task": task},
-                                    headers={"Accept": "text/event-stream"}) as response:  # fmt: skip
+        async with self.http.stream(
+            "POST",
+            f"/v1/sessions/{sid}/runs",
+            json={"task": task},
+            headers={"Accept": "text/event-stream"},
+        ) as response:
             if response.status_code >= 400:
                 await response.aread()
                 _check(response)

@@ -88,7 +88,12 @@ async def open_endpoint(settings: Settings) -> AsyncIterator[Endpoint]:
     # started from this (long-lived) loop thread: the server dies with it, never orphaned
     await server.start()
     try:
-        yield Endpoint(base_url=server.base_url, api_key=_NO_KEY_NEEDED, model=server.model_name,
-                       provider="local", local=True)
+        yield Endpoint(
+            base_url=server.base_url,
+            api_key=_NO_KEY_NEEDED,
+            model=server.model_name,
+            provider="local",
+            local=True,
+        )
     finally:
         await server.shutdown()

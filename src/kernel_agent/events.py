@@ -12,6 +12,7 @@ __all__ = [
     "Event",
     "RunStarted",
     "ModelDelta",
+    "ModelRetracted",
     "ModelReply",
     "CellStarted",
     "CellOutput",
@@ -117,6 +118,11 @@ class ModelDelta(Event):
     """A piece of the model's reply as it streams."""
 
     text: str
+
+
+@dataclass
+class ModelRetracted(Event):
+    """The reply streamed so far is void: a retry streams it again from the start."""
 
 
 @dataclass

@@ -31,9 +31,9 @@ from typing import Any, Literal
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell
 
-from .safefs import write_beneath
 from .errors import ConfigError, ExportError
 from .nbio import one_line, read_notebook
+from .safefs import write_beneath
 from .transcript import _atomic_write_text
 
 __all__ = ["export_notebook", "provenance_markdown", "with_provenance", "pdf_engine", "FORMATS"]

@@ -46,7 +46,9 @@ def _roundings(number: str) -> set[str]:
     return forms
 
 
-def ungrounded_numbers(answer: str, outputs: Iterable[str], given: str = "", ignore_below: int = 11) -> list[str]:
+def ungrounded_numbers(
+    answer: str, outputs: Iterable[str], given: str = "", ignore_below: int = 11
+) -> list[str]:
     """Numbers in ``answer`` found neither in ``outputs`` nor in ``given`` (the task).
 
     Small integers (below ``ignore_below``) are ignored: counts and ordinals in prose.

@@ -36,9 +36,13 @@ def error_hint(result: CellResult, namespace: dict[str, VariableInfo]) -> str:
         return ""
     if error.ename == "NameError" and (match := _NAME_ERROR.search(error.evalue)):
         return _name_error(match.group(1), result.code, namespace)
-    if error.ename in ("ModuleNotFoundError", "ImportError") and (match := _MISSING_MODULE.search(error.evalue)):
-        return (f"Hint: the module {match.group(1)!r} is not installed and cannot be installed here "
-                "(no network). Use what is available: the standard library, numpy, pandas, matplotlib.")
+    if error.ename in ("ModuleNotFoundError", "ImportError") and (
+        match := _MISSING_MODULE.search(error.evalue)
+    ):
+        return (
+            f"Hint: the module {match.group(1)!r} is not installed and cannot be installed here "
+            "(no network). Use what is available: the standard library, numpy, pandas, matplotlib."
+        )
     if error.ename == "KeyError":
         frames = [v for v in namespace.values() if v.columns]
         key = error.evalue.strip().strip("'\"")
@@ -46,21 +50,36 @@ def error_hint(result: CellResult, namespace: dict[str, VariableInfo]) -> str:
             close = [c for c in frame.columns or () if c.lower() == key.lower()]
             close = close or difflib.get_close_matches(key, list(frame.columns or ()), n=1)
             if close:
-                return (f"Hint: there is no column {key!r}, but {frame.name} has a column {close[0]!r}. "
-                        f"Use {frame.name}[{close[0]!r}] (column names are case-sensitive).")
+                return (
+                    f"Hint: there is no column {key!r}, "
+                    f"but {frame.name} has a column {close[0]!r}. "
+                    f"Use {frame.name}[{close[0]!r}] (column names are case-sensitive)."
+                )
         if frames:
-            listed = "; ".join(f"{v.name} has columns {', '.join(v.columns or ())}" for v in frames[:3])
+            listed = "; ".join(
+                f"{v.name} has columns {', '.join(v.columns or ())}" for v in frames[:3]
+            )
             return f"Hint: {listed}. Column names are case-sensitive."
     if error.ename == "FileNotFoundError":
-        return "Hint: list the working directory (import os; print(os.listdir())) to see which files exist."
+        return (
+            "Hint: list the working directory (import os; print(os.listdir())) "
+            "to see which files exist."
+        )
     return ""
 
 
 def _name_error(name: str, code: str, namespace: dict[str, VariableInfo]) -> str:
     if name in _COMMON_IMPORTS and not re.search(rf"^\s*{name}\s*=", code, re.M):
-        return f"Hint: `{name}` is a module that was never imported. Add `{_COMMON_IMPORTS[name]}` at the top of the cell."
+        return (
+            f"Hint: `{name}` is a module that was never imported. "
+            f"Add `{_COMMON_IMPORTS[name]}` at the top of the cell."
+        )
     if re.search(rf"^\s*{name}\s*=.*\b{name}\b", code, re.M):
-        return (f"Hint: `{name}` is used on the right-hand side of its own assignment, before it exists. "
-                f"Compute the values it needs first (in separate variables or statements), then build `{name}`.")
+        return (
+            f"Hint: `{name}` is used on the right-hand side of its own assignment, "
+            "before it exists. "
+            "Compute the values it needs first (in separate variables or statements), "
+            f"then build `{name}`."
+        )
     existing = ", ".join(sorted(namespace)[:20]) or "none yet"
     return f"Hint: no variable `{name}` exists in the kernel. Variables that exist: {existing}."

@@ -55,8 +55,10 @@ def bound_image(
         with Image.open(io.BytesIO(raw)) as img:
             img.load()
             width, height = img.size
-            if max(width, height) <= max_side and len(raw) <= max_bytes and mime in (
-                "image/png", "image/jpeg", "image/gif", "image/webp"
+            if (
+                max(width, height) <= max_side
+                and len(raw) <= max_bytes
+                and mime in ("image/png", "image/jpeg", "image/gif", "image/webp")
             ):
                 return BoundedImage(mime, data, width, height, scaled=False)
             picture = img.convert("RGBA" if img.mode in ("RGBA", "LA", "P") else "RGB")

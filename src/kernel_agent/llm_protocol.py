@@ -28,6 +28,7 @@ __all__ = [
     "extract_code_blocks",
     "image_part",
     "parse_model_spec",
+    "split_code",
     "tool_result_message",
     "user_message",
 ]
@@ -113,6 +114,17 @@ def extract_code_blocks(
     end of a sentence, a closing fence glued to the last code line, and (unless
     ``include_unclosed=False``) an unclosed block at the end of truncated output.
     """
+    return split_code(text, language, include_unclosed=include_unclosed)[0]
+
+
+def split_code(
+    text: str, language: str | None = "python", *, include_unclosed: bool = True
+) -> tuple[list[str], str]:
+    """(the code blocks :func:`extract_code_blocks` finds, the prose around every block).
+
+    The prose is ``text`` with each fenced block taken out, whatever its language or
+    fence (so a ``~~~python`` block run as a cell does not also stay in the prose).
+    """
     if language is None:
         wanted = None
     elif language.lower() in _PY_TAGS:
@@ -120,6 +132,7 @@ def extract_code_blocks(
     else:
         wanted = frozenset({"", language.lower()})
     blocks: list[str] = []
+    prose: list[str] = []
     state: tuple[int, str, str, list[str]] | None = None  # indent, fence, tag, lines
 
     def close() -> None:
@@ -132,6 +145,12 @@ def extract_code_blocks(
     for line in text.splitlines():
         if state is None:
             state = _opening(line, late=True)
+            if state is None:
+                prose.append(line)
+            elif not _OPEN.match(line):  # "Sure: ```python": the words before the fence stay
+                prose.append(line[: line.rindex(state[1])].rstrip())
+            if state is not None:
+                prose.append("")  # a paragraph break where the block was
             continue
         indent, fence, _tag, lines = state
         stripped = line.strip()
@@ -150,7 +169,7 @@ def extract_code_blocks(
             lines.append(_unindent(line, indent))
     if state is not None and include_unclosed:
         close()
-    return blocks
+    return blocks, re.sub(r"\n{3,}", "\n\n", "\n".join(prose)).strip()
 
 
 def _opening(line: str, *, late: bool) -> tuple[int, str, str, list[str]] | None:

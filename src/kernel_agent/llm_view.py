@@ -93,7 +93,10 @@ def render_cell(result: CellResult, *, budget: int = 4000, vision: bool = False)
         if kind == "stream":
             pieces.append(out.get("text", ""))
         elif kind == "error":
-            pieces.append(_clean_traceback(out.get("traceback", [])) or f"{out.get('ename')}: {out.get('evalue')}")
+            pieces.append(
+                _clean_traceback(out.get("traceback", []))
+                or f"{out.get('ename')}: {out.get('evalue')}"
+            )
         elif kind in ("display_data", "execute_result"):
             data = out.get("data", {})
             for mime in _IMAGE_MIMES:
@@ -103,7 +106,9 @@ def render_cell(result: CellResult, *, budget: int = 4000, vision: bool = False)
                         images.append(f"data:{mime};base64,{data[mime]}")
                         pieces.append(f"[{mime} image, {size}: attached]")
                     else:
-                        pieces.append(f"[{mime} image, {size}: displayed to the user, not shown to you]")
+                        pieces.append(
+                            f"[{mime} image, {size}: displayed to the user, not shown to you]"
+                        )
                     break
             else:
                 text = _bundle_text(data)

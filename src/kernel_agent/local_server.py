@@ -215,7 +215,9 @@ LocalModelServer = sync_facade(
 def server_arguments(
     settings: Settings, progress: ProgressFn | None = None, **server_options: object
 ) -> tuple[Path, dict[str, object]]:
-    """(model file, server keyword arguments) for ``settings.model`` (None, ``local`` or ``local:PATH``).
+    """(model file, server keyword arguments) for ``settings.model``.
+
+    The model is None, ``local`` or ``local:PATH``.
 
     Assembles and verifies the bundled model if needed; both the blocking
     :func:`local_endpoint` and the agent's async endpoint build their server from this.

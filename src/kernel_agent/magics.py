@@ -28,6 +28,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
 from .approval import ask_until_decided, read_code_until_dot
 from .errors import ConfigError, KernelAgentError
+from .llm_protocol import split_code
 
 __all__ = ["AgentMagics", "AgentResult", "load_ipython_extension", "unload_ipython_extension"]
 
@@ -51,7 +52,6 @@ _SETTING_NAMES = (
 ).split()
 _MAGIC_NAMES = ("approve", "notebook_dir", "quiet", "next_input")
 _PRE = "font-family:monospace;font-size:12.5px;margin:0;background:transparent"
-_FENCE = re.compile(r"```[^\n`]*\n.*?(?:```|\Z)", re.S)
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -101,10 +101,10 @@ class _Exit(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         raise ConfigError(message)
 
-    def exit(self, status: int = 0, message: str | None = None) -> Any:  # type: ignore[override]
+    def exit(self, status: int = 0, message: str | None = None) -> Any:
         if message:
             print(message, file=sys.stderr)
         raise _Exit()
@@ -177,6 +177,7 @@ class AgentMagics(Magics):
         from .events import RunFinished
         from .executors.inprocess import InProcessExecutor
 
+        assert self.shell is not None
         args = _parse(build_parser("%agent", task=True), line)
         task = " ".join(args.task)
         if cell is not None:
@@ -435,11 +436,19 @@ class _View:
         if not self.quiet:
             self._stream(event.text)
 
+    def _on_ModelRetracted(self, event: Any) -> None:
+        """A retry streams the reply again: drop the failed attempt's text."""
+        self._text = ""
+        if not self.rich:
+            print(flush=True)
+        elif self._handle is not None:
+            self._handle.update({"text/markdown": "", "text/plain": ""}, raw=True)
+
     def _on_ModelReply(self, event: Any) -> None:
         self._end_stream(event.text)
 
     def _on_CellStarted(self, event: Any) -> None:
-        self._end_stream(_FENCE.sub("", self._text).strip())
+        self._end_stream(split_code(self._text, None)[1])
         if not self.quiet:
             self.code(event.step, event.code)
 

@@ -27,7 +27,15 @@ from . import __version__
 from .errors import KernelAgentError
 from .session import Session
 
-__all__ = ["TOOLS", "build_server", "serve_stdio", "serve_http", "BearerAuth", "NOTEBOOK_URI", "CLEAN_URI"]
+__all__ = [
+    "TOOLS",
+    "build_server",
+    "serve_stdio",
+    "serve_http",
+    "BearerAuth",
+    "NOTEBOOK_URI",
+    "CLEAN_URI",
+]
 
 NOTEBOOK_URI = "kernel-agent://notebook"
 CLEAN_URI = "kernel-agent://notebook/clean"
@@ -50,7 +58,9 @@ class ToolSpec:
     destructive: bool = False
 
 
-def _obj(properties: dict[str, Any] | None = None, required: tuple[str, ...] = ()) -> dict[str, Any]:
+def _obj(
+    properties: dict[str, Any] | None = None, required: tuple[str, ...] = ()
+) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": properties or {},
@@ -59,7 +69,11 @@ def _obj(properties: dict[str, Any] | None = None, required: tuple[str, ...] = (
     }
 
 
-_PATH = {"type": "string", "minLength": 1, "description": "a path relative to the work dir ('data/x.csv'); no '..', no absolute paths"}
+_PATH = {
+    "type": "string",
+    "minLength": 1,
+    "description": "a path relative to the work dir ('data/x.csv'); no '..', no absolute paths",
+}
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -75,7 +89,8 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "timeout": {
                     "type": "number",
                     "exclusiveMinimum": 0,
-                    "description": "seconds before the cell is interrupted (default: the server's --cell-timeout)",
+                    "description": "seconds before the cell is interrupted "
+                    "(default: the server's --cell-timeout)",
                 },
             },
             ("code",),
@@ -84,7 +99,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "list_variables",
-        "List the kernel's variables: name, type, shape or length, DataFrame columns, and short values.",
+        "List the kernel's variables: name, type, shape or length, DataFrame columns, "
+        "and short values.",
         _obj(),
         read_only=True,
     ),
@@ -93,21 +109,40 @@ TOOLS: tuple[ToolSpec, ...] = (
         "The cells run so far, as text: each cell's index, execution count, status, source and an "
         "output summary. With clean=true, only the cells that built the current state, renumbered "
         "as a fresh run (what verify_notebook checks).",
-        _obj({"clean": {"type": "boolean", "default": False, "description": "show the clean notebook"}}),
+        _obj(
+            {
+                "clean": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "show the clean notebook",
+                }
+            }
+        ),
         read_only=True,
     ),
     ToolSpec(
         "read_cell",
         "One notebook cell in full (source and outputs), by the index read_notebook shows; "
         "negative indexes count from the end.",
-        _obj({"index": {"type": "integer", "description": "the cell's index in the notebook"}}, ("index",)),
+        _obj(
+            {"index": {"type": "integer", "description": "the cell's index in the notebook"}},
+            ("index",),
+        ),
         read_only=True,
     ),
     ToolSpec(
         "restart_kernel",
         "Restart the kernel. With rebuild=true (the default) the cells that built the state are "
         "replayed; the reply says which variables survived.",
-        _obj({"rebuild": {"type": "boolean", "default": True, "description": "replay earlier successful cells"}}),
+        _obj(
+            {
+                "rebuild": {
+                    "type": "boolean",
+                    "default": True,
+                    "description": "replay earlier successful cells",
+                }
+            }
+        ),
         destructive=True,
     ),
     ToolSpec(
@@ -128,8 +163,17 @@ TOOLS: tuple[ToolSpec, ...] = (
         "beside it; returns the path of the file written.",
         _obj(
             {
-                "to": {"type": "string", "enum": ["html", "markdown"], "default": "html", "description": "the format"},
-                "clean": {"type": "boolean", "default": True, "description": "export the clean notebook"},
+                "to": {
+                    "type": "string",
+                    "enum": ["html", "markdown"],
+                    "default": "html",
+                    "description": "the format",
+                },
+                "clean": {
+                    "type": "boolean",
+                    "default": True,
+                    "description": "export the clean notebook",
+                },
             }
         ),
     ),
@@ -150,7 +194,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         "write_file",
         "Write a UTF-8 text file into the kernel's work dir (atomically, replacing it; parent "
         "directories are created).",
-        _obj({"path": _PATH, "content": {"type": "string", "description": "the whole file"}}, ("path", "content")),
+        _obj(
+            {"path": _PATH, "content": {"type": "string", "description": "the whole file"}},
+            ("path", "content"),
+        ),
         destructive=True,
     ),
 )
@@ -189,7 +236,9 @@ class _Tools:
         self.session.add_client({**client, "transport": self.transport})
         return {"source": "mcp", "client": client, "tool": tool}
 
-    async def run_cell(self, ctx: Any, code: str, timeout: float | None = None) -> types.CallToolResult:
+    async def run_cell(
+        self, ctx: Any, code: str, timeout: float | None = None
+    ) -> types.CallToolResult:
         outputs = 0
 
         def count(_: Any) -> None:
@@ -198,7 +247,9 @@ class _Tools:
 
         began = time.monotonic()
         work = asyncio.ensure_future(
-            self.session.run_cell(code, timeout, provenance=self.provenance(ctx, "run_cell"), on_output=count)
+            self.session.run_cell(
+                code, timeout, provenance=self.provenance(ctx, "run_cell"), on_output=count
+            )
         )
         try:
             while True:
@@ -207,7 +258,9 @@ class _Tools:
                     break
                 elapsed = time.monotonic() - began
                 await ctx.session.report_progress(
-                    round(elapsed, 1), None, f"cell running for {elapsed:.0f} s, {outputs} outputs so far"
+                    round(elapsed, 1),
+                    None,
+                    f"cell running for {elapsed:.0f} s, {outputs} outputs so far",
                 )
         except BaseException:
             work.cancel()
@@ -231,7 +284,8 @@ class _Tools:
             return _text("The kernel has no variables yet.", {"variables": []})
         lines = [info.short() for info in summary.values()]
         rows = [
-            {k: v for k, v in vars(info).items() if v is not None and k != "id"} for info in summary.values()
+            {k: v for k, v in vars(info).items() if v is not None and k != "id"}
+            for info in summary.values()
         ]
         for row in rows:
             if "columns" in row:
@@ -245,21 +299,32 @@ class _Tools:
         return _text(self.session.cell_text(index))
 
     async def restart_kernel(self, ctx: Any, rebuild: bool = True) -> types.CallToolResult:
-        note = await self.session.restart(rebuild, provenance=self.provenance(ctx, "restart_kernel"))
+        note = await self.session.restart(
+            rebuild, provenance=self.provenance(ctx, "restart_kernel")
+        )
         return _text(note)
 
     async def interrupt_kernel(self, ctx: Any) -> types.CallToolResult:
         await self.session.interrupt()
-        return _text("Interrupt sent; a running cell stops with KeyboardInterrupt and the kernel keeps its state.")
+        return _text(
+            "Interrupt sent; a running cell stops with KeyboardInterrupt "
+            "and the kernel keeps its state."
+        )
 
     async def verify_notebook(self, ctx: Any) -> types.CallToolResult:
         report = await self.session.verify()
         clean = report.path
         text = f"{report.summary()}\nclean notebook: {clean}"
-        structured = {"verdict": report.verdict, "clean_notebook": str(clean), **report.to_metadata()}
+        structured = {
+            "verdict": report.verdict,
+            "clean_notebook": str(clean),
+            **report.to_metadata(),
+        }
         return _text(text, structured)
 
-    async def export_notebook(self, ctx: Any, to: str = "html", clean: bool = True) -> types.CallToolResult:
+    async def export_notebook(
+        self, ctx: Any, to: str = "html", clean: bool = True
+    ) -> types.CallToolResult:
         path = await self.session.export(to, clean=clean)
         return _text(str(path), {"path": str(path)})
 
@@ -267,7 +332,9 @@ class _Tools:
         entries = self.session.list_files()
         if not entries:
             return _text("The work dir is empty.", {"files": []})
-        lines = [f"{e.path}{'/' if e.kind == 'dir' else ''}  {e.kind}  {e.size} bytes" for e in entries]
+        lines = [
+            f"{e.path}{'/' if e.kind == 'dir' else ''}  {e.kind}  {e.size} bytes" for e in entries
+        ]
         return _text("\n".join(lines), {"files": [vars(e) for e in entries]})
 
     async def read_file(self, ctx: Any, path: str) -> types.CallToolResult:
@@ -278,7 +345,9 @@ class _Tools:
         return _text(f"wrote {size} bytes to {path}", {"path": path, "bytes": size})
 
 
-def build_server(session: Session, *, heartbeat_s: float = 5.0, transport: str = "stdio") -> Server[Any]:
+def build_server(
+    session: Session, *, heartbeat_s: float = 5.0, transport: str = "stdio"
+) -> Server[Any]:
     """The MCP server over ``session`` (started by the caller)."""
     import jsonschema
 
@@ -292,7 +361,9 @@ def build_server(session: Session, *, heartbeat_s: float = 5.0, transport: str =
                     description=t.description,
                     input_schema=t.schema,
                     annotations=types.ToolAnnotations(
-                        read_only_hint=t.read_only, destructive_hint=t.destructive, open_world_hint=False
+                        read_only_hint=t.read_only,
+                        destructive_hint=t.destructive,
+                        open_world_hint=False,
                     ),
                 )
                 for t in TOOLS
@@ -308,7 +379,10 @@ def build_server(session: Session, *, heartbeat_s: float = 5.0, transport: str =
             jsonschema.validate(args, spec.schema)
         except jsonschema.ValidationError as exc:
             where = ".".join(str(p) for p in exc.absolute_path)
-            return _text(f"Invalid arguments for {spec.name}: {where + ': ' if where else ''}{exc.message}.", error=True)
+            return _text(
+                f"Invalid arguments for {spec.name}: {where + ': ' if where else ''}{exc.message}.",
+                error=True,
+            )
         handler: Callable[..., Awaitable[types.CallToolResult]] = getattr(tools, spec.name)
         try:
             return await handler(ctx, **args)
@@ -323,19 +397,23 @@ def build_server(session: Session, *, heartbeat_s: float = 5.0, transport: str =
                 types.Resource(
                     uri=NOTEBOOK_URI,
                     name="notebook",
-                    description="The session's notebook (.ipynb): every cell run so far, with full outputs.",
+                    description="The session's notebook (.ipynb): every cell run so far, "
+                    "with full outputs.",
                     mime_type=_IPYNB,
                 ),
                 types.Resource(
                     uri=CLEAN_URI,
                     name="clean-notebook",
-                    description="The clean notebook (.ipynb): only the cells that built the current state.",
+                    description="The clean notebook (.ipynb): only the cells that built "
+                    "the current state.",
                     mime_type=_IPYNB,
                 ),
             ]
         )
 
-    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    async def read_resource(
+        ctx: Any, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
         uri = str(params.uri)
         if uri == NOTEBOOK_URI:
             text = session.notebook_json()
@@ -377,7 +455,10 @@ async def serve_stdio(session: Session, *, heartbeat_s: float = 5.0) -> None:
         try:
             if session.sandbox_warning:
                 _say(session.sandbox_warning)
-            _say(f"serving on stdio; notebook {session.notebook_path}; sandbox: {session.sandbox.get('note', '')}")
+            _say(
+                f"serving on stdio; notebook {session.notebook_path}; "
+                f"sandbox: {session.sandbox.get('note', '')}"
+            )
             server = build_server(session, heartbeat_s=heartbeat_s, transport="stdio")
             await server.run(read, write, server.create_initialization_options())
         finally:
@@ -395,7 +476,10 @@ class BearerAuth:
         if scope["type"] == "http":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
             if not hmac.compare_digest(given, self._expected):
-                body = b'{"error": "invalid_token", "error_description": "a valid bearer token is required"}'
+                body = (
+                    b'{"error": "invalid_token", '
+                    b'"error_description": "a valid bearer token is required"}'
+                )
                 await send(
                     {
                         "type": "http.response.start",
@@ -430,7 +514,8 @@ async def serve_http(
         web = uvicorn.Server(config)
         shown = f"[{host}]" if ":" in host else host
         _say(
-            f"serving on http://{shown}:{port}/mcp ({'bearer token required' if token else 'NO AUTH'}); "
+            f"serving on http://{shown}:{port}/mcp "
+            f"({'bearer token required' if token else 'NO AUTH'}); "
             f"notebook {session.notebook_path}; sandbox: {session.sandbox.get('note', '')}"
         )
         await web.serve()

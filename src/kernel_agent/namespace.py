@@ -13,7 +13,7 @@ from typing import Any
 
 __all__ = ["NAMESPACE_EXPRESSION", "VariableInfo", "parse_summary", "diff_namespaces", "describe"]
 
-_SUMMARY_SOURCE = r'''
+_SUMMARY_SOURCE = r"""
 def _describe(v):
     kind = type(v).__name__
     shape = getattr(v, "shape", None)
@@ -49,7 +49,7 @@ for k, v in list(ns.items()):
     if len(out) >= 200:
         break
 result = __import__("json").dumps(out)
-'''
+"""
 
 #: Evaluate with the cell (``user_expressions={"ns": NAMESPACE_EXPRESSION}``).
 NAMESPACE_EXPRESSION = (
@@ -111,12 +111,16 @@ def diff_namespaces(
 ) -> tuple[list[VariableInfo], list[VariableInfo], list[str]]:
     """(new, changed, removed) between two summaries."""
     new = [v for k, v in after.items() if k not in before]
-    changed = [v for k, v in after.items() if k in before and before[k].fingerprint() != v.fingerprint()]
+    changed = [
+        v for k, v in after.items() if k in before and before[k].fingerprint() != v.fingerprint()
+    ]
     removed = [k for k in before if k not in after]
     return new, changed, removed
 
 
-def describe(before: dict[str, VariableInfo], after: dict[str, VariableInfo], limit: int = 12) -> str:
+def describe(
+    before: dict[str, VariableInfo], after: dict[str, VariableInfo], limit: int = 12
+) -> str:
     """One or two lines for the model: what the cell defined or changed."""
     new, changed, removed = diff_namespaces(before, after)
     parts = []

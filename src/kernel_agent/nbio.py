@@ -19,7 +19,7 @@ from .errors import NotebookError
 __all__ = ["read_notebook", "validate_notebook", "one_line"]
 
 
-def one_line(text: str, limit: int = 160) -> str:
+def one_line(text: object, limit: int = 160) -> str:
     """The first line of ``text``, cut to ``limit`` characters."""
     first = (str(text).strip().splitlines() or [""])[0].strip()
     return first if len(first) <= limit else first[: limit - 3] + "..."
@@ -44,7 +44,7 @@ def read_notebook(path: str | Path) -> NotebookNode:
             raise NotebookError(f"{path} is not a Jupyter notebook (not JSON)") from None
         except Exception as exc:  # nbformat raises many types for JSON that is not a notebook
             raise NotebookError(f"{path} is not a valid notebook: {one_line(exc)}") from None
-    if not isinstance(nb, dict) or "cells" not in nb:
+    if not isinstance(nb, NotebookNode) or "cells" not in nb:
         raise NotebookError(f"{path} is not a Jupyter notebook (no cells)")
     validate_notebook(nb, path)
     return nb

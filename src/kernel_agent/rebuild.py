@@ -38,7 +38,9 @@ async def rebuild_state(
     state_cells.clear()
     replayed = skipped = 0
     if settings.rebuild_state and cells:
-        yield Notice(f"kernel restarted: rebuilding its state by replaying {len(cells)} cells", "warning")
+        yield Notice(
+            f"kernel restarted: rebuilding its state by replaying {len(cells)} cells", "warning"
+        )
         python = executor.language_info.get("name") == "python"
         for code, duration in cells:
             if duration > settings.rebuild_max_cell_s:
@@ -61,8 +63,10 @@ async def rebuild_state(
     if replayed:
         slow = f" ({skipped} slow cells skipped)" if skipped else ""
         out.note = (
-            f"The kernel was restarted and its state rebuilt by replaying {replayed} earlier cells{slow}. "
-            f"Variables that survived: {', '.join(survived) or 'none'}. Gone: {', '.join(gone) or 'none'}."
+            f"The kernel was restarted and its state rebuilt by replaying {replayed} "
+            f"earlier cells{slow}. "
+            f"Variables that survived: {', '.join(survived) or 'none'}. "
+            f"Gone: {', '.join(gone) or 'none'}."
         )
     else:
         out.note = "The kernel was restarted: every variable and import is gone" + (

@@ -50,6 +50,7 @@ def visible(text: str) -> str:
     """
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
+
 _IMAGE_EXT = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/svg+xml": "svg"}
 
 
@@ -129,6 +130,9 @@ class EventRenderer:
         else:
             self._live.update(view)
 
+    def _on_ModelRetracted(self, event: Event) -> None:
+        self._stream_text = ""  # a retry streams the reply again from the start
+
     def _on_ModelReply(self, event: ModelReply) -> None:
         self._end_stream()
         if not self.quiet:
@@ -140,7 +144,12 @@ class EventRenderer:
             return
         if self.show_code:
             self.console.print(
-                Panel(Syntax(visible(event.code), "python", theme="ansi_dark", word_wrap=True), title=f"cell {event.step}", title_align="left", border_style="blue")
+                Panel(
+                    Syntax(visible(event.code), "python", theme="ansi_dark", word_wrap=True),
+                    title=f"cell {event.step}",
+                    title_align="left",
+                    border_style="blue",
+                )
             )
         if self.console.is_terminal:
             self._status = self.console.status("running…", spinner="dots")
@@ -152,8 +161,13 @@ class EventRenderer:
         out = event.output
         kind = out.get("output_type")
         if kind == "stream":
-            self.console.print(visible(out.get("text", "")), end="", markup=False, highlight=False,
-                               style="red" if out.get("name") == "stderr" else None)
+            self.console.print(
+                visible(out.get("text", "")),
+                end="",
+                markup=False,
+                highlight=False,
+                style="red" if out.get("name") == "stderr" else None,
+            )
         elif kind == "error":
             traceback = visible(strip_ansi("\n".join(out.get("traceback", []))))
             self.console.print(traceback, style="red", markup=False, highlight=False)
@@ -182,7 +196,9 @@ class EventRenderer:
             self.console.print(f"[yellow]{result.status}:[/] {error}", highlight=False)
         elif not self.quiet:
             colour = "green" if result.ok else "red"
-            self.console.print(f"[{colour}]{result.status}[/] in {result.duration:.2f}s", highlight=False)
+            self.console.print(
+                f"[{colour}]{result.status}[/] in {result.duration:.2f}s", highlight=False
+            )
 
     def _on_CellSkipped(self, event: CellSkipped) -> None:
         self.console.print(f"[yellow]cell {event.step} skipped[/]")
@@ -190,7 +206,9 @@ class EventRenderer:
     def _on_Notice(self, event: Notice) -> None:
         self._end_stream()
         style = "bold yellow" if event.level == "warning" else "cyan"
-        self.console.print(f"[{style}]kernel-agent: {escape(visible(event.text))}[/]", highlight=False)
+        self.console.print(
+            f"[{style}]kernel-agent: {escape(visible(event.text))}[/]", highlight=False
+        )
 
     def _on_Answer(self, event: Answer) -> None:
         self._end_stream()
@@ -210,9 +228,9 @@ def print_result(console: Console, err: Console, result: RunResult, fmt: str) ->
     else:
         console.print(Markdown(visible(result.answer) or "_(no answer)_"))
     usage = result.usage
+    tokens = f"{usage.total_tokens} tokens" if usage.reported else "tokens not reported"
     tail = (
-        f"status {result.status} · {len(result.cells)} cells · "
-        f"{f'{usage.total_tokens} tokens' if usage.reported else 'tokens not reported by the endpoint'} · "
+        f"status {result.status} · {len(result.cells)} cells · {tokens} · "
         f"{result.duration_s:.1f}s · notebook {result.notebook}"
     )
     if result.clean_notebook:

@@ -15,9 +15,9 @@ interrupts the kernel, and the cell is still recorded when it stops.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import uuid
-import os
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -106,11 +106,15 @@ class Session:
         self.settings = settings or Settings.from_env()
         self.front_end = front_end
         self.id = session_id or uuid.uuid4().hex
-        self.notebook_path = Path(notebook) if notebook else default_session_notebook(self.settings, front_end)
+        self.notebook_path = (
+            Path(notebook) if notebook else default_session_notebook(self.settings, front_end)
+        )
         self.executor = executor
         self._own_executor = executor is None if own_executor is None else own_executor
         self.sandbox: dict[str, Any] = (
-            dict(sandbox) if sandbox else {"mode": "unknown", "note": "executor supplied by the caller"}
+            dict(sandbox)
+            if sandbox
+            else {"mode": "unknown", "note": "executor supplied by the caller"}
         )
         self.sandbox_warning: str | None = None
         self.transcript: Transcript | None = None
@@ -194,7 +198,7 @@ class Session:
 
     @property
     def python(self) -> bool:
-        return bool(self.executor) and self.executor.language_info.get("name") == "python"
+        return self.executor is not None and self.executor.language_info.get("name") == "python"
 
     def add_client(self, info: Mapping[str, Any]) -> None:
         """Record a client of this session (name, version, transport) in the notebook, once."""
@@ -242,7 +246,9 @@ class Session:
         requested = time.monotonic()
         await self._lock.acquire()
         try:
-            work = asyncio.ensure_future(self._run_locked(code, timeout, provenance, on_output, requested))
+            work = asyncio.ensure_future(
+                self._run_locked(code, timeout, provenance, on_output, requested)
+            )
         except BaseException:
             self._lock.release()
             raise
@@ -250,7 +256,9 @@ class Session:
         try:
             return await asyncio.shield(work)
         except asyncio.CancelledError:
-            if not work.done():  # the caller gave up: stop the code; the cell is recorded when it ends
+            if (
+                not work.done()
+            ):  # the caller gave up: stop the code; the cell is recorded when it ends
                 self._spawn(self._interrupt_quietly())
                 self._background.add(work)
                 work.add_done_callback(self._background.discard)
@@ -270,7 +278,9 @@ class Session:
         cell = transcript.add_code(code, None, meta)
         index = len(transcript.cells) - 1
         expressions = {"ns": NAMESPACE_EXPRESSION} if self.python else None
-        result = await executor.execute(code, timeout=timeout, on_output=on_output, user_expressions=expressions)
+        result = await executor.execute(
+            code, timeout=timeout, on_output=on_output, user_expressions=expressions
+        )
         if self.python and result.status == "error" and not result.user_expressions:
             # the kernel skips user_expressions after an error: ask with an empty cell
             probe = await executor.execute("", timeout=30, user_expressions=expressions)
@@ -297,7 +307,9 @@ class Session:
         note = ""
         if result.restarted:
             rebuild = Rebuild()
-            async for _ in rebuild_state(self._state_cells, executor, transcript, self.settings, before, rebuild):
+            async for _ in rebuild_state(
+                self._state_cells, executor, transcript, self.settings, before, rebuild
+            ):
                 pass
             self._namespace, note = rebuild.namespace, rebuild.note
         elif result.ok:
@@ -366,12 +378,14 @@ class Session:
                     yield event
             finally:
                 await agent.close()
-            if self.python:  # the agent changed the namespace: take a fresh summary
+            if self.python and self.executor is not None:  # the agent changed the namespace
                 try:
                     probe = await self.executor.execute(
                         "", timeout=30, user_expressions={"ns": NAMESPACE_EXPRESSION}
                     )
-                    self._namespace = parse_summary(probe.user_expressions.get("ns")) or self._namespace
+                    self._namespace = (
+                        parse_summary(probe.user_expressions.get("ns")) or self._namespace
+                    )
                 except Exception:  # noqa: BLE001 - a summary is a nicety
                     pass
 
@@ -381,7 +395,9 @@ class Session:
         if not self.python:
             raise ConfigError("variables can only be listed in a Python kernel")
         async with self._lock:
-            probe = await executor.execute("", timeout=30, user_expressions={"ns": NAMESPACE_EXPRESSION})
+            probe = await executor.execute(
+                "", timeout=30, user_expressions={"ns": NAMESPACE_EXPRESSION}
+            )
         summary = parse_summary(probe.user_expressions.get("ns"))
         if summary is None:
             raise ConfigError("the kernel did not report its variables")
@@ -405,7 +421,9 @@ class Session:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def restart(self, rebuild: bool = True, *, provenance: Mapping[str, Any] | None = None) -> str:
+    async def restart(
+        self, rebuild: bool = True, *, provenance: Mapping[str, Any] | None = None
+    ) -> str:
         """Restart the kernel; with ``rebuild``, replay the cells that built its state.
 
         Returns a sentence saying what survived. The transcript marks the restart so
@@ -416,11 +434,18 @@ class Session:
             before = dict(self._namespace)
             await executor.restart()
             self._namespace = {}
-            marker = {"status": "restart", "restarted": True, **(provenance or {}), "requested": _now_iso()}
+            marker = {
+                "status": "restart",
+                "restarted": True,
+                **(provenance or {}),
+                "requested": _now_iso(),
+            }
             transcript.freeze(transcript.add_code("# kernel restarted", None, marker))
             out = Rebuild()
             settings = self.settings if rebuild else replace(self.settings, rebuild_state=False)
-            async for _ in rebuild_state(self._state_cells, executor, transcript, settings, before, out):
+            async for _ in rebuild_state(
+                self._state_cells, executor, transcript, settings, before, out
+            ):
                 pass
             self._namespace = out.namespace
             return out.note
@@ -524,7 +549,9 @@ class Session:
             raise ConfigError(f"{path} is a directory") from None
         except UnsafePath as exc:
             if "larger than" in str(exc):
-                raise ConfigError(f"{path} is larger than {limit // 1024} KB; read it from a cell instead") from None
+                raise ConfigError(
+                    f"{path} is larger than {limit // 1024} KB; read it from a cell instead"
+                ) from None
             raise
         try:
             return data.decode("utf-8")
@@ -532,7 +559,7 @@ class Session:
             raise ConfigError(f"{path} is not a UTF-8 text file") from None
 
     def write_file(self, path: str, content: str) -> int:
-        """Write text ``content`` to ``path`` in the work dir (atomically); returns the bytes written."""
+        """Write ``content`` to ``path`` in the work dir, atomically; returns the bytes written."""
         data = content.encode("utf-8")
         try:
             write_beneath(self.work_dir, path, data, mode=0o644)
@@ -561,7 +588,8 @@ class Session:
         return size
 
     def open_file(self, path: str, root: Path | None = None) -> tuple[int, int]:
-        """(fd, size) of regular file ``path`` in the work dir (or ``root``); the caller closes it."""
+        """(fd, size) of the regular file ``path`` in the work dir (or ``root``); the caller
+        closes it."""
         try:
             fd = open_beneath(root or self.work_dir, path)
         except FileNotFoundError:
@@ -579,7 +607,11 @@ class Session:
 
     def disk_usage(self) -> int:
         """Bytes in the regular files of the work dir (links not followed)."""
-        return sum(e.size for e in list_beneath(self.work_dir, max_entries=100_000, max_depth=32) if e.kind == "file")
+        return sum(
+            e.size
+            for e in list_beneath(self.work_dir, max_entries=100_000, max_depth=32)
+            if e.kind == "file"
+        )
 
 
 def _cell_text(index: int, cell: Any, budget: int) -> str:
@@ -587,7 +619,9 @@ def _cell_text(index: int, cell: Any, budget: int) -> str:
     meta = cell.get("metadata", {}).get("kernel_agent") or {}
     if cell.cell_type != "code":
         return f"[{index}] {cell.cell_type}:\n{cell.source}"
-    status = meta.get("status") or ("error" if any(o.get("output_type") == "error" for o in cell.outputs) else "ok")
+    status = meta.get("status") or (
+        "error" if any(o.get("output_type") == "error" for o in cell.outputs) else "ok"
+    )
     count = cell.get("execution_count")
     flags = " (replayed)" if meta.get("replay") else ""
     head = f"[{index}] In [{count if count is not None else ' '}] {status}{flags}"
@@ -596,4 +630,3 @@ def _cell_text(index: int, cell: Any, budget: int) -> str:
         CellResult(cell.source, "ok", count, list(cell.outputs), None, stamp, stamp), budget=budget
     )
     return f"{head}\n{cell.source}\n--- output ---\n{view.text}"
-

@@ -32,7 +32,7 @@ class Settings:
 
     Environment: ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``KERNEL_AGENT_MODEL``,
     ``KERNEL_AGENT_HOME``, ``KERNEL_AGENT_KERNEL``, ``KERNEL_AGENT_SANDBOX``,
-    ``KERNEL_AGENT_GATEWAY_URL``, ``KERNEL_AGENT_GATEWAY_TOKEN``. Explicit
+    ``KERNEL_AGENT_GATEWAY_URL``, ``KERNEL_AGENT_GATEWAY_TOKEN``, ``KERNEL_AGENT_LEVERS``. Explicit
     arguments (CLI flags, API keywords) win over the environment.
     """
 
@@ -73,6 +73,9 @@ class Settings:
     max_steps: int = 20
     max_consecutive_errors: int = 4
     llm_output_chars: int = 4000
+    #: the small-model levers the loop consults (see kernel_agent.agent.levers):
+    #: "auto" (all), "none", or a tuple of names; KERNEL_AGENT_LEVERS="a,b" in the environment
+    levers: str | tuple[str, ...] = "auto"
     # where things go
     notebook_dir: Path = Path("notebooks")
     home: Path = field(default_factory=default_home)
@@ -93,6 +96,11 @@ class Settings:
             raise ConfigError(f"max steps must be at least 1, got {self.max_steps}")
         if self.protocol not in ("auto", "tools", "fenced"):
             raise ConfigError(f"protocol must be auto, tools or fenced, got {self.protocol!r}")
+        if isinstance(self.levers, str) and self.levers not in ("auto", "none"):
+            names = tuple(n.strip() for n in self.levers.split(",") if n.strip())
+            object.__setattr__(self, "levers", names)
+        elif isinstance(self.levers, list):
+            object.__setattr__(self, "levers", tuple(self.levers))
         if self.sandbox not in ("auto", "bwrap", "none"):
             raise ConfigError(f"sandbox must be auto, bwrap or none, got {self.sandbox!r}")
 
@@ -110,6 +118,8 @@ class Settings:
         }
         if env.get("KERNEL_AGENT_KERNEL"):
             values["kernel_name"] = env["KERNEL_AGENT_KERNEL"]
+        if env.get("KERNEL_AGENT_LEVERS"):
+            values["levers"] = env["KERNEL_AGENT_LEVERS"]
         if env.get("KERNEL_AGENT_SANDBOX"):
             values["sandbox"] = env["KERNEL_AGENT_SANDBOX"]
         known = {f.name for f in fields(cls)}

@@ -64,8 +64,13 @@ def sync_facade(async_cls: type, *, name: str, doc: str | None = None) -> type:
             continue
         namespace[attr] = _blocking(value)
     for attr, _prop in inspect.getmembers(async_cls, lambda v: isinstance(v, property)):
-        namespace[attr] = property(lambda self, _a=attr: getattr(self.aio, _a))
+        namespace[attr] = _forwarded(attr)
     return type(name, (), namespace)
+
+
+def _forwarded(attr: str) -> property:
+    """A read-only property that reads ``attr`` of the async object."""
+    return property(lambda self: getattr(self.aio, attr))
 
 
 def _blocking(method: Any) -> Any:
@@ -92,7 +97,7 @@ async def call_in_consumer(fn: Callable[..., T], *args: Any) -> T:
         value = await remote(fn, *args)
     if inspect.isawaitable(value):
         value = await value
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 class BackgroundLoop:
@@ -160,7 +165,9 @@ class BackgroundLoop:
                     loop.call_soon_threadsafe(_cancel, future)
             raise
 
-    def _serve(self, fn: Callable[..., Any], args: tuple[Any, ...], future: asyncio.Future[Any]) -> None:
+    def _serve(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], future: asyncio.Future[Any]
+    ) -> None:
         try:
             value = fn(*args)
         except BaseException as exc:  # handed to the awaiting coroutine

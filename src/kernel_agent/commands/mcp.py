@@ -25,20 +25,38 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "mcp",
         help="serve a sandboxed kernel and its notebook to any MCP client",
-        description="Serve a persistent, sandboxed kernel to an outside agent over the Model Context "
-        "Protocol: run_cell, list_variables, read_notebook, read_cell, restart_kernel, "
+        description="Serve a persistent, sandboxed kernel to an outside agent over the Model "
+        "Context Protocol: run_cell, list_variables, read_notebook, read_cell, restart_kernel, "
         "interrupt_kernel, verify_notebook, export_notebook and file tools confined to the work "
         "dir. Every cell goes into the notebook (--notebook) with its provenance.",
     )
-    p.add_argument("--notebook", "-o", type=Path, help="where the transcript goes (default notebooks/<time>-mcp.ipynb)")
+    p.add_argument(
+        "--notebook",
+        "-o",
+        type=Path,
+        help="where the transcript goes (default notebooks/<time>-mcp.ipynb)",
+    )
     t = p.add_argument_group("transport")
     t.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
-    t.add_argument("--host", default="127.0.0.1", help="address to bind with --http (default 127.0.0.1)")
+    t.add_argument(
+        "--host", default="127.0.0.1", help="address to bind with --http (default 127.0.0.1)"
+    )
     t.add_argument("--port", type=int, default=8765, help="port for --http (default 8765)")
-    t.add_argument("--token", help=f"bearer token clients must send with --http (env {TOKEN_ENV}; default: a random one, printed)")
-    t.add_argument("--no-auth", action="store_true", help="no token with --http (loopback addresses only)")
-    t.add_argument("--heartbeat", type=float, default=5.0, metavar="S",
-                   help="seconds between progress notifications while a cell runs (default 5)")
+    t.add_argument(
+        "--token",
+        help=f"bearer token clients must send with --http (env {TOKEN_ENV}; "
+        "default: a random one, printed)",
+    )
+    t.add_argument(
+        "--no-auth", action="store_true", help="no token with --http (loopback addresses only)"
+    )
+    t.add_argument(
+        "--heartbeat",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="seconds between progress notifications while a cell runs (default 5)",
+    )
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     add_model_options(p)
     _hide_model_flags(p)
@@ -84,7 +102,9 @@ def _token(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=args.log_level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
     if args.heartbeat <= 0:
         raise ConfigError(f"heartbeat must be positive, got {args.heartbeat:g}")
     if args.http and not 0 < args.port < 65536:
@@ -100,7 +120,11 @@ def run(args: argparse.Namespace) -> int:
 
     session = Session(settings, notebook=args.notebook, front_end="mcp", metadata={"source": "mcp"})
     if args.http:
-        asyncio.run(serve_http(session, host=args.host, port=args.port, token=token, heartbeat_s=args.heartbeat))
+        asyncio.run(
+            serve_http(
+                session, host=args.host, port=args.port, token=token, heartbeat_s=args.heartbeat
+            )
+        )
     else:
         asyncio.run(serve_stdio(session, heartbeat_s=args.heartbeat))
     return 0

@@ -20,10 +20,16 @@ __all__ = ["register", "add_model_options", "settings_from_args"]
 def add_model_options(parser: argparse.ArgumentParser) -> None:
     """Flags shared by everything that talks to a model and a kernel."""
     m = parser.add_argument_group("model")
-    m.add_argument("--model", "-m", help="model name, provider:model, 'local' or 'local:PATH.gguf' (env KERNEL_AGENT_MODEL)")
+    m.add_argument(
+        "--model",
+        "-m",
+        help="model name, provider:model, 'local' or 'local:PATH.gguf' (env KERNEL_AGENT_MODEL)",
+    )
     m.add_argument("--base-url", help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")
     m.add_argument("--api-key", help="API key (env OPENAI_API_KEY)")
-    m.add_argument("--protocol", choices=("auto", "tools", "fenced"), help="how the model runs code")
+    m.add_argument(
+        "--protocol", choices=("auto", "tools", "fenced"), help="how the model runs code"
+    )
     m.add_argument("--temperature", type=float)
     m.add_argument("--top-p", type=float)
     m.add_argument("--presence-penalty", type=float)
@@ -32,17 +38,36 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--vision", action="store_true", default=None, help="send images to the model")
     k = parser.add_argument_group("kernel")
     k.add_argument("--kernel", dest="kernel_name", help="Jupyter kernelspec name (default python3)")
-    k.add_argument("--cwd", type=Path,
-                   help="the directory the kernel sees, read-only, from its own work dir (default: here)")
-    k.add_argument("--file", dest="files", action="append", type=Path, metavar="PATH",
-                   help="an input file for the kernel's work dir, read-only (repeatable)")
+    k.add_argument(
+        "--cwd",
+        type=Path,
+        help="the directory the kernel sees, read-only, from its own work dir (default: here)",
+    )
+    k.add_argument(
+        "--file",
+        dest="files",
+        action="append",
+        type=Path,
+        metavar="PATH",
+        help="an input file for the kernel's work dir, read-only (repeatable)",
+    )
     k.add_argument("--cell-timeout", type=float, help="seconds before a cell is interrupted")
-    k.add_argument("--sandbox", choices=("auto", "bwrap", "none"), help="isolate the kernel (default auto)")
-    k.add_argument("--gateway-url", help="Jupyter Kernel/Enterprise Gateway URL (env KERNEL_AGENT_GATEWAY_URL)")
+    k.add_argument(
+        "--sandbox", choices=("auto", "bwrap", "none"), help="isolate the kernel (default auto)"
+    )
+    k.add_argument(
+        "--gateway-url", help="Jupyter Kernel/Enterprise Gateway URL (env KERNEL_AGENT_GATEWAY_URL)"
+    )
     k.add_argument("--gateway-token", help="gateway token (env KERNEL_AGENT_GATEWAY_TOKEN)")
-    k.add_argument("--gateway-kernel-id", help="attach to this existing gateway kernel (kept afterwards)")
-    k.add_argument("--keep-kernel", action="store_true", default=None,
-                   help="leave the gateway kernel running after the run (prints its id)")
+    k.add_argument(
+        "--gateway-kernel-id", help="attach to this existing gateway kernel (kept afterwards)"
+    )
+    k.add_argument(
+        "--keep-kernel",
+        action="store_true",
+        default=None,
+        help="leave the gateway kernel running after the run (prints its id)",
+    )
     a = parser.add_argument_group("loop")
     a.add_argument("--max-steps", type=int, help="most cells per task (default 20)")
 
@@ -52,7 +77,8 @@ def settings_from_args(args: argparse.Namespace) -> Any:
 
     names = (
         "model base_url api_key protocol temperature top_p presence_penalty frequency_penalty "
-        "max_tokens vision kernel_name cwd cell_timeout sandbox gateway_url gateway_token gateway_kernel_id keep_kernel max_steps verify"
+        "max_tokens vision kernel_name cwd cell_timeout sandbox gateway_url gateway_token "
+        "gateway_kernel_id keep_kernel max_steps verify"
     ).split()
     if getattr(args, "api_key", None):
         print(
@@ -67,17 +93,37 @@ def settings_from_args(args: argparse.Namespace) -> Any:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("run", help="work on a task in a live kernel", description="Work on TASK in a live Jupyter kernel and write the notebook.")
+    p = sub.add_parser(
+        "run",
+        help="work on a task in a live kernel",
+        description="Work on TASK in a live Jupyter kernel and write the notebook.",
+    )
     p.add_argument("task", nargs="*", help="the task; '-' or none reads stdin")
     p.add_argument("-i", "--input", dest="input_text", help="the task as one string")
     p.add_argument("--interactive", action="store_true", help="chat: several tasks in one kernel")
-    p.add_argument("--notebook", "-o", type=Path, help="where the transcript goes (default notebooks/<time>-<task>.ipynb)")
-    p.add_argument("--approve", action="store_true", help="ask before each cell: run / skip / edit / quit")
-    p.add_argument("--format", choices=("markdown", "json", "plain"), default="markdown", help="final output format")
+    p.add_argument(
+        "--notebook",
+        "-o",
+        type=Path,
+        help="where the transcript goes (default notebooks/<time>-<task>.ipynb)",
+    )
+    p.add_argument(
+        "--approve", action="store_true", help="ask before each cell: run / skip / edit / quit"
+    )
+    p.add_argument(
+        "--format",
+        choices=("markdown", "json", "plain"),
+        default="markdown",
+        help="final output format",
+    )
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.add_argument("--quiet", "-q", action="store_true", help="no live progress")
-    p.add_argument("--verify", action="store_true", default=None,
-                   help="re-run the clean notebook in a fresh kernel at the end and record the verdict")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        default=None,
+        help="re-run the clean notebook in a fresh kernel at the end and record the verdict",
+    )
     add_model_options(p)
     p.set_defaults(func=run_command)
 
@@ -90,7 +136,7 @@ def _read_task(args: argparse.Namespace) -> str:
     if args.interactive:
         return ""
     if sys.stdin is None or sys.stdin.isatty() and args.task != ["-"]:
-        raise ConfigError("no task given: kernel-agent run \"TASK\" (or pipe it on stdin)")
+        raise ConfigError('no task given: kernel-agent run "TASK" (or pipe it on stdin)')
     return sys.stdin.read()
 
 

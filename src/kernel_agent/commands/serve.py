@@ -29,19 +29,56 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    p.add_argument("--token", help=f"bearer token clients must send (env {TOKEN_ENV}); "
-                   "without one the server binds loopback only")
-    p.add_argument("--state-dir", type=Path, help="notebooks, files and the session index (default <home>/serve)")
-    p.add_argument("--session-ttl", type=float, default=7200.0, metavar="S",
-                   help="seconds of inactivity before a session is culled (default 7200)")
-    p.add_argument("--max-sessions", type=int, default=20, metavar="N", help="live sessions at most (default 20)")
-    p.add_argument("--max-concurrent", type=int, default=4, metavar="N",
-                   help="cells or runs executing at once (default 4)")
-    p.add_argument("--max-queue", type=int, default=32, metavar="N",
-                   help="requests waiting for --max-concurrent before 429 (default 32)")
-    p.add_argument("--pool", type=int, default=0, metavar="N", help="warm pre-started kernels (default 0)")
-    p.add_argument("--max-file-mb", type=float, default=100.0, help="largest upload in MB (default 100)")
-    p.add_argument("--max-session-mb", type=float, default=1024.0, help="files per session in MB (default 1024)")
+    p.add_argument(
+        "--token",
+        help=f"bearer token clients must send (env {TOKEN_ENV}); "
+        "without one the server binds loopback only",
+    )
+    p.add_argument(
+        "--state-dir",
+        type=Path,
+        help="notebooks, files and the session index (default <home>/serve)",
+    )
+    p.add_argument(
+        "--session-ttl",
+        type=float,
+        default=7200.0,
+        metavar="S",
+        help="seconds of inactivity before a session is culled (default 7200)",
+    )
+    p.add_argument(
+        "--max-sessions",
+        type=int,
+        default=20,
+        metavar="N",
+        help="live sessions at most (default 20)",
+    )
+    p.add_argument(
+        "--max-concurrent",
+        type=int,
+        default=4,
+        metavar="N",
+        help="cells or runs executing at once (default 4)",
+    )
+    p.add_argument(
+        "--max-queue",
+        type=int,
+        default=32,
+        metavar="N",
+        help="requests waiting for --max-concurrent before 429 (default 32)",
+    )
+    p.add_argument(
+        "--pool", type=int, default=0, metavar="N", help="warm pre-started kernels (default 0)"
+    )
+    p.add_argument(
+        "--max-file-mb", type=float, default=100.0, help="largest upload in MB (default 100)"
+    )
+    p.add_argument(
+        "--max-session-mb",
+        type=float,
+        default=1024.0,
+        help="files per session in MB (default 1024)",
+    )
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     add_model_options(p)
     p.set_defaults(func=run)
@@ -81,7 +118,9 @@ def config_from_args(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=args.log_level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
     config = config_from_args(args)
     import asyncio
     import signal
@@ -98,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
     shown = f"[{args.host}]" if ":" in args.host else args.host
     if config.token is None:
         _say("no token: bound to loopback only, and anyone on this machine can run code here")
-    _say(f"serving on http://{shown}:{args.port}/ ({'bearer token required' if config.token else 'NO AUTH'}); "
+    auth = "bearer token required" if config.token else "NO AUTH"
+    _say(f"serving on http://{shown}:{args.port}/ ({auth}); "
          f"state in {config.state_dir}; warm pool {config.pool}")  # fmt: skip
     # uvicorn turns SIGTERM into a graceful exit (every session finalised), then re-raises
     # it to the handler it found: this one, which lets the command end normally (status 0)

@@ -49,7 +49,9 @@ def register(subparsers: Any) -> None:
         "--record", action="store_true", help="store the verdict in NOTEBOOK's metadata"
     )
     parser.add_argument(
-        "--sandbox", choices=("auto", "bwrap", "none"), help="isolate the kernel, as runs do (default auto)"
+        "--sandbox",
+        choices=("auto", "bwrap", "none"),
+        help="isolate the kernel, as runs do (default auto)",
     )
     parser.set_defaults(func=run)
 

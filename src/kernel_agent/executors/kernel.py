@@ -90,7 +90,9 @@ class AsyncKernelSession:
         try:
             spec = km.kernel_spec
         except NoSuchKernel:
-            raise KernelNotFound(f"no Jupyter kernel named {self.kernel_name!r} is installed") from None
+            raise KernelNotFound(
+                f"no Jupyter kernel named {self.kernel_name!r} is installed"
+            ) from None
         if spec is None:
             raise KernelNotFound(f"no Jupyter kernel named {self.kernel_name!r} is installed")
         launch_kw: dict[str, Any] = {"cwd": str(self.cwd), "env": dict(self.env)}
@@ -103,7 +105,9 @@ class AsyncKernelSession:
             self._km = None
             said = self._kernel_said(km)
             self._cleanup_launcher(km)
-            raise KernelStartError(f"kernel {self.kernel_name!r} failed to start: {exc}{said}") from exc
+            raise KernelStartError(
+                f"kernel {self.kernel_name!r} failed to start: {exc}{said}"
+            ) from exc
         self.kernelspec = {
             "name": self.kernel_name,
             "display_name": spec.display_name,
@@ -241,6 +245,7 @@ class AsyncKernelSession:
             await self.start()
         collector = OutputCollector(self.max_output_chars, self.display_map, on_output)
         started = _now()
+        assert self._kc is not None
         msg_id = self._kc.execute(
             code, allow_stdin=False, stop_on_error=False, user_expressions=user_expressions or {}
         )
@@ -319,13 +324,25 @@ class AsyncKernelSession:
         return f"exit code {code}"
 
 
+def _events(sock: zmq.Socket) -> int:
+    value = sock.getsockopt(zmq.EVENTS)
+    assert isinstance(value, int)
+    return value
+
+
+def _fd(sock: zmq.Socket) -> int:
+    value = sock.getsockopt(zmq.FD)
+    assert isinstance(value, int)
+    return value
+
+
 async def _readable(sockets: tuple[zmq.Socket, ...], timeout: float) -> None:
     """Return when one of ``sockets`` may have a message, or after ``timeout`` seconds.
 
     A zmq file descriptor is edge-triggered ("something changed"): ``ZMQ_EVENTS`` is
     checked before waiting, and read on wake-up, which also quiets the descriptor.
     """
-    if any(sock.getsockopt(zmq.EVENTS) & zmq.POLLIN for sock in sockets):
+    if any(_events(sock) & zmq.POLLIN for sock in sockets):
         return
     loop = asyncio.get_running_loop()
     woken = loop.create_future()
@@ -336,7 +353,7 @@ async def _readable(sockets: tuple[zmq.Socket, ...], timeout: float) -> None:
         if not woken.done():
             woken.set_result(None)
 
-    fds = [sock.getsockopt(zmq.FD) for sock in sockets]
+    fds = [_fd(sock) for sock in sockets]
     for fd in fds:
         loop.add_reader(fd, wake)
     timer = loop.call_later(timeout, wake)

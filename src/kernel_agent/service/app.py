@@ -33,11 +33,15 @@ _OPEN_PATHS = ("/healthz", "/login")
 
 class SessionCreate(BaseModel):
     kernel: str | None = Field(None, description="Jupyter kernelspec name (default: the server's)")
-    ttl: float | None = Field(None, gt=0, description="seconds of inactivity before the session is culled")
+    ttl: float | None = Field(
+        None, gt=0, description="seconds of inactivity before the session is culled"
+    )
     model: str | None = Field(None, description="model for agent runs in this session")
     temperature: float | None = None
     max_steps: int | None = Field(None, ge=1)
-    cell_timeout: float | None = Field(None, gt=0, description="default seconds before a cell is interrupted")
+    cell_timeout: float | None = Field(
+        None, gt=0, description="default seconds before a cell is interrupted"
+    )
 
 
 class ExecuteRequest(BaseModel):
@@ -88,7 +92,11 @@ def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> 
         if path in _OPEN_PATHS or _authorized(request, config.token):
             return await call_next(request)
         given = request.query_params.get("token")
-        if given is not None and config.token and hmac.compare_digest(given.encode(), config.token.encode()):
+        if (
+            given is not None
+            and config.token
+            and hmac.compare_digest(given.encode(), config.token.encode())
+        ):
             from .web import login_redirect
 
             return login_redirect(request, given)
@@ -97,9 +105,10 @@ def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> 
 
             return login_page(status=401)
         return JSONResponse(
-            {"error": "a valid bearer token is required"}, status_code=401,
+            {"error": "a valid bearer token is required"},
+            status_code=401,
             headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
-        )  # fmt: skip
+        )
 
     @app.exception_handler(ServiceError)
     async def service_error(request: Request, exc: ServiceError) -> JSONResponse:
@@ -150,7 +159,9 @@ def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> 
     async def put_file(sid: str, path: str, request: Request) -> dict[str, Any]:
         """Upload the raw request body to ``path`` in the session's work dir."""
         declared = request.headers.get("content-length")
-        size = await manager.upload(sid, path, request.stream(), int(declared) if declared else None)
+        size = await manager.upload(
+            sid, path, request.stream(), int(declared) if declared else None
+        )
         return {"path": path, "size": size}
 
     @app.get("/v1/sessions/{sid}/files/{path:path}")
@@ -184,8 +195,9 @@ def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> 
         """Start an agent run. SSE of its typed events then ``event: result``; with
         ``Accept: application/json``, the run's id at once instead."""
         run = await manager.start_run(sid, body.task)
-        if "text/event-stream" not in request.headers.get("accept", "text/event-stream") and \
-                "application/json" in request.headers.get("accept", ""):
+        if "text/event-stream" not in request.headers.get(
+            "accept", "text/event-stream"
+        ) and "application/json" in request.headers.get("accept", ""):
             return JSONResponse(run.info(), status_code=202)
         return _stream(run, 0)
 
@@ -206,8 +218,11 @@ def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> 
 
         path, media = await notebook_file(manager, sid, format, clean)
         name = path.name
-        return Response(path.read_bytes(), media_type=media,
-                        headers={"Content-Disposition": f'attachment; filename="{name}"'})  # fmt: skip
+        return Response(
+            path.read_bytes(),
+            media_type=media,
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )
 
     from .web import add_pages
 
@@ -223,6 +238,7 @@ def _stream(run: Any, start: int) -> StreamingResponse:
         yield sse("result", json.dumps(run.info()))
 
     return StreamingResponse(
-        frames(), media_type="text/event-stream",
+        frames(),
+        media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "X-Run-Id": run.id},
-    )  # fmt: skip
+    )

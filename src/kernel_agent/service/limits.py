@@ -1,10 +1,10 @@
 """Admission control: a cap on work running at once, a bounded queue, then "too busy".
 
-    ServiceError            base: an HTTP status and a one-line message
-    ├── NotFound            404: no such session, run or file
-    ├── Ended               409: the session has ended (its notebook and files stay readable)
-    ├── TooLarge            413: a file or the session's disk use over its limit
-    └── TooBusy             429: over --max-sessions, or --max-concurrent with a full queue
+ServiceError            base: an HTTP status and a one-line message
+├── NotFound            404: no such session, run or file
+├── Ended               409: the session has ended (its notebook and files stay readable)
+├── TooLarge            413: a file or the session's disk use over its limit
+└── TooBusy             429: over --max-sessions, or --max-concurrent with a full queue
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ class Limiter:
     async def slot(self) -> AsyncIterator[None]:
         if self.running >= self.limit and self.waiting >= self.queue:
             raise TooBusy(
-                f"{self.running} cells or runs are executing and {self.waiting} are queued; try again later"
+                f"{self.running} cells or runs are executing and {self.waiting} are queued; "
+                "try again later"
             )
         self.waiting += 1
         try:

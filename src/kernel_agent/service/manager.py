@@ -90,7 +90,8 @@ class Hosted:
     def info(self) -> dict[str, Any]:
         now = time.time()
         live = self.session is not None
-        cells = len(self.session.transcript.cells) if live and self.session.transcript else self.cells
+        transcript = self.session.transcript if self.session is not None else None
+        cells = len(transcript.cells) if transcript is not None else self.cells
         return {
             "id": self.id,
             "status": self.status,
@@ -164,7 +165,9 @@ class SessionManager:
         if self._closed:
             raise TooBusy("the server is stopping", retry_after=5)
         if self.live_count() >= self.config.max_sessions:
-            raise TooBusy(f"{self.config.max_sessions} sessions are live (--max-sessions); delete one", 5)
+            raise TooBusy(
+                f"{self.config.max_sessions} sessions are live (--max-sessions); delete one", 5
+            )
         ttl = self.config.session_ttl if ttl is None else float(ttl)
         if ttl <= 0:
             raise ValueError("ttl must be positive")
@@ -175,9 +178,15 @@ class SessionManager:
         pooled = self.pool.take() if self.pool.matches(settings) else None
         executor, sandbox, _ = pooled if pooled else (None, None, None)
         session = Session(
-            settings, notebook=folder / "notebook.ipynb", front_end="serve", executor=executor,
-            own_executor=True, sandbox=sandbox, session_id=sid, metadata={"source": "serve"},
-        )  # fmt: skip
+            settings,
+            notebook=folder / "notebook.ipynb",
+            front_end="serve",
+            executor=executor,
+            own_executor=True,
+            sandbox=sandbox,
+            session_id=sid,
+            metadata={"source": "serve"},
+        )
         self._starting += 1
         try:
             await session.start()
@@ -188,9 +197,15 @@ class SessionManager:
         finally:
             self._starting -= 1
         hosted = Hosted(
-            sid, settings.kernel_name, ttl, session.notebook_path, session=session, settings=settings,
-            work_dir=str(session.work_dir), sandbox=str(session.sandbox.get("note", "")),
-        )  # fmt: skip
+            sid,
+            settings.kernel_name,
+            ttl,
+            session.notebook_path,
+            session=session,
+            settings=settings,
+            work_dir=str(session.work_dir),
+            sandbox=str(session.sandbox.get("note", "")),
+        )
         self.sessions[sid] = hosted
         self._save_index()
         return hosted
@@ -204,7 +219,10 @@ class SessionManager:
     def live(self, sid: str) -> Session:
         hosted = self.get(sid)
         if hosted.session is None:
-            raise Ended(f"session {sid} has {hosted.status} ({hosted.reason}); its notebook and files stay readable")
+            raise Ended(
+                f"session {sid} has {hosted.status} ({hosted.reason}); "
+                "its notebook and files stay readable"
+            )
         hosted.last_active = time.time()
         return hosted.session
 
@@ -219,7 +237,8 @@ class SessionManager:
         self._save_index()
 
     async def finalise(self, hosted: Hosted, status: str, reason: str) -> None:
-        """End ``hosted`` keeping everything: files copied beside the notebook, clean notebook, kernel stopped."""
+        """End ``hosted``, keeping everything: files copied beside the notebook, the clean
+        notebook written, the kernel stopped."""
         from ..delivery import deliver_work_files
 
         await self._cancel_runs(hosted)
@@ -277,7 +296,9 @@ class SessionManager:
 
     async def execute(self, sid: str, code: str, timeout: float | None) -> CellRun:
         async with self._busy(sid) as (_, session):
-            return await session.run_cell(code, timeout, provenance={"source": "serve", "tool": "execute"})
+            return await session.run_cell(
+                code, timeout, provenance={"source": "serve", "tool": "execute"}
+            )
 
     async def start_run(self, sid: str, task: str) -> HostedRun:
         """Start an agent run on ``task`` in its own asyncio task; returns at once."""
@@ -285,7 +306,10 @@ class SessionManager:
         hosted = self.get(sid)
         if not task.strip():
             raise ValueError("the task is empty")
-        if self.limiter.running >= self.limiter.limit and self.limiter.waiting >= self.limiter.queue:
+        if (
+            self.limiter.running >= self.limiter.limit
+            and self.limiter.waiting >= self.limiter.queue
+        ):
             raise TooBusy("too many cells or runs are executing; try again later")
         run = HostedRun(task)
         hosted.runs[run.id] = run
@@ -319,7 +343,9 @@ class SessionManager:
         return run
 
     # ---------------------------------------------------------------------- files
-    async def upload(self, sid: str, path: str, chunks: AsyncIterable[bytes], declared: int | None) -> int:
+    async def upload(
+        self, sid: str, path: str, chunks: AsyncIterable[bytes], declared: int | None
+    ) -> int:
         session = self.live(sid)
         limit = self.config.max_file_bytes
         room = self.config.max_session_bytes - session.disk_usage()
@@ -402,15 +428,26 @@ class SessionManager:
         for entry in data.get("sessions", []):
             try:
                 hosted = Hosted(
-                    entry["id"], entry.get("kernel", ""), float(entry.get("ttl_s", 0)), Path(entry["notebook"]),
-                    created=entry.get("created", 0.0), last_active=entry.get("last_active", 0.0),
-                    status=entry.get("status", "ended"), ended=entry.get("ended"), reason=entry.get("reason"),
-                    cells=int(entry.get("cells", 0)), sandbox=entry.get("sandbox", ""),
-                )  # fmt: skip
+                    entry["id"],
+                    entry.get("kernel", ""),
+                    float(entry.get("ttl_s", 0)),
+                    Path(entry["notebook"]),
+                    created=entry.get("created", 0.0),
+                    last_active=entry.get("last_active", 0.0),
+                    status=entry.get("status", "ended"),
+                    ended=entry.get("ended"),
+                    reason=entry.get("reason"),
+                    cells=int(entry.get("cells", 0)),
+                    sandbox=entry.get("sandbox", ""),
+                )
             except (KeyError, TypeError, ValueError):
                 continue
             if hosted.status == "live":  # the server died without finalising it
-                hosted.status, hosted.reason, hosted.ended = "ended", "the server stopped abruptly", time.time()
+                hosted.status, hosted.reason, hosted.ended = (
+                    "ended",
+                    "the server stopped abruptly",
+                    time.time(),
+                )
                 work = entry.get("work_dir")
                 if work and Path(work).is_dir():
                     with contextlib.suppress(Exception):

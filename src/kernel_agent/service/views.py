@@ -14,7 +14,9 @@ __all__ = ["notebook_file", "live_html"]
 _MEDIA = {"ipynb": "application/x-ipynb+json", "html": "text/html; charset=utf-8"}
 
 
-async def notebook_file(manager: SessionManager, sid: str, fmt: str, clean: bool) -> tuple[Path, str]:
+async def notebook_file(
+    manager: SessionManager, sid: str, fmt: str, clean: bool
+) -> tuple[Path, str]:
     """(path, media type) of the session's notebook in ``fmt`` (ipynb or html)."""
     if fmt not in _MEDIA:
         raise ConfigError(f"format must be ipynb or html, not {fmt!r}")

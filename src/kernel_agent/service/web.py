@@ -118,7 +118,9 @@ async function follow(r) {
       const kind = (frame.match(/^event: (.*)$/m) || [])[1];
       const data = (frame.match(/^data: (.*)$/m) || [])[1];
       if (kind === 'event') show(describe(JSON.parse(data)));
-      if (kind === 'result') { const res = JSON.parse(data); show(`\\n[${res.status}]\\n`); refresh(); }
+      if (kind === 'result') {
+        const res = JSON.parse(data); show(`\\n[${res.status}]\\n`); refresh();
+      }
     }
   }
 }
@@ -133,7 +135,10 @@ document.getElementById('run').addEventListener('submit', async (ev) => {
 });
 (async () => {  // show the latest run, live if it is still going
   const s = await (await fetch(`/v1/sessions/${sid}`)).json();
-  if (s.runs && s.runs.length) await follow(await fetch(`/v1/sessions/${sid}/runs/${s.runs[s.runs.length - 1]}/events`));
+  if (s.runs && s.runs.length) {
+    const last = s.runs[s.runs.length - 1];
+    await follow(await fetch(`/v1/sessions/${sid}/runs/${last}/events`));
+  }
 })();
 """
 
@@ -156,8 +161,9 @@ def add_pages(app: FastAPI, manager: SessionManager) -> None:
         for h in sorted(manager.sessions.values(), key=lambda h: -h.created):
             info = h.info()
             rows.append(
-                f"<tr><td><a href='/sessions/{h.id}'>{h.id}</a></td><td>{html.escape(h.kernel)}</td>"
-                f"<td>{_ago(now - h.created)}</td><td>{_ago(info['ttl_left_s']) if h.session else '-'}</td>"
+                f"<tr><td><a href='/sessions/{h.id}'>{h.id}</a></td>"
+                f"<td>{html.escape(h.kernel)}</td><td>{_ago(now - h.created)}</td>"
+                f"<td>{_ago(info['ttl_left_s']) if h.session else '-'}</td>"
                 f"<td>{info['cells']}</td><td class='{h.status}'>{h.status}"
                 f"{' (busy)' if info['busy'] else ''}</td></tr>"
             )
@@ -166,7 +172,9 @@ def add_pages(app: FastAPI, manager: SessionManager) -> None:
             f"<th>status</th></tr>{''.join(rows)}</table>"
             if rows else "<p>No sessions yet. Create one with <code>POST /v1/sessions</code>.</p>"
         )  # fmt: skip
-        pool = f"warm pool: {manager.pool.ready}/{manager.pool.size} · " if manager.pool.size else ""
+        pool = (
+            f"warm pool: {manager.pool.ready}/{manager.pool.size} · " if manager.pool.size else ""
+        )
         return _page("sessions", f"<p>{pool}{manager.live_count()} live</p>{table}")
 
     @app.get("/sessions/{sid}", include_in_schema=False)
@@ -176,7 +184,8 @@ def add_pages(app: FastAPI, manager: SessionManager) -> None:
         body = (
             f"<p id='status'>{html.escape(hosted.status)}</p><div id='cols'>"
             "<iframe id='nb' title='notebook'></iframe><div id='side'>"
-            "<form id='run'><textarea id='task' rows='3' placeholder='a task for the agent'></textarea>"
+            "<form id='run'>"
+            "<textarea id='task' rows='3' placeholder='a task for the agent'></textarea>"
             "<button>Run</button></form><pre id='events'></pre>"
             f"<p><a href='/v1/sessions/{sid_html}/notebook'>notebook</a> · "
             f"<a href='/v1/sessions/{sid_html}/notebook?clean=true'>clean</a> · "
@@ -184,7 +193,7 @@ def add_pages(app: FastAPI, manager: SessionManager) -> None:
             f"</div></div><script>{_SESSION_JS}</script>"
         )
         page = _page(f"session {hosted.id}", body)
-        page.body = page.body.replace(b"<body>", f"<body data-sid='{sid_html}'>".encode(), 1)
+        page.body = bytes(page.body).replace(b"<body>", f"<body data-sid='{sid_html}'>".encode(), 1)
         page.headers["content-length"] = str(len(page.body))
         return page
 

@@ -1,0 +1,183 @@
+"""The small-model levers: checks the loop consults at named points, each switchable by name.
+
+A lever sees the run's :class:`~.state.TaskState` and may return an :class:`~.state.Ask`
+(send a message to the model and take another turn) at four points:
+
+- ``after_reply(state, turn)``: a reply was parsed (may trim ``turn.codes``);
+- ``before_cell(state, code)``: a cell is about to run (an Ask skips it);
+- ``after_cell(state, cell, hint)``: a cell ran (record what it taught);
+- ``on_answer(state, answer)``: the model answered without code (an Ask refuses the answer).
+
+``Settings.levers`` picks them: ``"auto"`` (all), ``"none"``, or a tuple of names, so
+``bench/eval_local_model.py`` can measure each one. None of them touches a kernel or a server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import ConfigError
+from ..grounding import ungrounded_numbers
+from ..llm_view import render_cell
+from ..prompts import prompt
+from ..results import CellResult
+from ..settings import Settings
+from .state import Ask, TaskState, Turn
+
+__all__ = [
+    "LEVERS",
+    "FencedRules",
+    "GroundingCheck",
+    "Lever",
+    "NudgeNoCode",
+    "PushAfterError",
+    "RepeatGuard",
+    "levers_for",
+    "normalize_code",
+]
+
+
+def normalize_code(code: str) -> str:
+    """The code without blank lines and trailing blanks: two cells that differ only so are one."""
+    return "\n".join(line.rstrip() for line in code.strip().splitlines() if line.strip())
+
+
+class Lever:
+    """A check the loop consults; every hook does nothing unless a lever overrides it."""
+
+    name: str = ""
+
+    def after_reply(self, state: TaskState, turn: Turn) -> None:
+        return None
+
+    def before_cell(self, state: TaskState, code: str) -> Ask | None:
+        return None
+
+    def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> None:
+        return None
+
+    def on_answer(self, state: TaskState, answer: str) -> Ask | None:
+        return None
+
+    def _once(self, state: TaskState) -> bool:
+        """True the first time in a task (then the lever has used its ask)."""
+        if self.name in state.fired:
+            return False
+        state.fired.add(self.name)
+        return True
+
+
+class NudgeNoCode(Lever):
+    """An answer before any cell ran (often from memory) gets one request to compute it."""
+
+    name = "nudge_no_code"
+
+    def on_answer(self, state: TaskState, answer: str) -> Ask | None:
+        if state.ran_code or not self._once(state):
+            return None
+        return Ask(prompt("nudge_no_code"))
+
+
+class PushAfterError(Lever):
+    """Giving up right after a failing cell gets one push to fix it, with the last hint."""
+
+    name = "push_after_error"
+
+    def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> None:
+        if not cell.ok and cell.error is not None and hint:
+            state.last_hint = hint
+
+    def on_answer(self, state: TaskState, answer: str) -> Ask | None:
+        if not state.cells or state.cells[-1].ok or not self._once(state):
+            return None
+        push = prompt("nudge_after_error")
+        return Ask(push + "\n" + state.last_hint if state.last_hint else push)
+
+
+class GroundingCheck(Lever):
+    """An answer stating numbers that no output shows gets one request to check them."""
+
+    name = "grounding_check"
+
+    def __init__(self, output_chars: int = 4000) -> None:
+        self.output_chars = output_chars
+
+    def on_answer(self, state: TaskState, answer: str) -> Ask | None:
+        if self.name in state.fired:
+            return None
+        outputs = [render_cell(c, budget=self.output_chars).text for c in state.cells if c.ok]
+        if not outputs:
+            return None
+        given = "\n".join([state.task, *(c.code for c in state.cells)])
+        missing = ungrounded_numbers(answer, outputs, given=given)
+        if not missing:
+            return None
+        state.fired.add(self.name)
+        printed = "\n".join(outputs[-3:])[-1500:]
+        return Ask(
+            prompt("answer_check", numbers=", ".join(missing), printed=printed),
+            notice="the answer states numbers no cell printed; asking the model to check",
+        )
+
+
+class RepeatGuard(Lever):
+    """A cell that already failed is not run again: the model is told, and resampled hotter."""
+
+    name = "repeat_guard"
+
+    def __init__(self, temperature: float | None = None) -> None:
+        self.temperature = max(temperature or 0.0, 0.7)
+
+    def before_cell(self, state: TaskState, code: str) -> Ask | None:
+        error = state.failed.get(normalize_code(code))
+        if error is None:
+            return None
+        return Ask(
+            prompt("repeated_failure", error=error),
+            notice="the model repeated a failing cell; not run again, asked for a fix",
+            sampling={"temperature": self.temperature, "seed": state.step},
+            cell_meta={"repeat": True},
+        )
+
+    def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> None:
+        if not cell.ok and cell.error is not None:
+            state.failed[normalize_code(cell.code)] = f"{cell.error}\n{hint}".strip()
+
+
+class FencedRules(Lever):
+    """Fenced code runs one block per reply: the model sees each block's output before the next.
+
+    (So a failing block also ends the reply's batch: the model fixes it first.)
+    """
+
+    name = "fenced_rules"
+
+    def after_reply(self, state: TaskState, turn: Turn) -> None:
+        if turn.fenced:
+            del turn.codes[1:]
+
+
+LEVERS = ("nudge_no_code", "push_after_error", "grounding_check", "repeat_guard", "fenced_rules")
+"""Every lever's name, in the order the loop consults them."""
+
+
+def levers_for(settings: Settings) -> list[Lever]:
+    """The levers ``settings.levers`` asks for (``"auto"``: all, ``"none"``: none)."""
+    chosen: Sequence[str]
+    if settings.levers == "auto":
+        chosen = LEVERS
+    elif settings.levers == "none":
+        chosen = ()
+    else:
+        chosen = settings.levers
+    unknown = sorted(set(chosen) - set(LEVERS))
+    if unknown:
+        raise ConfigError(f"unknown lever {unknown[0]!r}; the levers are: {', '.join(LEVERS)}")
+    made: dict[str, Lever] = {
+        "nudge_no_code": NudgeNoCode(),
+        "push_after_error": PushAfterError(),
+        "grounding_check": GroundingCheck(settings.llm_output_chars),
+        "repeat_guard": RepeatGuard(settings.temperature),
+        "fenced_rules": FencedRules(),
+    }
+    return [made[name] for name in LEVERS if name in chosen]

@@ -1,0 +1,668 @@
+"""The agent loop: the model writes a cell, the kernel runs it, the model reads the outputs.
+
+:class:`AsyncAgent.run` is an async generator of typed events (see :mod:`kernel_agent.events`);
+nothing here prints. :class:`Agent` is its blocking face: the same loop on a
+background event loop, with ``run()`` a plain iterator and ``run_to_end()``.
+Every executed cell goes into the transcript as it finishes.
+
+The loop is mechanism only: generate, parse (the :mod:`.protocols`), approve,
+execute, record. The small-model policies are :mod:`.levers` it consults at named
+points; their memory is the run's :class:`~.state.TaskState`; the messages live in
+one :class:`~.history.History`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .. import hints
+from ..endpoint import Endpoint, open_endpoint
+from ..errors import ConfigError, NotebookError
+from ..events import (
+    Answer,
+    CellFinished,
+    CellOutput,
+    CellSkipped,
+    CellStarted,
+    Event,
+    ModelDelta,
+    ModelReply,
+    ModelRetracted,
+    Notice,
+    RunFinished,
+    RunResult,
+    RunStarted,
+    Usage,
+)
+from ..executors.base import AsyncExecutor
+from ..llm import LLMClient, choose_protocol, should_fall_back_to_fenced
+from ..llm_stream import Completion, TextDelta
+from ..llm_view import render_cell
+from ..namespace import NAMESPACE_EXPRESSION, VariableInfo, describe, parse_summary
+from ..prompts import prompt
+from ..rebuild import Rebuild, rebuild_state
+from ..results import CellResult
+from ..settings import Settings
+from ..syncify import BackgroundLoop, call_in_consumer
+from ..transcript import Transcript
+from .history import History
+from .levers import Lever, levers_for
+from .protocols import FencedProtocol, Protocol, make_protocol
+from .state import Ask, TaskState, Turn
+
+__all__ = ["AsyncAgent", "Agent", "default_notebook_path"]
+
+#: ``approve(code, step)`` returns ("run", code) (the code possibly edited), ("skip", None)
+#: or ("quit", None).
+ApproveFn = Callable[[str, int], Any]
+
+
+def default_notebook_path(settings: Settings, task: str) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    slug = re.sub(r"[^a-z0-9]+", "-", task.lower()).strip("-")[:40] or "run"
+    return settings.notebook_dir / f"{stamp}-{slug}.ipynb"
+
+
+class AsyncAgent:
+    """An LLM working in one kernel. Reusable across tasks (interactive chat).
+
+    ``executor`` defaults to a local (sandboxed) kernel built from ``settings``;
+    ``approve`` is asked before each cell runs; ``namespace`` is a summary of the
+    variables the executor's kernel already holds (see :mod:`kernel_agent.namespace`).
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        executor: AsyncExecutor | None = None,
+        notebook: str | Path | None = None,
+        approve: ApproveFn | None = None,
+        namespace: dict[str, VariableInfo] | None = None,
+    ) -> None:
+        self.settings = settings or Settings.from_env()
+        self.executor = executor
+        self._own_executor = executor is None
+        self.notebook_path = Path(notebook) if notebook else None
+        self.approve = approve
+        self.transcript: Transcript | None = None
+        self.history = History()
+        self.cells: list[CellResult] = []
+        self.usage = Usage()
+        self.levers: list[Lever] = levers_for(self.settings)
+        #: what isolates the kernel (notebook metadata); ``note`` is the short form
+        self.sandbox: dict[str, Any] = {
+            "mode": "unknown",
+            "note": "executor supplied by the caller",
+        }
+        self._sandbox_warning: str | None = None
+        #: what the kernel holds already (``namespace``: variables the user made before
+        #: the run), so the note after the first cell lists only what the model changed
+        self._namespace: dict[str, VariableInfo] = dict(namespace or {})
+        self._endpoint_cm: Any = None
+        self.endpoint: Endpoint | None = None
+        self._llm: LLMClient | None = None
+        self.protocol: Protocol = FencedProtocol()
+        self._step = 0
+        #: (code, seconds) of the successful cells whose effects live in the kernel now
+        self._state_cells: list[tuple[str, float]] = []
+
+    @property
+    def messages(self) -> Sequence[dict[str, Any]]:
+        """The conversation so far (read only: :attr:`history` edits it)."""
+        return self.history.messages
+
+    # ---------------------------------------------------------------- lifecycle
+    async def start(self, task: str = "") -> None:
+        """Start the model endpoint, the kernel and the transcript (idempotent).
+
+        The model server and the kernel start concurrently; if either fails, both stop.
+        """
+        if self.executor is None:
+            from ..executors.factory import make_executor
+
+            self.executor, self.sandbox, self._sandbox_warning = make_executor(self.settings)
+        starting = []
+        if self.endpoint is None:
+            starting.append(self._open_endpoint())
+        if not getattr(self.executor, "language_info", None):
+            starting.append(self.executor.start())
+        failures = [
+            r
+            for r in await asyncio.gather(*starting, return_exceptions=True)
+            if isinstance(r, BaseException)
+        ]
+        if failures:
+            await self.close()
+            raise failures[0]
+        self.protocol.language = self._language()
+        assert self.endpoint is not None
+        if self.transcript is None:
+            path = self.notebook_path or default_notebook_path(self.settings, task)
+            self.transcript = Transcript(
+                path,
+                kernelspec=self.executor.kernelspec,
+                language_info=self.executor.language_info,
+                metadata={
+                    "model": self.endpoint.label,
+                    "protocol": self.protocol.name,
+                    "sandbox": self.sandbox,
+                    "started": _now_iso(),
+                },
+            )
+            self.history.set_system(self._system_prompt())
+
+    async def _open_endpoint(self) -> None:
+        manager = open_endpoint(self.settings)
+        self.endpoint = await manager.__aenter__()
+        self._endpoint_cm = manager
+        ep = self.endpoint
+        llm_settings = self.settings.with_(base_url=ep.base_url, api_key=ep.api_key, model=ep.model)
+        self._llm = LLMClient(llm_settings)
+        name = choose_protocol(self.settings, ep.model if not ep.local else "local")
+        self.protocol = make_protocol(name, self._language())
+
+    async def close(self) -> None:
+        """Stop the kernel (if this agent started it), the HTTP client and the local model."""
+        llm, self._llm = self._llm, None
+        if llm is not None:
+            with contextlib.suppress(Exception):
+                await llm.aclose()
+        executor, self.executor = self.executor, None
+        if executor is not None and self._own_executor:
+            with contextlib.suppress(Exception):
+                await executor.shutdown()
+        cm, self._endpoint_cm, self.endpoint = self._endpoint_cm, None, None
+        if cm is not None:
+            await cm.__aexit__(None, None, None)
+
+    async def __aenter__(self) -> AsyncAgent:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _system_prompt(self) -> str:
+        assert self.executor is not None
+        info = self.executor.language_info
+        language = info.get("name", "python")
+        how = prompt(f"run_{self.protocol.name}", language=language, fence_lang=language)
+        vision = " and the image itself" if self.settings.vision else ""
+        return prompt(
+            "system",
+            language=language,
+            kernel_display=self.executor.kernelspec.get("display_name", language),
+            cwd=str(
+                getattr(self.executor, "kernel_cwd", None)
+                or getattr(self.executor, "cwd", "")
+                or self.settings.cwd
+                or Path.cwd()
+            ),
+            how_to_run=how,
+            vision_note=vision,
+        )
+
+    # --------------------------------------------------------------------- run
+    async def run(self, task: str) -> AsyncIterator[Event]:
+        """Work on ``task`` until the model answers; yields events as they happen."""
+        task = task.strip()
+        if not task:
+            raise ConfigError("the task is empty")
+        await self.start(task)
+        assert self.transcript is not None and self.executor is not None
+        assert self.endpoint is not None
+        started = time.monotonic()
+        first_cell = len(self.cells)
+        result = RunResult(
+            answer="",
+            status="error",
+            notebook=self.transcript.path,
+            isolation=str(self.sandbox.get("mode", "unknown")),
+        )
+        self.transcript.add_markdown(f"**Task:** {task}", {"role": "task"})
+        self.transcript.update_run_metadata(task=task)
+        yield RunStarted(
+            task,
+            self.endpoint.label,
+            self.protocol.name,
+            self.transcript.path,
+            self.sandbox.get("note", ""),
+        )
+        if self._sandbox_warning:
+            yield Notice(self._sandbox_warning, "warning")
+            self._sandbox_warning = None  # once per agent, not per task
+        self.history.user(task)
+        try:
+            async for event in self._loop(TaskState(task, step=self._step), result):
+                yield event
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            result.status, result.answer = "interrupted", result.answer or "(interrupted)"
+            raise
+        finally:
+            result.cells = self.cells[first_cell:]
+            result.usage = self.usage
+            result.duration_s = time.monotonic() - started
+            result.kernel_time_s = sum(c.duration for c in result.cells)
+            self.transcript.update_run_metadata(
+                status=result.status,
+                usage=self.usage.as_dict(),
+                ended=_now_iso(),
+                duration_s=round(result.duration_s, 3),
+                model_time_s=round(result.model_time_s, 3),
+                kernel_time_s=round(result.kernel_time_s, 3),
+            )
+        notice = self._deliver(result)
+        if notice is not None:
+            yield notice
+        if self.settings.clean_notebook:
+            try:
+                async for event in self._write_clean(result):
+                    yield event
+            except NotebookError as exc:  # the answer is not lost for want of a clean copy
+                yield Notice(f"no clean notebook: {exc}", "warning")
+        yield Answer(result.answer)
+        yield RunFinished(result)
+
+    def _deliver(self, result: RunResult) -> Notice | None:
+        """Copy the files the kernel wrote in its private work dir beside the notebook."""
+        from ..delivery import deliver_work_files
+
+        work = getattr(self.executor, "kernel_cwd", None)
+        if (
+            work is None
+            or self.transcript is None
+            or Path(work) == getattr(self.executor, "cwd", None)
+        ):
+            return None
+        delivered, skipped = deliver_work_files(Path(work), self.transcript.path)
+        result.files = delivered
+        if delivered:
+            self.transcript.update_run_metadata(files=[p.name for p in delivered])
+        if not delivered and not skipped:
+            return None
+        where = self.transcript.path.with_name(f"{self.transcript.path.stem}_files") / "work"
+        text = f"{len(delivered)} file(s) the kernel wrote are in {where}"
+        if skipped:
+            text += f"; left out: {'; '.join(skipped[:3])}"
+        return Notice(text, "warning" if skipped else "info")
+
+    async def _write_clean(self, result: RunResult) -> AsyncIterator[Event]:
+        """Write the clean notebook beside the transcript; verify it if asked."""
+        from ..clean import clean_path_for, write_pair
+
+        assert self.transcript is not None
+        full, clean = write_pair(
+            self.transcript, self.transcript.path, clean_path_for(self.transcript.path)
+        )
+        result.clean_notebook = clean
+        if not self.settings.verify:
+            return
+        from ..verify import async_verify_notebook, record_verdict
+
+        yield Notice(f"verifying {clean} in a fresh kernel")
+        report = await async_verify_notebook(
+            clean,
+            timeout=self.settings.cell_timeout,
+            # the kernel's own work dir: the verifying kernel sees what it saw
+            cwd=getattr(self.executor, "kernel_cwd", None)
+            or getattr(self.executor, "cwd", None)
+            or self.settings.cwd,
+            env_passthrough=self.settings.env_passthrough,
+            launcher=self._verify_launcher(),
+        )
+        record_verdict(clean, report)
+        result.verify = report.to_metadata()
+        self.transcript.update_run_metadata(verify=result.verify)
+        level = "info" if report.reproduced else "warning"
+        yield Notice(f"verify: {report.summary()}", level)
+
+    def _verify_launcher(self) -> Any:
+        """The sandbox launcher for verification, the same kind the agent's kernel used."""
+        make = getattr(self.executor, "make_launcher", None)
+        return make() if callable(make) else None
+
+    async def _loop(self, st: TaskState, result: RunResult) -> AsyncIterator[Event]:
+        """Turns until an answer, a stop or a bound; then the answer goes into the transcript."""
+        settings, transcript = self.settings, self.transcript
+        assert transcript is not None
+        while result.status == "error":  # "error" until a turn settles it
+            if st.steps >= settings.max_steps:
+                result.status = "max_steps"
+                result.answer = (
+                    f"Stopped after {st.steps} steps without a final answer "
+                    f"(--max-steps {settings.max_steps})."
+                )
+                break
+            async for event in self._turn(st, result):
+                yield event
+            if result.status == "error" and st.failures >= settings.max_consecutive_errors:
+                result.status = "failed"
+                result.answer = (
+                    f"Gave up after {st.failures} failing cells in a row; "
+                    f"the last error was: {self.cells[-1].error}"
+                )
+        self._step = st.step
+        transcript.add_markdown(result.answer, {"role": "answer"})
+
+    async def _turn(self, st: TaskState, result: RunResult) -> AsyncIterator[Event]:
+        """One reply and the cells it asks for; sets ``result`` when the run is settled."""
+        assert self.transcript is not None
+        gen_started = time.monotonic()
+        completion = None
+        async for item in self._generate(st.sampling):
+            if isinstance(item, Completion):
+                completion = item
+            else:
+                yield item
+        gen_s = time.monotonic() - gen_started
+        result.model_time_s += gen_s
+        assert completion is not None
+        if completion.usage is not None:
+            self.usage.add(completion.usage)
+        turn = self.protocol.parse(completion)
+        for lever in self.levers:
+            lever.after_reply(st, turn)
+        self.protocol.remember(self.history, completion, turn)
+        if turn.prose.strip() and turn.codes:
+            self.transcript.add_markdown(turn.prose.strip(), {"role": "prose"})
+            yield ModelReply(turn.prose.strip(), st.steps)
+        if not turn.codes and self.protocol.flush_errors(self.history):
+            st.steps += 1
+            st.failures += 1
+            if st.failures >= self.settings.max_consecutive_errors:
+                result.status = "failed"
+                result.answer = f"Gave up after {st.failures} malformed tool calls in a row."
+            return
+        st.sampling = {}
+        if not turn.codes:
+            async for event in self._answer(st, result, completion, turn):
+                yield event
+            return
+        async for event in self._run_cells(st, result, turn, completion, gen_s):
+            yield event
+
+    async def _answer(
+        self, st: TaskState, result: RunResult, completion: Completion, turn: Turn
+    ) -> AsyncIterator[Event]:
+        """A reply without code: the answer, unless it was cut off or a lever asks again."""
+        if completion.truncated:
+            st.steps += 1  # bounded by max_steps, like a cell
+            ask: Ask | None = Ask(
+                prompt("reply_truncated"),
+                notice="the model's reply was cut off at the token limit; asking for a shorter one",
+            )
+        else:
+            answer = turn.prose.strip() or completion.text.strip()
+            ask = _first(lever.on_answer(st, answer) for lever in self.levers)
+            if ask is None:
+                result.answer = answer
+                result.status = "ok" if st.ran_code else "no_code"
+                return
+        assert ask is not None
+        self.history.user(ask.message)
+        if ask.notice:
+            yield Notice(ask.notice)
+
+    async def _run_cells(
+        self, st: TaskState, result: RunResult, turn: Turn, completion: Completion, gen_s: float
+    ) -> AsyncIterator[Event]:
+        """Approve, run and record each cell of a reply."""
+        transcript = self.transcript
+        assert transcript is not None
+        for index, code in enumerate(turn.codes):
+            st.steps += 1
+            st.step += 1
+            call_id = turn.call_id(index)
+            decision, code = await self._approve(code, st.step)
+            if decision == "quit":
+                result.status, result.answer = (
+                    "stopped",
+                    "Stopped by the user before running a cell.",
+                )
+                pending_ids: list[str | None] = [*turn.call_ids[index:]] or [None]
+                for pending in pending_ids:
+                    self.protocol.reply(self.history, pending, "The user stopped the run.")
+                return
+            if decision == "skip":
+                transcript.add_code(code, None, {"status": "skipped", "step": st.step})
+                self.protocol.reply(
+                    self.history, call_id, "The user skipped this cell; it did not run."
+                )
+                yield CellSkipped(st.step, code)
+                continue
+            ask = _first(lever.before_cell(st, code) for lever in self.levers)
+            if ask is not None:
+                st.failures += 1
+                transcript.add_code(
+                    code, None, {"status": "skipped", "step": st.step, **ask.cell_meta}
+                )
+                self.protocol.reject(self.history, call_id, ask.message)
+                st.sampling = dict(ask.sampling)
+                if ask.notice:
+                    yield Notice(ask.notice)
+                continue
+            yield CellStarted(st.step, code)
+            cell = None
+            async for event in self._execute(code, st.step):
+                if isinstance(event, CellResult):
+                    cell = event
+                else:
+                    yield event
+            assert cell is not None
+            async for event in self._record(st, cell, index, completion, gen_s, call_id):
+                yield event
+
+    async def _record(
+        self,
+        st: TaskState,
+        cell: CellResult,
+        index: int,
+        completion: Completion,
+        gen_s: float,
+        call_id: str | None,
+    ) -> AsyncIterator[Event]:
+        """A cell that ran: the transcript, the levers, the state rebuild, the model's view."""
+        transcript = self.transcript
+        assert transcript is not None and self.executor is not None
+        self.cells.append(cell)
+        st.cells.append(cell)
+        summary = parse_summary(cell.user_expressions.get("ns"))
+        hint = hints.error_hint(cell, summary if summary is not None else self._namespace)
+        for lever in self.levers:
+            lever.after_cell(st, cell, hint)
+        st.failures = st.failures + 1 if cell.status != "ok" else 0
+        meta = {
+            "status": cell.status,
+            "step": st.step,
+            "attempt": st.failures if cell.status != "ok" else 1,
+            "restarted": cell.restarted,
+            "model": self.endpoint.label if self.endpoint else "",
+            "tokens": _usage_counts(completion) if index == 0 else {},
+            "gen_s": round(gen_s, 3) if index == 0 else 0.0,
+            "exec_s": round(cell.duration, 3),
+        }
+        transcript.freeze(transcript.add_code(cell.code, cell, meta))
+        yield CellFinished(st.step, cell)
+        before_restart = dict(self._namespace)
+        view_text, images = self._view(cell, summary, hint)
+        if cell.restarted:
+            rebuild = Rebuild()
+            async for event in rebuild_state(
+                self._state_cells, self.executor, transcript, self.settings, before_restart, rebuild
+            ):
+                yield event
+            self._namespace = rebuild.namespace
+            view_text += "\n" + rebuild.note
+        elif cell.ok:
+            self._state_cells.append((cell.code, cell.duration))
+        self.protocol.reply(self.history, call_id, view_text, images)
+
+    # ------------------------------------------------------------------ pieces
+    async def _generate(self, sampling: dict[str, Any]) -> AsyncIterator[Event | Completion]:
+        """Stream one reply: model events, then the Completion (falls back to fenced)."""
+        from ..llm import Retrying
+
+        assert self._llm is not None
+        while True:
+            try:
+                stream = self._llm.stream_chat(
+                    self.history.messages, tools=self.protocol.tools(), **sampling
+                )
+                async for item in stream:
+                    if isinstance(item, TextDelta):
+                        yield ModelDelta(item.text)
+                    elif isinstance(item, Retrying):
+                        yield Notice(
+                            f"model endpoint: {item.reason}; retrying in {item.delay:.1f}s "
+                            f"({item.attempt}/{item.max_retries})",
+                            "warning",
+                        )
+                        if item.discard:
+                            yield ModelRetracted()
+                    elif isinstance(item, Completion):
+                        yield item
+                return
+            except Exception as exc:
+                if self.protocol.name != "tools" or not should_fall_back_to_fenced(exc):
+                    raise
+                self.protocol = FencedProtocol(self._language())
+                self.history.set_system(self._system_prompt())
+                if self.transcript is not None:
+                    self.transcript.update_run_metadata(protocol="fenced")
+                yield Notice("the endpoint rejected tool calls; switching to fenced code blocks")
+
+    def _language(self) -> str:
+        info = self.executor.language_info if self.executor is not None else None
+        return str((info or {}).get("name", "python"))
+
+    async def _approve(self, code: str, step: int) -> tuple[str, str]:
+        if self.approve is None:
+            return "run", code
+        decision = await call_in_consumer(self.approve, code, step)
+        action, edited = decision if isinstance(decision, tuple) else (decision, None)
+        if action not in ("run", "skip", "quit"):
+            raise ConfigError(f"approval callback returned {action!r}; expected run, skip or quit")
+        return action, edited if (action == "run" and edited) else code
+
+    async def _execute(self, code: str, step: int) -> AsyncIterator[Any]:
+        """Run one cell, yielding CellOutput events while it runs, then the CellResult."""
+        assert self.executor is not None
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        python = self.executor.language_info.get("name") == "python"
+        task = asyncio.ensure_future(
+            self.executor.execute(
+                code,
+                timeout=self.settings.cell_timeout,
+                on_output=lambda out: queue.put_nowait(CellOutput(step, out)),
+                user_expressions={"ns": NAMESPACE_EXPRESSION} if python else None,
+            )
+        )
+        try:
+            while not task.done() or not queue.empty():
+                getter = asyncio.ensure_future(queue.get())
+                await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield getter.result()
+                else:
+                    getter.cancel()
+        finally:
+            if not task.done():  # cancelled mid-cell (Ctrl-C): stop the code in the kernel too
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await asyncio.shield(self.executor.interrupt())
+                with contextlib.suppress(BaseException):
+                    await task
+        result = task.result()
+        if python and result.status == "error" and not result.user_expressions:
+            # the kernel skips user_expressions after an error: ask again with an empty cell
+            # (no execution count is used), so the model still learns what the cell defined
+            probe = await self.executor.execute(
+                "", timeout=30, user_expressions={"ns": NAMESPACE_EXPRESSION}
+            )
+            result.user_expressions = probe.user_expressions
+        yield result
+
+    def _view(
+        self, cell: CellResult, summary: dict[str, VariableInfo] | None, hint: str
+    ) -> tuple[str, list[str]]:
+        view = render_cell(cell, budget=self.settings.llm_output_chars, vision=self.settings.vision)
+        notes = f"\n{hint}" if hint else ""
+        if summary is not None:
+            if cell.restarted:
+                self._namespace = {}
+            change = describe(self._namespace, summary)
+            self._namespace = summary
+            if change:
+                notes += f"\nVariables {change}"
+        text = prompt(
+            "cell_output",
+            count=cell.execution_count if cell.execution_count is not None else "?",
+            status=cell.status,
+            body=view.text + notes,
+        )
+        return text, view.images
+
+
+def _first(asks: Iterator[Ask | None]) -> Ask | None:
+    """The first lever's ask (later levers are not consulted once one asks)."""
+    return next((ask for ask in asks if ask is not None), None)
+
+
+def _usage_counts(completion: Completion) -> dict[str, int]:
+    usage = completion.usage
+    if usage is None:
+        return {}
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Agent:
+    """The blocking face of :class:`AsyncAgent`: ``run()`` iterates events; ``run_to_end()``.
+
+    ``with Agent(settings) as agent: result = agent.run_to_end("...")``.
+    """
+
+    def __init__(self, settings: Settings | None = None, **kwargs: Any) -> None:
+        self._bg = BackgroundLoop()
+        self.aio = AsyncAgent(settings, **kwargs)
+
+    def run(self, task: str) -> Iterator[Event]:
+        return self._bg.iterate(self.aio.run(task))
+
+    def run_to_end(self, task: str) -> RunResult:
+        finished = None
+        for event in self.run(task):
+            if isinstance(event, RunFinished):
+                finished = event.result
+        assert finished is not None
+        return finished
+
+    @property
+    def transcript(self) -> Transcript | None:
+        return self.aio.transcript
+
+    def close(self) -> None:
+        try:
+            self._bg.run(self.aio.close())
+        finally:
+            self._bg.close()
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

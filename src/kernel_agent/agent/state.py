@@ -1,0 +1,69 @@
+"""What one task's run knows, and the small decisions the loop acts on. Pure data."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..results import CellResult
+
+__all__ = ["Ask", "TaskState", "Turn"]
+
+
+@dataclass(frozen=True)
+class Ask:
+    """Send ``message`` to the model and take another turn (instead of an answer or a cell).
+
+    ``notice`` is shown to the user; ``sampling`` overrides the next reply's sampling
+    options; ``cell_meta`` goes into the transcript of a cell that is skipped for it.
+    """
+
+    message: str
+    notice: str | None = None
+    sampling: Mapping[str, Any] = field(default_factory=dict)
+    cell_meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Turn:
+    """One reply, parsed: the cells it asks to run and the prose around them.
+
+    ``call_ids`` holds one tool-call id per code (empty for fenced code); ``fenced``
+    is True when the codes came from fenced blocks in the text.
+    """
+
+    codes: list[str]
+    prose: str
+    call_ids: list[str] = field(default_factory=list)
+    fenced: bool = False
+
+    def call_id(self, index: int) -> str | None:
+        return self.call_ids[index] if self.call_ids else None
+
+
+@dataclass
+class TaskState:
+    """Everything one task's run tracks: the loop's counters and the levers' memory."""
+
+    task: str
+    #: cells asked for in this task (run, skipped, repeated); bounded by ``max_steps``
+    steps: int = 0
+    #: the agent-wide step number of the last cell (numbers cells across tasks)
+    step: int = 0
+    #: failing cells (or malformed calls) in a row; bounded by ``max_consecutive_errors``
+    failures: int = 0
+    #: the cells run for this task, in order
+    cells: list[CellResult] = field(default_factory=list)
+    #: normalized code of each failed cell -> its error and hint (the repeat guard)
+    failed: dict[str, str] = field(default_factory=dict)
+    #: the last non-empty hint for a failing cell
+    last_hint: str = ""
+    #: names of the levers that used their one ask in this task
+    fired: set[str] = field(default_factory=set)
+    #: sampling overrides for the next reply
+    sampling: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ran_code(self) -> bool:
+        return bool(self.cells)
