@@ -5,7 +5,7 @@ PIP := $(PY) -m pip
 PYTEST_ARGS ?=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test demo bench eval-local venv system-deps system-deps-chromium lint clean
+.PHONY: test demo bench eval-analysis venv system-deps system-deps-chromium lint clean
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -50,8 +50,10 @@ bench: venv system-deps
 	$(PY) bench/bench_agent_loop.py
 
 # How often the bundled model solves simple analysis tasks (slow: minutes).
-eval-local: venv system-deps
-	$(PY) bench/eval_local_model.py
+# The analysis eval (42 tasks, tuned and held-out halves) on the bundled model; EVAL_ARGS
+# passes options, e.g. EVAL_ARGS="--levers none" for the plain loop, or --model/--base-url.
+eval-analysis: venv system-deps
+	$(PY) bench/eval_analysis.py $(EVAL_ARGS)
 
 DEMO_TASK ?= Make a small dataset: a pandas DataFrame with a column n holding the integers 1 to 10 and a column square holding n squared. Compute the sum of the squares, plot square against n as a line chart, and tell me the sum.
 

@@ -198,7 +198,7 @@ def test_the_api_key_is_not_visible_in_the_kernel(fake_llm, tmp_path, monkeypatc
 def test_outputs_stream_as_events_while_a_cell_runs(fake_llm, tmp_path):
     fake_llm.enqueue(
         run_cell("import time\nfor i in range(3):\n    print(i, flush=True); time.sleep(0.2)"),
-        text("ok"),
+        text("It printed 0, 1 and 2."),
     )
     _, events = run(fake_llm, tmp_path)
     kinds = [type(e).__name__ for e in events]
@@ -212,7 +212,7 @@ def test_a_kernel_death_is_reported_and_state_rebuilt(fake_llm, tmp_path):
         run_cell("y = x + 1"),
         run_cell("import os; os._exit(1)"),
         run_cell("print(x, y)"),
-        text("ok"),
+        text("x is 1 and y is 2."),
     )
     result, events = run(fake_llm, tmp_path)
     assert [c.status for c in result.cells] == ["ok", "ok", "died", "ok"]
@@ -439,9 +439,9 @@ def test_error_hint_is_computed_once_per_failing_cell(fake_llm, tmp_path, monkey
     calls = []
     real = hints.error_hint
 
-    def counting(cell, namespace):
+    def counting(cell, namespace, libraries=None):
         calls.append(cell.code)
-        return real(cell, namespace)
+        return real(cell, namespace, libraries)
 
     monkeypatch.setattr(hints, "error_hint", counting)
     fake_llm.enqueue(run_cell("print(missing_name)"), run_cell("print(1)"), text("It printed 1."))
@@ -449,3 +449,59 @@ def test_error_hint_is_computed_once_per_failing_cell(fake_llm, tmp_path, monkey
     assert [c.status for c in result.cells] == ["error", "ok"]
     assert calls.count("print(missing_name)") == 1
     assert "missing_name" in fake_llm.requests[1]["messages"][-1]["content"]
+
+
+def test_the_model_sees_a_preview_of_the_data_files_before_its_first_cell(fake_llm, tmp_path):
+    (tmp_path / "sales.csv").write_text("id,row m/z,region\n1,10.5,north\n2,,south\n")
+    fake_llm.enqueue(run_cell("print(1 + 1)"), text("It is 2."))
+    result, _ = run(fake_llm, tmp_path, task="How many rows are there?")
+    first = fake_llm.requests[0]["messages"][-1]["content"]
+    assert first.startswith("How many rows are there?")
+    assert "sales.csv (" in first and "2 rows x 3 columns" in first
+    assert "'row m/z' float64" in first and "missing values: 'row m/z' 1" in first
+    system = fake_llm.requests[0]["messages"][0]["content"]
+    assert "Importable in the kernel: pandas " in system and "scipy" in system
+    nb = read_nb(result.notebook)
+    briefing = [c for c in nb.cells if c.metadata.get("kernel_agent", {}).get("role") == "briefing"]
+    assert len(briefing) == 1 and "'row m/z' float64" in briefing[0].source
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code[0].execution_count == 1, "the preview takes no execution count"
+    clean = read_nb(result.clean_notebook)
+    assert not any("sales.csv (" in c.source for c in clean.cells)
+
+
+def test_no_preview_when_the_work_dir_holds_only_folders(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("print(2)"), text("2"))
+    result, _ = run(fake_llm, tmp_path, task="two")
+    assert fake_llm.requests[0]["messages"][-1]["content"] == "two"
+
+
+def test_a_spinning_model_is_asked_for_its_answer_once_then_stopped(fake_llm, tmp_path):
+    same = "print(6 * 7)"
+    fake_llm.enqueue(*(run_cell(same) for _ in range(5)))
+    result, events = run(fake_llm, tmp_path, max_steps=20)
+    assert result.status == "no_answer" and "No final answer" in result.answer
+    assert "42" in result.answer, "the honest stop says what was printed"
+    assert [c.status for c in result.cells] == ["ok"], "the repeated cell never ran again"
+    assert len(fake_llm.requests) == 4, "stopped long before max_steps"
+    asked = [
+        m["content"] for m in fake_llm.requests[3]["messages"] if m["role"] in ("user", "tool")
+    ]
+    assert any("final answer now" in m for m in asked)
+    nb = read_nb(result.notebook)
+    assert nb.metadata["kernel_agent"]["status"] == "no_answer"
+
+
+def test_a_spinning_model_that_then_answers_gets_its_answer_taken(fake_llm, tmp_path):
+    same = "print(6 * 7)"
+    fake_llm.enqueue(run_cell(same), run_cell(same), run_cell(same), text("The answer is 42."))
+    result, _ = run(fake_llm, tmp_path)
+    assert result.status == "ok" and result.answer == "The answer is 42."
+
+
+def test_pip_install_is_refused_without_running(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("!pip install sympy"), run_cell("print(3)"), text("It is 3."))
+    result, _ = run(fake_llm, tmp_path)
+    assert result.status == "ok" and [c.code for c in result.cells] == ["print(3)"]
+    refusal = fake_llm.requests[1]["messages"][-1]["content"]
+    assert "not possible in this kernel" in refusal and "pandas" in refusal

@@ -110,6 +110,10 @@ def test_levers_are_chosen_by_name() -> None:
     assert Settings.from_env(env={"KERNEL_AGENT_LEVERS": "none"}).levers == "none"
     with pytest.raises(ConfigError, match="unknown lever 'nope'"):
         levers_for(Settings(home=".", levers=("nope",)))
+    all_but = names(Settings(home=".", levers="-stall_guard,-data_preview"))
+    assert all_but == [n for n in LEVERS if n not in ("stall_guard", "data_preview")]
+    with pytest.raises(ConfigError, match="unknown lever 'nope'"):
+        levers_for(Settings(home=".", levers="-nope"))
 
 
 # ---------------------------------------------------------------- protocols and history

@@ -49,3 +49,25 @@ def test_missing_module_and_no_hint_for_other_errors():
         failed("import seaborn", "ModuleNotFoundError", "No module named 'seaborn'"), {}
     )
     assert error_hint(failed("1/0", "ZeroDivisionError", "division by zero"), {}) == ""
+
+
+def test_key_error_matches_a_column_written_without_its_spaces_and_symbols():
+    ns = {"df": VariableInfo("df", "DataFrame", columns=("id", "row m/z", "label"))}
+    hint = error_hint(failed("df['row_mz'].mean()", "KeyError", "'row_mz'"), ns)
+    assert "df['row m/z']" in hint
+
+
+def test_missing_module_names_what_the_kernel_has_and_never_pip():
+    libraries = {"pandas": "2.2.3", "scipy": "1.14.1", "statsmodels": "0.14.4"}
+    cell = failed("import sympy", "ModuleNotFoundError", "No module named 'sympy'")
+    hint = error_hint(cell, {}, libraries)
+    assert "'sympy' is not installed" in hint and "pandas, scipy, statsmodels" in hint
+    assert "pip" not in hint
+
+
+def test_an_answer_format_written_into_code_is_explained():
+    code = "print(f'@mean[{m:.2f}]')\n@mean_price[m]"
+    hint = error_hint(failed(code, "SyntaxError", "invalid syntax"), {})
+    assert "for your final answer text, not for code" in hint
+    plain = error_hint(failed("print(", "SyntaxError", "unexpected EOF"), {})
+    assert "final answer" not in plain

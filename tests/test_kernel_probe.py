@@ -17,9 +17,11 @@ from kernel_agent.kernel_probe import (
     LIBRARY_PROBE_CODE,
     OTHER_LIBRARIES,
     data_preview_code,
+    data_preview_expression,
     describe_libraries,
     library_probe_expression,
     parse_library_probe,
+    parse_text_expression,
 )
 from kernel_agent.sandbox import bwrap_problem, make_launcher
 from kernel_agent.settings import Settings
@@ -155,6 +157,26 @@ def test_preview_keeps_to_its_budget_and_names_what_it_cut(kernel, kernel_workdi
     assert gone == "missing.csv: cannot read (FileNotFoundError)\n"
     tiny = preview(kernel, budget_chars=60)
     assert len(tiny.rstrip("\n")) <= 60 and tiny.startswith("a_wide.csv (")
+
+
+def test_preview_as_an_expression_takes_no_execution_count_and_leaves_no_names(
+    kernel, kernel_workdir
+):
+    folder = kernel_workdir / "expr"
+    folder.mkdir(exist_ok=True)
+    (folder / "messy.csv").write_text(MESSY_CSV)
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    names = "sorted(n for n in dir() if not n.startswith('_'))"
+    before = kernel.execute(names, timeout=30)
+    result = kernel.execute(
+        "", timeout=60, user_expressions={"p": data_preview_expression(budget_chars=2000)}
+    )
+    text = parse_text_expression(result.user_expressions["p"])
+    assert text is not None and text == preview(kernel, budget_chars=2000).rstrip("\n")
+    assert "5 rows x 4 columns" in text and result.outputs == []
+    after = kernel.execute(names, timeout=30)
+    assert after.execution_count == before.execution_count + 2  # the preview cell(s) in between
+    assert after.outputs[0]["data"]["text/plain"] == before.outputs[0]["data"]["text/plain"]
 
 
 def test_preview_in_the_sandbox_reads_the_linked_input_file(tmp_path):

@@ -90,8 +90,8 @@ def clean_notebook(nb: Any) -> NotebookNode:
                 tasks.append(cell)
             elif role == "answer":
                 answers.append(cell)
-            elif role == "note":
-                dropped["note"] += 1
+            elif role in ("note", "briefing"):  # agent notes; the data preview
+                dropped[role] += 1
             else:
                 prose.append(cell)
             continue

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 
 from .namespace import VariableInfo
 from .results import CellResult
@@ -27,27 +28,46 @@ _COMMON_IMPORTS = {
 }
 _NAME_ERROR = re.compile(r"name '([A-Za-z_]\w*)' is not defined")
 _MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
+_ANSWER_SLOT = re.compile(r"@[A-Za-z_]\w*\[")
 
 
-def error_hint(result: CellResult, namespace: dict[str, VariableInfo]) -> str:
-    """A hint for the model, or "" when there is nothing useful to add."""
+def _squash(name: str) -> str:
+    """A column name without case, spaces and punctuation: ``row_mz`` is ``row m/z``."""
+    return re.sub(r"[\W_]+", "", str(name)).lower()
+
+
+def error_hint(
+    result: CellResult,
+    namespace: dict[str, VariableInfo],
+    libraries: Mapping[str, str] | None = None,
+) -> str:
+    """A hint for the model, or "" when there is nothing useful to add.
+
+    ``libraries`` is what the kernel can import (``{import name: version}``), when known.
+    """
     error = result.error
     if error is None or result.status != "error":
         return ""
+    if error.ename == "SyntaxError" and _ANSWER_SLOT.search(result.code):
+        return (
+            "Hint: the @name[value] form is for your final answer text, not for code. "
+            "Print the values plainly in code; write the @name[value] answer in prose."
+        )
     if error.ename == "NameError" and (match := _NAME_ERROR.search(error.evalue)):
         return _name_error(match.group(1), result.code, namespace)
     if error.ename in ("ModuleNotFoundError", "ImportError") and (
         match := _MISSING_MODULE.search(error.evalue)
     ):
+        have = ", ".join(sorted(libraries)) if libraries else "numpy, pandas, matplotlib"
         return (
             f"Hint: the module {match.group(1)!r} is not installed and cannot be installed here "
-            "(no network). Use what is available: the standard library, numpy, pandas, matplotlib."
+            f"(no network). Use what is available: the standard library, {have}."
         )
     if error.ename == "KeyError":
         frames = [v for v in namespace.values() if v.columns]
         key = error.evalue.strip().strip("'\"")
         for frame in frames:
-            close = [c for c in frame.columns or () if c.lower() == key.lower()]
+            close = [c for c in frame.columns or () if _squash(c) == _squash(key)]
             close = close or difflib.get_close_matches(key, list(frame.columns or ()), n=1)
             if close:
                 return (

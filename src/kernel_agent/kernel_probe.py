@@ -32,6 +32,8 @@ __all__ = [
     "parse_library_probe",
     "describe_libraries",
     "data_preview_code",
+    "data_preview_expression",
+    "parse_text_expression",
 ]
 
 #: import name -> distribution name: the core dependencies of kernel-agent, in this order
@@ -212,8 +214,7 @@ def _main():
             lines.append("  not previewed: pandas is not installed")
         blocks.append(lines)
     if not blocks:
-        print("No files in the work dir.")
-        return
+        return "No files in the work dir."
     out, used = [], 0
     for i, lines in enumerate(blocks):
         block = "\n".join(lines)
@@ -231,9 +232,7 @@ def _main():
             out.append(block[: room - 4] + " ...")
         out.append(tail)
         break
-    print("\n".join(out)[:BUDGET])
-
-_main()
+    return "\n".join(out)[:BUDGET]
 '''
 
 
@@ -252,7 +251,18 @@ def data_preview_code(
     columns (quoted, with dtypes), missing-value counts and ``rows`` rows, read with
     pandas in the kernel. The code runs in its own globals and leaves nothing behind.
     """
-    settings = {
+    settings = _preview_settings(names, budget_chars, rows, max_columns, max_read_bytes)
+    return f"exec({_PREVIEW_SOURCE + 'print(_main())'!r}, {settings!r})"
+
+
+def _preview_settings(
+    names: Sequence[str] | None,
+    budget_chars: int,
+    rows: int = 3,
+    max_columns: int = 30,
+    max_read_bytes: int = 50_000_000,
+) -> dict[str, Any]:
+    return {
         "NAMES": None if names is None else [str(n) for n in names],
         "BUDGET": int(budget_chars),
         "ROWS": int(rows),
@@ -261,4 +271,26 @@ def data_preview_code(
         "PARTIAL_ROWS": 10_000,
         "WIDTH": 100,
     }
-    return f"exec({_PREVIEW_SOURCE!r}, {settings!r})"
+
+
+def data_preview_expression(names: Sequence[str] | None = None, budget_chars: int = 3000) -> str:
+    """The preview of :func:`data_preview_code` as a ``user_expression`` whose value is the text.
+
+    Evaluated beside an empty cell, it takes no execution count and leaves no names, so
+    a transcript and its clean notebook do not show it. Read it with
+    :func:`parse_text_expression`.
+    """
+    settings = _preview_settings(names, budget_chars)
+    source = _PREVIEW_SOURCE + "__preview__ = _main()"
+    return f"(lambda g: (exec({source!r}, g), g['__preview__'])[1])({settings!r})"
+
+
+def parse_text_expression(mime_bundle: Mapping[str, Any] | None) -> str | None:
+    """The string value of a ``user_expression`` (its ``text/plain`` repr), or None."""
+    if not mime_bundle or mime_bundle.get("status", "ok") != "ok":
+        return None
+    try:
+        value = ast.literal_eval(mime_bundle["data"]["text/plain"])
+    except (KeyError, TypeError, ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, str) else None

@@ -6,15 +6,19 @@ A lever sees the run's :class:`~.state.TaskState` and may return an :class:`~.st
 - ``after_reply(state, turn)``: a reply was parsed (may trim ``turn.codes``);
 - ``before_cell(state, code)``: a cell is about to run (an Ask skips it);
 - ``after_cell(state, cell, hint)``: a cell ran (record what it taught);
-- ``on_answer(state, answer)``: the model answered without code (an Ask refuses the answer).
+- ``on_answer(state, answer)``: the model answered without code (an Ask refuses the answer);
+- ``task_note(state, executor)``: a task starts (text added to the task's message).
+
+``before_cell`` may also return a :class:`~.state.Stop`: the run ends there, honestly.
 
 ``Settings.levers`` picks them: ``"auto"`` (all), ``"none"``, or a tuple of names, so
-``bench/eval_local_model.py`` can measure each one. None of them touches a kernel or a server.
+``bench/eval_analysis.py`` can measure each one. None of them touches a kernel or a server.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..grounding import ungrounded_numbers
@@ -22,7 +26,10 @@ from ..llm_view import render_cell
 from ..prompts import prompt
 from ..results import CellResult
 from ..settings import Settings
-from .state import Ask, TaskState, Turn
+from .state import Ask, Stop, TaskState, Turn
+
+if TYPE_CHECKING:
+    from ..executors.base import AsyncExecutor
 
 __all__ = [
     "LEVERS",
@@ -50,13 +57,16 @@ class Lever:
     def after_reply(self, state: TaskState, turn: Turn) -> None:
         return None
 
-    def before_cell(self, state: TaskState, code: str) -> Ask | None:
+    def before_cell(self, state: TaskState, code: str) -> Ask | Stop | None:
         return None
 
     def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> None:
         return None
 
     def on_answer(self, state: TaskState, answer: str) -> Ask | None:
+        return None
+
+    async def task_note(self, state: TaskState, executor: AsyncExecutor) -> str | None:
         return None
 
     def _once(self, state: TaskState) -> bool:
@@ -157,27 +167,55 @@ class FencedRules(Lever):
             del turn.codes[1:]
 
 
-LEVERS = ("nudge_no_code", "push_after_error", "grounding_check", "repeat_guard", "fenced_rules")
+LEVERS = (
+    "data_preview",
+    "nudge_no_code",
+    "push_after_error",
+    "grounding_check",
+    "states_result",
+    "answer_format",
+    "repeat_guard",
+    "no_install",
+    "prose_cell",
+    "stall_guard",
+    "fenced_rules",
+)
 """Every lever's name, in the order the loop consults them."""
 
 
 def levers_for(settings: Settings) -> list[Lever]:
-    """The levers ``settings.levers`` asks for (``"auto"``: all, ``"none"``: none)."""
+    """The levers ``settings.levers`` asks for: ``"auto"`` (all), ``"none"``, a tuple of
+    names, or of ``-name`` (all but those)."""
     chosen: Sequence[str]
     if settings.levers == "auto":
         chosen = LEVERS
     elif settings.levers == "none":
         chosen = ()
+    elif all(name.startswith("-") for name in settings.levers):  # all but these
+        chosen = [n for n in LEVERS if f"-{n}" not in settings.levers]
+        unknown = sorted({n[1:] for n in settings.levers} - set(LEVERS))
+        if unknown:
+            raise ConfigError(f"unknown lever {unknown[0]!r}; the levers are: {', '.join(LEVERS)}")
     else:
         chosen = settings.levers
     unknown = sorted(set(chosen) - set(LEVERS))
     if unknown:
         raise ConfigError(f"unknown lever {unknown[0]!r}; the levers are: {', '.join(LEVERS)}")
+    from .answers import AnswerFormat, StatesResult
+    from .briefing import DataPreview
+    from .progress import NoInstall, ProseCell, StallGuard
+
     made: dict[str, Lever] = {
+        "data_preview": DataPreview(),
         "nudge_no_code": NudgeNoCode(),
         "push_after_error": PushAfterError(),
         "grounding_check": GroundingCheck(settings.llm_output_chars),
+        "states_result": StatesResult(),
+        "answer_format": AnswerFormat(),
         "repeat_guard": RepeatGuard(settings.temperature),
+        "no_install": NoInstall(),
+        "prose_cell": ProseCell(),
+        "stall_guard": StallGuard(),
         "fenced_rules": FencedRules(),
     }
     return [made[name] for name in LEVERS if name in chosen]

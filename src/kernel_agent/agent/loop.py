@@ -52,16 +52,22 @@ from ..results import CellResult
 from ..settings import Settings
 from ..syncify import BackgroundLoop, call_in_consumer
 from ..transcript import Transcript
+from .briefing import probe_libraries
 from .history import History
 from .levers import Lever, levers_for
 from .protocols import FencedProtocol, Protocol, make_protocol
-from .state import Ask, TaskState, Turn
+from .state import Ask, Stop, TaskState, Turn
 
 __all__ = ["AsyncAgent", "Agent", "default_notebook_path"]
 
 #: ``approve(code, step)`` returns ("run", code) (the code possibly edited), ("skip", None)
 #: or ("quit", None).
 ApproveFn = Callable[[str, int], Any]
+
+
+#: the reply length for the bundled model when ``max_tokens`` is not set: a cell or an
+#: answer fits; a reply cut there is noticed (``finish_reason == "length"``)
+LOCAL_MAX_TOKENS = 1024
 
 
 def default_notebook_path(settings: Settings, task: str) -> Path:
@@ -111,6 +117,9 @@ class AsyncAgent:
         self._llm: LLMClient | None = None
         self.protocol: Protocol = FencedProtocol()
         self._step = 0
+        #: what the kernel can import, probed once at start (``{import name: version}``)
+        self.libraries: dict[str, str] = {}
+        self._libraries_note = ""
         #: (code, seconds) of the successful cells whose effects live in the kernel now
         self._state_cells: list[tuple[str, float]] = []
 
@@ -145,6 +154,7 @@ class AsyncAgent:
         self.protocol.language = self._language()
         assert self.endpoint is not None
         if self.transcript is None:
+            self.libraries, self._libraries_note = await probe_libraries(self.executor)
             path = self.notebook_path or default_notebook_path(self.settings, task)
             self.transcript = Transcript(
                 path,
@@ -165,6 +175,8 @@ class AsyncAgent:
         self._endpoint_cm = manager
         ep = self.endpoint
         llm_settings = self.settings.with_(base_url=ep.base_url, api_key=ep.api_key, model=ep.model)
+        if ep.local and llm_settings.max_tokens is None:  # a rambling reply costs minutes here
+            llm_settings = llm_settings.with_(max_tokens=LOCAL_MAX_TOKENS)
         self._llm = LLMClient(llm_settings)
         name = choose_protocol(self.settings, ep.model if not ep.local else "local")
         self.protocol = make_protocol(name, self._language())
@@ -195,7 +207,7 @@ class AsyncAgent:
         language = info.get("name", "python")
         how = prompt(f"run_{self.protocol.name}", language=language, fence_lang=language)
         vision = " and the image itself" if self.settings.vision else ""
-        return prompt(
+        system = prompt(
             "system",
             language=language,
             kernel_display=self.executor.kernelspec.get("display_name", language),
@@ -208,6 +220,7 @@ class AsyncAgent:
             how_to_run=how,
             vision_note=vision,
         )
+        return f"{system}\n{self._libraries_note}" if self._libraries_note else system
 
     # --------------------------------------------------------------------- run
     async def run(self, task: str) -> AsyncIterator[Event]:
@@ -238,9 +251,17 @@ class AsyncAgent:
         if self._sandbox_warning:
             yield Notice(self._sandbox_warning, "warning")
             self._sandbox_warning = None  # once per agent, not per task
-        self.history.user(task)
+        state = TaskState(task, step=self._step, libraries=self.libraries)
+        notes = [
+            n for n in [await lever.task_note(state, self.executor) for lever in self.levers] if n
+        ]
+        if notes:
+            self.transcript.add_markdown(
+                "\n\n".join(_fenced(n) for n in notes), {"role": "briefing"}
+            )
+        self.history.user("\n\n".join([task, *notes]))
         try:
-            async for event in self._loop(TaskState(task, step=self._step), result):
+            async for event in self._loop(state, result):
                 yield event
         except (asyncio.CancelledError, KeyboardInterrupt):
             result.status, result.answer = "interrupted", result.answer or "(interrupted)"
@@ -437,9 +458,16 @@ class AsyncAgent:
                 )
                 yield CellSkipped(st.step, code)
                 continue
-            ask = _first(lever.before_cell(st, code) for lever in self.levers)
+            ask = self._before_cell(st, code)
+            if isinstance(ask, Stop):
+                transcript.add_code(code, None, {"status": "skipped", "step": st.step})
+                self.protocol.reply(self.history, call_id, ask.answer)
+                result.status, result.answer = ask.status, ask.answer
+                if ask.notice:
+                    yield Notice(ask.notice, "warning")
+                return
             if ask is not None:
-                st.failures += 1
+                st.failures += 1 if ask.failure else 0
                 transcript.add_code(
                     code, None, {"status": "skipped", "step": st.step, **ask.cell_meta}
                 )
@@ -459,6 +487,14 @@ class AsyncAgent:
             async for event in self._record(st, cell, index, completion, gen_s, call_id):
                 yield event
 
+    def _before_cell(self, st: TaskState, code: str) -> Ask | Stop | None:
+        """The first lever that skips the cell (or stops the run) before it runs."""
+        for lever in self.levers:
+            decision = lever.before_cell(st, code)
+            if decision is not None:
+                return decision
+        return None
+
     async def _record(
         self,
         st: TaskState,
@@ -474,7 +510,8 @@ class AsyncAgent:
         self.cells.append(cell)
         st.cells.append(cell)
         summary = parse_summary(cell.user_expressions.get("ns"))
-        hint = hints.error_hint(cell, summary if summary is not None else self._namespace)
+        namespace = summary if summary is not None else self._namespace
+        hint = hints.error_hint(cell, namespace, st.libraries)
         for lever in self.levers:
             lever.after_cell(st, cell, hint)
         st.failures = st.failures + 1 if cell.status != "ok" else 0
@@ -613,6 +650,12 @@ class AsyncAgent:
 def _first(asks: Iterator[Ask | None]) -> Ask | None:
     """The first lever's ask (later levers are not consulted once one asks)."""
     return next((ask for ask in asks if ask is not None), None)
+
+
+def _fenced(note: str) -> str:
+    """A briefing note for the notebook: its first line as text, the rest verbatim."""
+    head, _, body = note.partition("\n")
+    return f"{head}\n\n```text\n{body}\n```" if body else head
 
 
 def _usage_counts(completion: Completion) -> dict[str, int]:

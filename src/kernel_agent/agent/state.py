@@ -8,7 +8,7 @@ from typing import Any
 
 from ..results import CellResult
 
-__all__ = ["Ask", "TaskState", "Turn"]
+__all__ = ["Ask", "Stop", "TaskState", "Turn"]
 
 
 @dataclass(frozen=True)
@@ -16,13 +16,25 @@ class Ask:
     """Send ``message`` to the model and take another turn (instead of an answer or a cell).
 
     ``notice`` is shown to the user; ``sampling`` overrides the next reply's sampling
-    options; ``cell_meta`` goes into the transcript of a cell that is skipped for it.
+    options; ``cell_meta`` goes into the transcript of a cell that is skipped for it;
+    ``failure``: a skipped cell counts towards ``max_consecutive_errors`` (levers that
+    bound themselves, like the stall guard, say False).
     """
 
     message: str
     notice: str | None = None
     sampling: Mapping[str, Any] = field(default_factory=dict)
     cell_meta: Mapping[str, Any] = field(default_factory=dict)
+    failure: bool = True
+
+
+@dataclass(frozen=True)
+class Stop:
+    """End the run now with ``status`` and ``answer`` (an honest end instead of more turns)."""
+
+    status: str
+    answer: str
+    notice: str | None = None
 
 
 @dataclass
@@ -63,6 +75,12 @@ class TaskState:
     fired: set[str] = field(default_factory=set)
     #: sampling overrides for the next reply
     sampling: dict[str, Any] = field(default_factory=dict)
+    #: what the kernel can import, ``{import name: version}`` (empty: not probed)
+    libraries: dict[str, str] = field(default_factory=dict)
+    #: normalized code of each successful cell -> the output the model saw
+    succeeded: dict[str, str] = field(default_factory=dict)
+    #: turns in a row that made no progress (a repeated cell or output, a refused install)
+    stalls: int = 0
 
     @property
     def ran_code(self) -> bool:

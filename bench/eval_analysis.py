@@ -1,0 +1,220 @@
+"""How well the agent answers realistic analysis questions on messy tables (strict scoring).
+
+The tasks (``analysis_tasks.py``) ask for several values each, with a required rounding,
+in ``@name[value]`` slots or in prose. A task is solved only when the final answer
+states every value correctly at the required rounding (slot tasks: in their slots; plot
+tasks: and a plot was made). Failure kinds: ``wrong value``, ``format`` (the values are
+in the answer but not in the asked form), ``no answer`` (the run ended without one),
+``crash``. ``in outputs`` counts failed tasks whose values a cell printed anyway.
+
+Tasks fall in two halves, ``tuned`` and ``held-out``; both are always reported.
+
+    python bench/eval_analysis.py [--half tuned|held-out|all] [--levers auto|none|-name,...]
+        [--model local|NAME --base-url URL] [--only ID] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from analysis_tasks import TASKS, Expected, Task, write_dataset  # noqa: E402
+
+_SLOT = re.compile(r"@([A-Za-z_][\w-]*)\[([^\]]*)\]")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+@dataclass
+class Score:
+    solved: bool
+    kind: str  # "solved", "wrong value", "format", "no answer", "crash"
+    in_outputs: bool
+
+
+def number_matches(text: str, e: Expected) -> bool:
+    """``text`` is ``e``'s value rounded to ``e.decimals`` places (no more digits than that)."""
+    written = text.replace(",", "").strip().rstrip("%").strip()
+    try:
+        value = float(written)
+    except ValueError:
+        return False
+    assert isinstance(e.value, float)
+    mantissa = written.lower().split("e")[0]
+    if "e" not in written.lower() and "." in mantissa and len(mantissa.split(".")[1]) > e.decimals:
+        return False  # not rounded as asked
+    return abs(value - round(e.value, e.decimals)) <= 0.5 * 10 ** (-e.decimals) + 1e-12
+
+
+def word_matches(text: str, e: Expected) -> bool:
+    return str(e.value).strip().lower() == text.strip().strip("'\"`*").lower()
+
+
+def stated(text: str, e: Expected) -> bool:
+    """``e``'s value appears anywhere in ``text`` (prose scoring, and the outputs check)."""
+    if isinstance(e.value, str):
+        return re.search(rf"(?<![\w-]){re.escape(e.value)}(?![\w-])", text, re.I) is not None
+    return any(number_matches(m.group(0), e) for m in _NUMBER.finditer(text))
+
+
+def score(task: Task, expected: list[Expected], status: str, answer: str, outputs: str,
+          plotted: bool) -> Score:  # fmt: skip
+    in_outputs = all(stated(outputs, e) for e in expected)
+    if status in ("error", "crash"):
+        return Score(False, "crash", in_outputs)
+    if status not in ("ok",) or not answer.strip():
+        return Score(False, "no answer", in_outputs)
+    everywhere = all(stated(answer, e) for e in expected)
+    if task.slots:
+        slots = {name: value for name, value in _SLOT.findall(answer)}
+        good = all(
+            e.name in slots
+            and (
+                word_matches(slots[e.name], e)
+                if isinstance(e.value, str)
+                else number_matches(slots[e.name], e)
+            )
+            for e in expected
+        )
+        if not good:
+            missing_form = any(e.name not in slots for e in expected)
+            kind = "format" if everywhere and missing_form else "wrong value"
+            return Score(False, kind, in_outputs)
+    elif not everywhere:
+        return Score(False, "wrong value", in_outputs)
+    if task.plot and not plotted:
+        return Score(False, "wrong value", in_outputs)
+    return Score(True, "solved", in_outputs)
+
+
+def outputs_text(cells) -> str:
+    parts = []
+    for cell in cells:
+        for out in cell.outputs:
+            parts.append(out.get("text", "") or out.get("data", {}).get("text/plain", ""))
+    return "\n".join(parts)
+
+
+def made_plot(cells) -> bool:
+    return any(
+        any(m.startswith("image/") for m in out.get("data", {}))
+        for cell in cells
+        for out in cell.outputs
+    )
+
+
+def run_task(task: Task, args: argparse.Namespace, root: Path) -> dict:
+    from kernel_agent.agent import Agent
+    from kernel_agent.settings import Settings
+
+    work = root / task.id
+    work.mkdir(parents=True)
+    _, df = write_dataset(task.dataset, work)
+    expected = task.answers(df)
+    prompt = task.prompt(expected)
+    options = dict(
+        temperature=0.0,
+        cwd=work,
+        notebook_dir=root / "notebooks",
+        max_steps=args.max_steps,
+        levers=args.levers,
+        clean_notebook=False,
+    )
+    if args.model:
+        options["model"] = args.model
+    if args.base_url:
+        options["base_url"] = args.base_url
+    settings = Settings.from_env(**options)
+    started = time.monotonic()
+    try:
+        with Agent(settings) as agent:
+            result = agent.run_to_end(prompt)
+        status, answer, cells = result.status, result.answer, result.cells
+        notebook = str(result.notebook)
+    except Exception as exc:  # a crash is a result here
+        status, answer, cells, notebook = "crash", f"{type(exc).__name__}: {exc}", [], ""
+    seconds = time.monotonic() - started
+    s = score(task, expected, status, answer, outputs_text(cells), made_plot(cells))
+    return {
+        "task": task.id,
+        "half": task.half,
+        "category": task.category,
+        "solved": s.solved,
+        "kind": s.kind,
+        "in_outputs": s.in_outputs,
+        "status": status,
+        "cells": len(cells),
+        "seconds": round(seconds, 1),
+        "expected": {e.name: e.value for e in expected},
+        "answer": answer[:400],
+        "notebook": notebook,
+    }
+
+
+def report(rows: list[dict]) -> str:
+    lines = []
+    for half in ("tuned", "held-out"):
+        part = [r for r in rows if r["half"] == half]
+        if part:
+            lines.append(f"{half:9} {sum(r['solved'] for r in part)}/{len(part)} solved")
+    lines.append(f"{'all':9} {sum(r['solved'] for r in rows)}/{len(rows)} solved")
+    by_cat: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_cat[r["category"]].append(r)
+    lines.append("by category: " + ", ".join(
+        f"{c} {sum(r['solved'] for r in rs)}/{len(rs)}" for c, rs in sorted(by_cat.items())
+    ))  # fmt: skip
+    kinds = Counter(r["kind"] for r in rows if not r["solved"])
+    lines.append("failures: " + (", ".join(f"{k} {n}" for k, n in kinds.most_common()) or "none"))
+    lost = sum(1 for r in rows if not r["solved"] and r["in_outputs"])
+    lines.append(f"failed although a cell printed every value: {lost}")
+    secs = sorted(r["seconds"] for r in rows)
+    if secs:
+        p90 = secs[min(len(secs) - 1, int(round(0.9 * (len(secs) - 1))))]
+        lines.append(f"seconds per task: median {statistics.median(secs):.1f}, p90 {p90:.1f}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--half", choices=["tuned", "held-out", "all"], default="all")
+    parser.add_argument("--levers", default="auto", help="auto, none, names or -names")
+    parser.add_argument("--model", default=None, help="default: as the CLI (local with no key)")
+    parser.add_argument("--base-url", default=None)
+    parser.add_argument("--max-steps", type=int, default=10)
+    parser.add_argument("--only", action="append", help="a task id (repeatable)")
+    parser.add_argument("--json", help="write every row here")
+    args = parser.parse_args()
+    tasks = [t for t in TASKS if args.half in ("all", t.half)]
+    if args.only:
+        tasks = [t for t in tasks if t.id in args.only]
+    root = Path(tempfile.mkdtemp(prefix="eval-analysis-"))
+    print(f"{len(tasks)} tasks, levers={args.levers}, work in {root}", flush=True)
+    rows = []
+    for task in tasks:
+        row = run_task(task, args, root)
+        rows.append(row)
+        mark = "PASS" if row["solved"] else f"FAIL ({row['kind']})"
+        print(
+            f"{task.id:22} {task.half:8} {mark:20} cells={row['cells']:2} "
+            f"{row['seconds']:6.1f}s  {row['answer'][:100]!r}",
+            flush=True,
+        )
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=1))
+    print()
+    print(report(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

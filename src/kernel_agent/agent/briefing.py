@@ -1,0 +1,71 @@
+"""What the model is told before it writes a cell: the kernel's libraries and its data files.
+
+Both are asked of the kernel itself, as ``user_expressions`` beside an empty cell: no
+execution count, no names left behind, nothing in the clean notebook. Small models
+otherwise spend whole runs on a library that is not there or on guessing a column's
+name (``row_mz`` for ``row m/z``).
+"""
+
+from __future__ import annotations
+
+from ..executors.base import AsyncExecutor
+from ..kernel_probe import (
+    LIBRARY_PROBE_CODE,
+    data_preview_expression,
+    describe_libraries,
+    parse_library_probe,
+    parse_text_expression,
+)
+from .levers import Lever
+from .state import TaskState
+
+__all__ = ["DataPreview", "probe_libraries"]
+
+_PROBE_TIMEOUT_S = 60.0
+
+
+async def probe_libraries(executor: AsyncExecutor) -> tuple[dict[str, str], str]:
+    """``({import name: version}, one line for the system prompt)``; empty if not Python."""
+    if executor.language_info.get("name") != "python":
+        return {}, ""
+    try:
+        result = await executor.execute(
+            "", timeout=_PROBE_TIMEOUT_S, user_expressions={"libraries": LIBRARY_PROBE_CODE}
+        )
+    except Exception:  # a probe never fails a run
+        return {}, ""
+    found = parse_library_probe(result.user_expressions.get("libraries"))
+    return found, describe_libraries(found) if found else ""
+
+
+class DataPreview(Lever):
+    """Each task starts with a preview of the files in the kernel's work dir.
+
+    Name and size of each; for tables the shape, the columns (quoted, with dtypes), the
+    missing values and a few rows, within ``budget_chars``, read by pandas in the kernel.
+    """
+
+    name = "data_preview"
+
+    def __init__(self, budget_chars: int = 3000) -> None:
+        self.budget_chars = budget_chars
+
+    async def task_note(self, state: TaskState, executor: AsyncExecutor) -> str | None:
+        if executor.language_info.get("name") != "python":
+            return None
+        expression = data_preview_expression(budget_chars=self.budget_chars)
+        try:
+            result = await executor.execute(
+                "", timeout=_PROBE_TIMEOUT_S, user_expressions={"preview": expression}
+            )
+        except Exception:
+            return None
+        text = parse_text_expression(result.user_expressions.get("preview"))
+        lines = text.splitlines() if text else []
+        if (
+            not lines
+            or text.startswith("No files")
+            or all(line.endswith("/ (directory)") for line in lines)
+        ):
+            return None  # nothing to preview: no files, or only folders
+        return "Files in the working directory (a preview; column names are exact):\n" + text
