@@ -61,11 +61,8 @@ class DataPreview(Lever):
         except Exception:
             return None
         text = parse_text_expression(result.user_expressions.get("preview"))
-        lines = text.splitlines() if text else []
-        if (
-            not lines
-            or text.startswith("No files")
-            or all(line.endswith("/ (directory)") for line in lines)
-        ):
+        if text is None or text.startswith("No files"):
+            return None
+        if all(line.endswith("/ (directory)") for line in text.splitlines()):
             return None  # nothing to preview: no files, or only folders
         return "Files in the working directory (a preview; column names are exact):\n" + text
