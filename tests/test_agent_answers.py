@@ -31,7 +31,8 @@ def test_numbers_are_read_as_written() -> None:
 
 def test_an_answer_naming_a_variable_goes_back_once_with_the_output() -> None:
     st = TaskState(
-        "det", cells=[ok("determinant = np.linalg.det(m)\nprint(determinant)", "-2.0\n")]
+        "What is the determinant?",
+        cells=[ok("determinant = np.linalg.det(m)\nprint(determinant)", "-2.0\n")],
     )
     lever = StatesResult()
     ask = lever.on_answer(st, "We can use the determinant variable as the final answer.")
@@ -40,18 +41,23 @@ def test_an_answer_naming_a_variable_goes_back_once_with_the_output() -> None:
 
 
 def test_an_answer_leaving_out_the_printed_number_goes_back() -> None:
-    st = TaskState("t", cells=[ok("print(round(m, 2))", "12.35\n")])
+    task = "Compute the mean."
+    st = TaskState(task, cells=[ok("print(round(m, 2))", "12.35\n")])
     assert StatesResult().on_answer(st, "The mean is about 7.") is not None
     for fine in ("The mean is 12.35.", "The mean is 12.3.", "It is 12.35 (n=3)."):
-        assert StatesResult().on_answer(TaskState("t", cells=st.cells), fine) is None, fine
+        assert StatesResult().on_answer(TaskState(task, cells=st.cells), fine) is None, fine
+    assert (
+        StatesResult().on_answer(TaskState("Save it to a file.", cells=st.cells), "Saved.") is None
+    )
 
 
 def test_a_word_answer_from_the_output_is_accepted() -> None:
+    task = "Which city has the maximum sales?"
     cells = [ok("print(s.idxmax(), s.max())", "Berlin 1234.5\n")]
-    assert StatesResult().on_answer(TaskState("t", cells=cells), "Berlin has the most.") is None
+    assert StatesResult().on_answer(TaskState(task, cells=cells), "Berlin has the most.") is None
     many = [ok("print(df.describe())", "1 2 3 4 5 6 7 8\n")]
-    assert StatesResult().on_answer(TaskState("t", cells=many), "See 3.") is None
-    assert StatesResult().on_answer(TaskState("t"), "no cells") is None
+    assert StatesResult().on_answer(TaskState(task, cells=many), "See 3.") is None
+    assert StatesResult().on_answer(TaskState(task), "no cells") is None
 
 
 def test_format_spec_reads_slots_rounding_and_yes_no() -> None:
@@ -109,4 +115,4 @@ def test_an_image_note_or_figure_repr_is_no_printed_value() -> None:
         NOW,
         NOW,
     )
-    assert StatesResult().on_answer(TaskState("plot it", cells=[plot]), "plotted") is None
+    assert StatesResult().on_answer(TaskState("Plot the mean.", cells=[plot]), "plotted") is None

@@ -32,6 +32,14 @@ _DECIMALS = re.compile(
 )
 _NEAREST_INT = re.compile(r"\b(?:nearest|closest)\s+(?:whole\s+number|integer)\b", re.I)
 _NOT_PRINTED = re.compile(r"^\s*(?:\[[\w/+.-]+ image\b.*\]|<(?:Figure|Axes)\b.*>)\s*$")
+#: a task that asks for a computed value (else an answer owes no number)
+_ASKS_FOR_VALUE = re.compile(
+    r"\b(?:how (?:many|much|often)|what (?:is|are|was|were)|calculate|compute|count|number of|"
+    r"mean|average|median|sum|total|percentage|percent|rate|ratio|correlation|p-value|"
+    r"statistic|std|standard deviation|variance|minimum|maximum|min|max|estimate|predict)\b"
+    r"|@[A-Za-z_]\w*\[",
+    re.I,
+)
 _YES_NO = re.compile(r"\(?\byes\s*(?:/|or)\s*no\b\)?|\btrue\s*(?:/|or)\s*false\b", re.I)
 
 
@@ -93,14 +101,19 @@ def format_problems(spec: FormatSpec, answer: str) -> list[str]:
 
 
 class StatesResult(Lever):
-    """An answer that states no value the last output printed goes back once with the output."""
+    """An answer that states no value the last output printed goes back once with the output.
+
+    Only for tasks that ask for a value ("how many", "what is", "mean", ``@name[...]``...).
+    """
 
     name = "states_result"
 
     def on_answer(self, state: TaskState, answer: str) -> Ask | None:
+        if self.name in state.fired or not _ASKS_FOR_VALUE.search(state.task):
+            return None
         last = _last_output(state)
         printed = numbers_in(last)
-        if not printed or self.name in state.fired:
+        if not printed:
             return None
         stated = numbers_in(answer)
         if stated and (len(set(printed)) > 4 or any(_same(p, stated) for p in printed)):
