@@ -56,7 +56,9 @@ class RunResult:
     """What ``Agent.run_to_end`` returns."""
 
     answer: str
-    status: str  # "ok" | "failed" | "max_steps" | "interrupted" | "error"
+    #: "ok", "no_code", "failed", "max_steps", "no_answer" (the model kept repeating
+    #: itself), "stopped", "interrupted" or "error"
+    status: str
     notebook: Path | None
     cells: list[CellResult] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
