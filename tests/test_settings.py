@@ -95,3 +95,12 @@ def test_default_home(monkeypatch: pytest.MonkeyPatch) -> None:
     assert home.name == "kernel-agent" and home.is_absolute()
     monkeypatch.setenv("KERNEL_AGENT_HOME", "/from/process")
     assert default_home() == Path("/from/process")
+
+
+def test_input_files_become_a_tuple_of_paths():
+    assert Settings(home=".", files=["a.csv", Path("~/b.xlsx")]).files == (
+        Path("a.csv"),
+        Path("~/b.xlsx").expanduser(),
+    )
+    with pytest.raises(ConfigError, match="a list of paths"):
+        Settings(home=".", files="a.csv")

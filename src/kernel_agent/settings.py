@@ -90,6 +90,10 @@ class Settings:
             value = getattr(self, name)
             if value is not None and not isinstance(value, Path):
                 object.__setattr__(self, name, Path(value).expanduser())
+        if not isinstance(self.files, tuple) or not all(isinstance(f, Path) for f in self.files):
+            if isinstance(self.files, (str, Path)):
+                raise ConfigError("files must be a list of paths, not one path")
+            object.__setattr__(self, "files", tuple(Path(f).expanduser() for f in self.files))
         if self.cell_timeout is not None and self.cell_timeout <= 0:
             raise ConfigError(f"cell timeout must be positive, got {self.cell_timeout}")
         if self.max_steps < 1:
