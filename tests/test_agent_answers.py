@@ -84,6 +84,11 @@ def test_format_problems_name_what_is_off() -> None:
     assert format_problems(spec, "@mean_price[value] @n[] no") == [
         "a @name[...] slot holds no value"
     ]
+    dabench = FormatSpec.of("@mean_fare[mean_fare_value] where it is rounded to two decimal places")
+    assert format_problems(dabench, "@mean_fare[mean_fare_value]") == [
+        "a @name[...] slot holds no value"
+    ]
+    assert format_problems(dabench, "@mean_fare[34.65]") == []
     dated = FormatSpec.of("round to 1 decimal place")
     assert format_problems(dated, "On 2024-01-05 at 10:30 it was 3.2") == []
 

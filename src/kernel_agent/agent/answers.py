@@ -24,6 +24,7 @@ __all__ = ["AnswerFormat", "FormatSpec", "StatesResult", "format_problems", "num
 
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _SLOT = re.compile(r"@([A-Za-z_][\w-]*)\[")
+_FILLED = re.compile(r"@[A-Za-z_][\w-]*\[([^\]]*)\]")
 _WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _DECIMALS = re.compile(
     r"\b(\d|zero|one|two|three|four|five|six)\s+(?:decimal(?:\s+places?|\s+digits?|s)?|"
@@ -56,6 +57,8 @@ class FormatSpec:
     decimals: int | None = None
     yes_no: bool = False
     given: frozenset[str] = field(default_factory=frozenset)
+    #: what the task writes inside its slots (``@mean[mean_value]``): not an answer
+    placeholders: frozenset[str] = field(default_factory=frozenset)
 
     @classmethod
     def of(cls, task: str) -> FormatSpec:
@@ -67,7 +70,8 @@ class FormatSpec:
         elif _NEAREST_INT.search(task):
             decimals = 0
         yes_no = bool(_YES_NO.search(task))
-        return cls(slots, decimals, yes_no, frozenset(numbers_in(task)))
+        placeholders = frozenset(v.strip().lower() for v in _FILLED.findall(task) if v.strip())
+        return cls(slots, decimals, yes_no, frozenset(numbers_in(task)), placeholders)
 
     @property
     def empty(self) -> bool:
@@ -83,8 +87,9 @@ def format_problems(spec: FormatSpec, answer: str) -> list[str]:
     missing = [s for s in spec.slots if f"@{s}[" not in answer]
     if missing:
         problems.append("it lacks " + ", ".join(f"@{s}[...]" for s in missing))
-    filled = re.findall(r"@[A-Za-z_][\w-]*\[([^\]]*)\]", answer)
-    if any(not v.strip() or v.strip().lower() in {"value", "..."} for v in filled):
+    filled = _FILLED.findall(answer)
+    empty = {"", "value", "...", *spec.placeholders}
+    if any(v.strip().lower() in empty for v in filled):
         problems.append("a @name[...] slot holds no value")
     if spec.decimals is not None:
         worse = [
