@@ -315,6 +315,16 @@ def test_an_answer_contradicting_the_outputs_is_checked_once(fake_llm, tmp_path)
     assert result.answer == "The sum is 2550."
     check = fake_llm.requests[2]["messages"][-1]["content"]
     assert "255" in check and "2550" in check and "no cell printed" in check
+    notes = [
+        c
+        for c in read_nb(result.notebook).cells
+        if c.metadata.get("kernel_agent", {}).get("role") == "note"
+    ]
+    assert len(notes) == 1 and "> The sum is 255." in notes[0].source
+    assert (
+        "numbers no cell printed" in notes[0].source
+        and notes[0].metadata["kernel_agent"]["gen_s"] >= 0
+    )
 
 
 def test_a_grounded_answer_is_not_questioned(fake_llm, tmp_path):

@@ -403,16 +403,20 @@ class AsyncAgent:
             return
         st.sampling = {}
         if not turn.codes:
-            async for event in self._answer(st, result, completion, turn):
+            async for event in self._answer(st, result, completion, turn, gen_s):
                 yield event
             return
         async for event in self._run_cells(st, result, turn, completion, gen_s):
             yield event
 
     async def _answer(
-        self, st: TaskState, result: RunResult, completion: Completion, turn: Turn
+        self, st: TaskState, result: RunResult, completion: Completion, turn: Turn, gen_s: float
     ) -> AsyncIterator[Event]:
-        """A reply without code: the answer, unless it was cut off or a lever asks again."""
+        """A reply without code: the answer, unless it was cut off or a lever asks again.
+
+        A reply sent back is kept in the transcript as a note (why, and the model's time).
+        """
+        answer = turn.prose.strip() or completion.text.strip()
         if completion.truncated:
             st.steps += 1  # bounded by max_steps, like a cell
             ask: Ask | None = Ask(
@@ -420,13 +424,19 @@ class AsyncAgent:
                 notice="the model's reply was cut off at the token limit; asking for a shorter one",
             )
         else:
-            answer = turn.prose.strip() or completion.text.strip()
             ask = _first(lever.on_answer(st, answer) for lever in self.levers)
             if ask is None:
                 result.answer = answer
                 result.status = "ok" if st.ran_code else "no_code"
                 return
         assert ask is not None
+        assert self.transcript is not None
+        why = ask.notice or "asked the model again"
+        quoted = "\n".join(f"> {line}" for line in answer[:1500].splitlines()) or "> (empty)"
+        self.transcript.add_markdown(
+            f"*kernel-agent: {why}.* The reply was:\n\n{quoted}",
+            {"role": "note", "gen_s": round(gen_s, 3)},
+        )
         self.history.user(ask.message)
         if ask.notice:
             yield Notice(ask.notice)
