@@ -151,6 +151,14 @@ def test_preview_keeps_to_its_budget_and_names_what_it_cut(kernel, kernel_workdi
         " ...\n[preview cut at 700 characters; not shown: "
         f"b_messy.csv ({len(MESSY_CSV)} B), c_notes.txt (1 B)]"
     )
+    (folder / "0_readme.txt").write_text("first by name, last in the preview")
+    ordered = preview(kernel, budget_chars=100_000)
+    assert (
+        ordered.index("a_wide.csv (")
+        < ordered.index("b_messy.csv (")
+        < ordered.index("0_readme.txt (")
+    )
+    (folder / "0_readme.txt").unlink()
     only = preview(kernel, ["b_messy.csv"], 2000)
     assert only.startswith("b_messy.csv (") and "a_wide" not in only
     gone = preview(kernel, ["missing.csv"], 200)

@@ -185,8 +185,9 @@ def _table(df, label, note):
     return lines
 
 def _main():
-    names = NAMES if NAMES is not None else sorted(
-        n for n in os.listdir(".") if not n.startswith(".")
+    names = NAMES if NAMES is not None else sorted(  # data files first, then the rest
+        (n for n in os.listdir(".") if not n.startswith(".")),
+        key=lambda n: (_reader(n) is None, n),
     )
     try:
         import pandas as pd
@@ -246,7 +247,8 @@ def data_preview_code(
 ) -> str:
     """A cell that prints a preview of data files in the kernel's cwd, at most ``budget_chars``.
 
-    ``names`` are paths relative to the cwd (default: every non-hidden entry). Each file
+    ``names`` are paths relative to the cwd (default: every non-hidden entry, data files
+    first). Each file
     gets its name and size; CSV/TSV, Excel, Parquet and JSON files also get shape,
     columns (quoted, with dtypes), missing-value counts and ``rows`` rows, read with
     pandas in the kernel. The code runs in its own globals and leaves nothing behind.
