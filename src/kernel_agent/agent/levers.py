@@ -14,7 +14,7 @@ A lever sees the run's :class:`~.state.TaskState` and may return an :class:`~.st
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..errors import ConfigError
 from ..grounding import ungrounded_numbers
@@ -32,6 +32,7 @@ __all__ = [
     "NudgeNoCode",
     "PushAfterError",
     "RepeatGuard",
+    "ResultCheck",
     "levers_for",
     "normalize_code",
 ]
@@ -159,6 +160,24 @@ class FencedRules(Lever):
 
 LEVERS = ("nudge_no_code", "push_after_error", "grounding_check", "repeat_guard", "fenced_rules")
 """Every lever's name, in the order the loop consults them."""
+
+
+class ResultCheck(Lever):
+    """A run that asked for ``set_result`` and got an answer without one: told once.
+
+    Not a small-model lever (``levers_for`` does not make it): the agent adds it when
+    its settings ask for a result.
+    """
+
+    name = "result_check"
+
+    def __init__(self, missing: Callable[[], bool]) -> None:
+        self.missing = missing
+
+    def on_answer(self, state: TaskState, answer: str) -> Ask | None:
+        if not self.missing() or not self._once(state):
+            return None
+        return Ask(prompt("result_missing"), notice="no result was set; asking for set_result")
 
 
 def levers_for(settings: Settings) -> list[Lever]:
