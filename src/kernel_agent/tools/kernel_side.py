@@ -29,6 +29,9 @@ def __kernel_agent_setup(config):
     listening = bool(config.get("listening"))
     ack_s = float(config.get("ack_s", 5.0))
 
+    def label(op):
+        return {"call": "call_tool", "install": "install_package"}.get(op, op)
+
     def on_msg(msg):
         data = msg["content"].get("data") or {}
         with lock:
@@ -71,14 +74,21 @@ def __kernel_agent_setup(config):
         return c
 
     def request(op, payload, timeout):
+        import json
+
+        try:  # strictly: the comm layer would quietly turn a set into a list
+            json.dumps(payload, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            what = "the data" if op == "set_result" else "the arguments"
+            raise ToolError(f"{label(op)}: {what} is not JSON-serialisable: {exc}") from None
         if not listening:
             raise NoHostListening(
-                f"{op}: no kernel-agent host is listening to this kernel (a verify re-run "
+                f"{label(op)}: no kernel-agent host is listening to this kernel (a verify re-run "
                 "or a plain notebook run); host tools are only available during an agent run"
             )
         c = open_comm()
         if c is None:
-            raise NoHostListening(f"{op}: the host bridge is unavailable: {state['why']}")
+            raise NoHostListening(f"{label(op)}: the host bridge is unavailable: {state['why']}")
         rid = uuid.uuid4().hex
         slot = [threading.Event(), None, threading.Event()]
         with lock:
@@ -87,11 +97,11 @@ def __kernel_agent_setup(config):
             c.send({"op": op, "id": rid, "subshell_id": state["subshell"], **payload})
             if not slot[2].wait(ack_s):
                 raise NoHostListening(
-                    f"{op}: no kernel-agent host acknowledged the request within {ack_s:g} s; "
-                    "host tools are only available during an agent run"
+                    f"{label(op)}: no kernel-agent host acknowledged the request within "
+                    f"{ack_s:g} s; host tools are only available during an agent run"
                 )
             if not slot[0].wait(timeout):
-                raise ToolTimeout(f"{op}: no answer from the host within {timeout:g} s")
+                raise ToolTimeout(f"{label(op)}: no answer from the host within {timeout:g} s")
             return slot[1]
         finally:
             with lock:
