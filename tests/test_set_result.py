@@ -54,7 +54,7 @@ def test_result_and_files_reach_the_run_result_and_the_notebook(fake_llm, tmp_pa
             "import os\nos.makedirs('out', exist_ok=True)\n"
             "open('out/table.csv', 'w').write('n,sq\\n1,1\\n2,4\\n')\n"
             "open('notes.txt', 'w').write('hello')\n"
-            "print(set_result({'total': 5, 'rows': [1, 4]}, files=['out/table.csv', 'notes.txt']))"
+            "set_result({'total': 5, 'rows': [1, 4]}, files=['out/table.csv', 'notes.txt'])"
         ),
         text("done"),
     )
@@ -65,7 +65,7 @@ def test_result_and_files_reach_the_run_result_and_the_notebook(fake_llm, tmp_pa
     stem = result.notebook.stem
     assert names == [f"{stem}_files/result/notes.txt", f"{stem}_files/result/out/table.csv"]
     assert (result.notebook.parent / names[1]).read_text() == "n,sq\n1,1\n2,4\n"
-    assert "'files': ['out/table.csv', 'notes.txt']" in result.cells[0].outputs[0]["text"]
+    assert result.cells[0].outputs == []  # set_result returns None
     nb = nbformat.read(result.notebook, as_version=4)
     assert nb.metadata["kernel_agent"]["result"] == {
         "data": {"total": 5, "rows": [1, 4]},

@@ -41,14 +41,22 @@ class BridgeLimits:
     record_args_chars: int = 200  # arguments as the transcript records them
 
 
-def kernel_init_code(*, listening: bool, timeout_s: float, site: str | None = None) -> str:
+def kernel_init_code(
+    *,
+    listening: bool,
+    timeout_s: float = 60.0,
+    site: str | None = None,
+    rerun: dict[str, Any] | None = None,
+) -> str:
     """The Python run silently at kernel start: defines the kernel-side helpers.
 
-    ``listening`` False (a verify re-run) makes every call fail at once with a clear
-    message; ``site`` is a directory put on ``sys.path`` (the session's installs).
+    ``listening`` False makes every request fail at once with a clear message;
+    ``rerun`` (a verify re-run: ``{"installs": {name: version}}``) makes ``call_tool``
+    fail so, ``set_result`` a no-op and ``install_package`` accept what was recorded.
+    ``site`` is a directory put on ``sys.path`` (the session's installs).
     """
     source = files(__package__).joinpath("kernel_side.py").read_text(encoding="utf-8")
-    config = {"listening": listening, "timeout": timeout_s}
+    config: dict[str, Any] = {"listening": listening, "timeout": timeout_s, "rerun": rerun}
     lines = [
         source,
         f"globals().update(__kernel_agent_setup({config!r}))",

@@ -18,12 +18,12 @@ from typing import Any
 from ..errors import ToolError
 from ..prompts import prompt
 from ..settings import Settings
-from .bridge import BridgeLimits, HostBridge
+from .bridge import BridgeLimits, HostBridge, kernel_init_code
 from .declared import DeclaredResult
-from .installs import Installer, InstallPolicy, new_site
+from .installs import Installer, InstallPolicy, install_pinned, new_site
 from .registry import describe_tools, load_tools, make_tools
 
-__all__ = ["HostSide"]
+__all__ = ["HostSide", "prepare_rerun"]
 
 
 class HostSide:
@@ -129,3 +129,27 @@ class HostSide:
         if self.installer is None:  # policy "never": refused, with the policy's message
             return await Installer(self.policy, Path("/nonexistent")).install(request)
         return await self.installer.install(request)
+
+
+async def prepare_rerun(run_meta: dict[str, Any]) -> tuple[str | None, Path | None]:
+    """For a verify re-run of a notebook a run made: (helpers' init code, install site).
+
+    The recorded installs go, at their exact versions, into a fresh site the caller
+    mounts read-only for the kernel (and removes afterwards). (None, None) for a
+    notebook made without the helpers.
+    """
+    installs = dict(run_meta.get("installs") or {})
+    if not run_meta.get("host_helpers") and not installs:
+        return None, None
+    site = None
+    if installs:
+        site = new_site()
+        try:
+            await install_pinned(site, installs)
+        except BaseException:
+            shutil.rmtree(site, ignore_errors=True)
+            raise
+    code = kernel_init_code(
+        listening=False, site=str(site) if site else None, rerun={"installs": installs}
+    )
+    return code, site

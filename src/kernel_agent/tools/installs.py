@@ -43,7 +43,7 @@ class InstallPolicy:
         if text in ("never", "ask", "any"):
             return cls(text)
         if text.startswith("allow:"):
-            names = frozenset(_canonical(n) for n in text[6:].split(",") if n.strip())
+            names = frozenset(_canonical(n.strip()) for n in text[6:].split(",") if n.strip())
             if names:
                 return cls("allow", names)
         raise ConfigError(f"--install must be never, ask, allow:pkg1,pkg2 or any, got {text!r}")

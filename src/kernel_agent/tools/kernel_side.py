@@ -11,6 +11,8 @@
 
 
 def __kernel_agent_setup(config):
+    import json
+    import sys
     import threading
     import uuid
 
@@ -26,7 +28,7 @@ def __kernel_agent_setup(config):
     state = {"comm": None, "subshell": None, "why": None}
     pending = {}  # request id -> [threading.Event, reply or None, ack Event]
     lock = threading.Lock()
-    listening = bool(config.get("listening"))
+    listening = bool(config.get("listening")) and config.get("rerun") is None
     ack_s = float(config.get("ack_s", 5.0))
 
     def label(op):
@@ -74,8 +76,6 @@ def __kernel_agent_setup(config):
         return c
 
     def request(op, payload, timeout):
-        import json
-
         try:  # strictly: the comm layer would quietly turn a set into a list
             json.dumps(payload, allow_nan=False)
         except (TypeError, ValueError) as exc:
@@ -134,25 +134,47 @@ def __kernel_agent_setup(config):
         reply = request("call", {"calls": batch}, default_timeout + ack_s)
         return [answer(r) for r in reply["results"]]
 
+    rerun = config.get("rerun")  # a verify re-run: {"installs": {name: version}}
+
     def set_result(data, files=()):
         """Declare the run's structured result (JSON) and its output files (work-dir paths)."""
         if isinstance(files, str):
             files = [files]
-        reply = request("set_result", {"data": data, "files": [str(f) for f in files]}, 60.0)
-        return answer(reply)
+        payload = {"data": data, "files": [str(f) for f in files]}
+        if rerun is not None:  # nobody takes the result; the cell still reproduces
+            json.dumps(payload, allow_nan=False)
+            return None
+        answer(request("set_result", payload, 60.0))
+        return None
+
+    def canonical(name):
+        import re
+
+        return re.sub(r"[-_.]+", "-", name.split("==")[0]).lower()
 
     def install_package(name):
         """Install ``name`` from the host's package index, under the run's install policy."""
         import importlib
-        import sys
 
-        reply = request("install", {"name": str(name)}, float(config.get("install_s", 600.0)))
-        value = answer(reply)
-        path = (value or {}).get("path")
-        if path and path not in sys.path:
-            sys.path.insert(0, path)
+        name = str(name)
+        if rerun is not None:  # verify put the recorded versions on sys.path already
+            found = {canonical(n): (n, v) for n, v in rerun.get("installs", {}).items()}
+            if canonical(name) not in found:
+                raise NoHostListening(
+                    f"install_package: {name} was not installed in the recorded run, and "
+                    "no kernel-agent host is listening to install it now"
+                )
+            project, version = found[canonical(name)]
+        else:
+            value = answer(
+                request("install", {"name": name}, float(config.get("install_s", 600.0)))
+            )
+            path = value.get("path")
+            if path and path not in sys.path:
+                sys.path.insert(0, path)
+            project, version = value.get("name"), value.get("version")
         importlib.invalidate_caches()
-        return value
+        print(f"installed {project} {version}")
 
     for f in (call_tool, call_tools_parallel, set_result, install_package):
         f.__module__ = "kernel_agent"
