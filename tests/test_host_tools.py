@@ -220,3 +220,39 @@ def test_tools_result_bound(fake_llm, tmp_path):
     said = result.cells[0].outputs[0]["text"]
     assert "over the 1000000 byte bound" in said, said
     assert json.loads(code_meta(result.notebook)[0]["tool_calls"][0]["args"]) == {}
+
+
+def test_the_same_tool_call_through_kernel_gateway(fake_llm, tmp_path, tmp_path_factory):
+    """Comms ride the gateway's websocket: no port or socket of our own is needed."""
+    from gateway_server import KernelGateway
+
+    kg = KernelGateway(tmp_path_factory.mktemp("kg-tools"), "tools-token")
+    kg.start()
+    try:
+        CALLS.clear()
+        fake_llm.enqueue(
+            run_cell(
+                "print([call_tool('lookup', city=c)['population'] for c in ('Oslo', 'Lima')])\n"
+                "print(call_tools_parallel([('pause', {'seconds': 0.3, 'tag': t}) "
+                "for t in 'abcd']))\n"
+                "set_result({'ok': True})"
+            ),
+            text("done"),
+        )
+        settings = settings_for(
+            fake_llm, tmp_path, gateway_url=kg.url, gateway_token="tools-token", sandbox="none"
+        )
+        with Agent(settings, tools=[lookup, pause]) as agent:
+            events = list(agent.run("use the tools"))
+        result = events[-1].result
+    finally:
+        kg.stop()
+    assert result.isolation == "remote"
+    assert result.cells[0].status == "ok", result.cells[0].error
+    text_out = result.cells[0].outputs[0]["text"]
+    assert text_out == "[709000, 10000000]\n['a', 'b', 'c', 'd']\n"
+    assert max(s for _, s, _ in CALLS) < min(e for _, _, e in CALLS)
+    assert result.result == {"ok": True}
+    assert [c["tool"] for c in code_meta(result.notebook)[0]["tool_calls"]] == [
+        "lookup", "lookup", "pause", "pause", "pause", "pause", "set_result",
+    ]  # fmt: skip
