@@ -112,9 +112,29 @@ def test_deno_kernel_from_the_cli_on_the_local_model(tmp_path, model_home):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "KERNEL_AGENT_"))}
     nb = tmp_path / "deno.ipynb"
     proc = subprocess.run(
-        [sys.executable, "-m", "kernel_agent", "run", "--model", "local", "--temperature", "0",
-         "--kernel", "deno", "--sandbox", SANDBOX, "--cwd", str(tmp_path), "--max-steps", "6",
-         "--notebook", str(nb), "--format", "plain", "Calculate 15!"],  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "kernel_agent",
+            "run",
+            "--model",
+            "local",
+            "--temperature",
+            "0",
+            "--kernel",
+            "deno",
+            "--sandbox",
+            SANDBOX,
+            "--cwd",
+            str(tmp_path),
+            "--max-steps",
+            "6",
+            "--notebook",
+            str(nb),
+            "--format",
+            "plain",
+            "Calculate 15!",
+        ],  # fmt: skip
         capture_output=True,
         text=True,
         env={**env, "KERNEL_AGENT_HOME": str(model_home)},

@@ -17,9 +17,11 @@ for the cell's transcript metadata.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
@@ -30,6 +32,9 @@ __all__ = ["BridgeLimits", "HostBridge", "kernel_init_code"]
 
 #: the reply's ``error_type`` for a call that ran out of time
 TIMEOUT = "ToolTimeout"
+#: an answer ready within this long goes without an ``ack`` before it (the answer
+#: acknowledges too): one message less on the hot path
+_ACK_AFTER_S = 0.02
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,9 @@ class HostBridge:
         self.executor: Any = None
         self._records: list[dict[str, Any]] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        # a whole batch runs at once (the loop's default pool has cores + 4 threads);
+        # threads are made as needed
+        self._pool = ThreadPoolExecutor(limits.max_batch, thread_name_prefix="host-tool")
 
     # ---------------------------------------------------------------- wiring
     async def attach(self, executor: Any, *, site: str | None = None) -> None:
@@ -95,6 +103,10 @@ class HostBridge:
         executor.comm_handler = self.feed
         code = kernel_init_code(listening=True, timeout_s=self.limits.timeout_s, site=site)
         await executor.inject(code)
+
+    def close(self) -> None:
+        """Stop taking calls; a tool still running in a thread is left to finish."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     def take_records(self) -> list[dict[str, Any]]:
         """The calls recorded since the last take (for one cell's metadata)."""
@@ -120,7 +132,14 @@ class HostBridge:
             )
 
     async def _serve(self, comm_id: str, request: dict[str, Any]) -> None:
-        await self._reply(comm_id, {"op": "ack"}, request)
+        """Answer one request; an ``ack`` first unless the answer is ready within 20 ms."""
+        work = asyncio.ensure_future(self._outcome(request))
+        done, _ = await asyncio.wait({work}, timeout=_ACK_AFTER_S)
+        if not done:
+            await self._reply(comm_id, {"op": "ack"}, request)
+        await self._reply(comm_id, {"op": "reply", **await work}, request)
+
+    async def _outcome(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request["op"]
         try:
             if op == "call":
@@ -137,7 +156,7 @@ class HostBridge:
                 reply = {"ok": False, "error": f"{op} is not available in this session"}
         except Exception as exc:  # never leave the kernel waiting
             reply = _failure(exc)
-        await self._reply(comm_id, {"op": "reply", **reply}, request)
+        return reply
 
     async def _calls(self, calls: list[dict[str, Any]]) -> dict[str, Any]:
         if len(calls) > self.limits.max_batch:
@@ -166,7 +185,9 @@ class HostBridge:
             if tool.is_async:
                 value = await asyncio.wait_for(tool.fn(**kwargs), timeout)
             else:  # a thread cannot be stopped: on timeout it is left to finish
-                value = await asyncio.wait_for(asyncio.to_thread(tool.fn, **kwargs), timeout)
+                loop = asyncio.get_running_loop()
+                call = functools.partial(tool.fn, **kwargs)
+                value = await asyncio.wait_for(loop.run_in_executor(self._pool, call), timeout)
         except asyncio.TimeoutError:
             return {
                 "ok": False,

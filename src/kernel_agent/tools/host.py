@@ -110,6 +110,7 @@ class HostSide:
         return self.result.deliver(work, notebook)
 
     def close(self) -> None:
+        self.bridge.close()
         if self.site is not None:
             shutil.rmtree(self.site, ignore_errors=True)
             self.site = None
