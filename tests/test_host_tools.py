@@ -256,3 +256,37 @@ def test_the_same_tool_call_through_kernel_gateway(fake_llm, tmp_path, tmp_path_
     assert [c["tool"] for c in code_meta(result.notebook)[0]["tool_calls"]] == [
         "lookup", "lookup", "pause", "pause", "pause", "pause", "set_result",
     ]  # fmt: skip
+
+
+def test_tools_flag_on_the_cli(fake_llm, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    tools_dir = tmp_path / "tools"
+    tools_dir.mkdir()
+    (tools_dir / "cli_tools.py").write_text(
+        "def double(x: int) -> int:\n    'Twice x.'\n    return 2 * x\n"
+    )
+    fake_llm.enqueue(run_cell("print(call_tool('double', x=21))"), text("42"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "KERNEL_AGENT_"))}
+    env.update(OPENAI_API_KEY="sk-test", KERNEL_AGENT_LEVERS="none", PYTHONPATH=os.pathsep.join(
+        [str(tools_dir), env.get("PYTHONPATH", "")]))  # fmt: skip
+    nb = tmp_path / "cli.ipynb"
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernel_agent", "run", "--tools", "cli_tools:double",
+         "--base-url", fake_llm.base_url, "--model", "m", "--sandbox", SANDBOX,
+         "--cwd", str(tmp_path), "--notebook", str(nb), "--format", "json", "double 21"],
+        capture_output=True, text=True, env=env, timeout=90,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["status"] == "ok" and out["cells"][0]["status"] == "ok"
+    assert "double(x: int) -> int" in fake_llm.requests[0]["messages"][0]["content"]
+    assert code_meta(nb)[0]["tool_calls"][0]["tool"] == "double"
+
+    bad = subprocess.run(
+        [sys.executable, "-m", "kernel_agent", "run", "--tools", "nowhere_xyz:f", "x"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "cannot import nowhere_xyz" in bad.stderr

@@ -157,6 +157,7 @@ def test_format_json_prints_result_and_files(fake_llm, tmp_path):
             "run",
             "--format",
             "json",
+            "--result",
             "--notebook",
             str(nb),
             "--base-url",

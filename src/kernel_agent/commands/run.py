@@ -91,8 +91,8 @@ def settings_from_args(args: argparse.Namespace) -> Any:
         values["files"] = tuple(args.files)
     if getattr(args, "tools", None):
         values["tools"] = tuple(args.tools)
-    if getattr(args, "format", None) == "json":
-        values["ask_result"] = True  # --format json prints set_result's result and files
+    if getattr(args, "ask_result", None):
+        values["ask_result"] = True
     return Settings.from_env(**values)
 
 
@@ -137,6 +137,13 @@ def register(sub: Any) -> None:
         "package.module:name, a function or a list of them (repeatable)",
     )
     t.add_argument("--tool-timeout", type=float, help="seconds per host tool call (default 60)")
+    t.add_argument(
+        "--result",
+        dest="ask_result",
+        action="store_true",
+        help="ask the model to declare a structured result with set_result() "
+        "(--format json prints it and its files)",
+    )
     t.add_argument(
         "--install",
         metavar="POLICY",

@@ -10,12 +10,13 @@ kernels get none of it (the README says so).
 
 from __future__ import annotations
 
+import logging
 import shutil
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ToolError
+from ..errors import KernelStartError, ToolError
 from ..prompts import prompt
 from ..settings import Settings
 from .bridge import BridgeLimits, HostBridge, kernel_init_code
@@ -24,6 +25,8 @@ from .installs import Installer, InstallPolicy, install_pinned, new_site
 from .registry import describe_tools, load_tools, make_tools
 
 __all__ = ["HostSide", "prepare_rerun"]
+
+log = logging.getLogger(__name__)
 
 
 class HostSide:
@@ -70,7 +73,12 @@ class HostSide:
             return Path(where) if where else None
 
         self._work = work
-        await self.bridge.attach(executor, site=str(self.site) if self.site else None)
+        try:
+            await self.bridge.attach(executor, site=str(self.site) if self.site else None)
+        except KernelStartError as exc:  # a Python kernel that is not IPython: no helpers
+            log.warning("no host helpers in this kernel: %s", exc)
+            executor.init_code = executor.comm_handler = None
+            return
         self.active = True
 
     def prompt_section(self) -> str:
