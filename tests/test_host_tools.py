@@ -235,12 +235,22 @@ def test_the_same_tool_call_through_kernel_gateway(fake_llm, tmp_path, tmp_path_
                 "print([call_tool('lookup', city=c)['population'] for c in ('Oslo', 'Lima')])\n"
                 "print(call_tools_parallel([('pause', {'seconds': 0.3, 'tag': t}) "
                 "for t in 'abcd']))\n"
-                "set_result({'ok': True})"
+                "print(call_tool('pause', seconds=2.5, tag='quiet'))\n"  # a cell quiet > 1 s
+                "set_result({'ok': True})\n"
+                "try:\n"
+                "    install_package('anything')\n"
+                "except ToolError as e:\n"
+                "    print(e)"
             ),
             text("done"),
         )
         settings = settings_for(
-            fake_llm, tmp_path, gateway_url=kg.url, gateway_token="tools-token", sandbox="none"
+            fake_llm,
+            tmp_path,
+            gateway_url=kg.url,
+            gateway_token="tools-token",
+            sandbox="none",
+            install="any",
         )
         with Agent(settings, tools=[lookup, pause]) as agent:
             events = list(agent.run("use the tools"))
@@ -250,11 +260,13 @@ def test_the_same_tool_call_through_kernel_gateway(fake_llm, tmp_path, tmp_path_
     assert result.isolation == "remote"
     assert result.cells[0].status == "ok", result.cells[0].error
     text_out = result.cells[0].outputs[0]["text"]
-    assert text_out == "[709000, 10000000]\n['a', 'b', 'c', 'd']\n"
-    assert max(s for _, s, _ in CALLS) < min(e for _, _, e in CALLS)
+    assert text_out.startswith("[709000, 10000000]\n['a', 'b', 'c', 'd']\nquiet\n"), text_out
+    assert "the kernel is remote" in text_out
+    quick = [c for c in CALLS if c[0] != "quiet"]
+    assert max(s for _, s, _ in quick) < min(e for _, _, e in quick)
     assert result.result == {"ok": True}
     assert [c["tool"] for c in code_meta(result.notebook)[0]["tool_calls"]] == [
-        "lookup", "lookup", "pause", "pause", "pause", "pause", "set_result",
+        "lookup", "lookup", "pause", "pause", "pause", "pause", "pause", "set_result", "install",
     ]  # fmt: skip
 
 

@@ -130,8 +130,9 @@ def test_a_run_asked_for_a_result_is_told_once(fake_llm, tmp_path):
         run_cell("set_result({'x': x})"),
         text("It is 42."),
     )
-    result, events = run(fake_llm, tmp_path, ask_result=True)
+    result, events = run(fake_llm, tmp_path, ask_result=True, verify=True)
     assert result.status == "ok" and result.result == {"x": 42}
+    assert result.verify["verdict"] == "reproduced", str(result.verify)  # set_result re-runs
     assert "call `set_result(...)`" in fake_llm.requests[0]["messages"][0]["content"]
     told = [m for r in fake_llm.requests for m in r["messages"] if "no result is set" in str(m)]
     assert told and any(isinstance(e, Notice) and "set_result" in e.text for e in events)

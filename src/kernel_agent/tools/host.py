@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import KernelStartError, ToolError
+from ..errors import InstallError, KernelStartError, ToolError
 from ..prompts import prompt
 from ..settings import Settings
 from .bridge import BridgeLimits, HostBridge, kernel_init_code
@@ -49,12 +49,17 @@ class HostSide:
             {"set_result": self._set_result, "install": self._install},
         )
         self.active = False
+        #: the kernel runs elsewhere (a gateway): no files to take, no site to install into
+        self.remote = False
         #: the kernel's work dir on this host (None: a remote kernel, no files to take)
         self._work: Callable[[], Path | None] = lambda: None
 
     def prepare(self, executor: Any) -> None:
         """Before the kernel starts: the install site on the sandbox's read-only mounts."""
         if not hasattr(executor, "inject"):
+            return
+        if not hasattr(executor, "launcher"):  # a gateway kernel: a site here is not its
+            self.remote = True
             return
         if self.policy.mode != "never" and self.site is None:
             self.site = new_site()
@@ -135,6 +140,11 @@ class HostSide:
         return self.result.declare(request.get("data"), [str(f) for f in files], work or Path("."))
 
     async def _install(self, request: dict[str, Any]) -> Any:
+        if self.remote and self.policy.mode != "never":
+            raise InstallError(
+                "install_package: the kernel is remote (a gateway), and packages install "
+                "into a directory on this host only"
+            )
         if self.installer is None:  # policy "never": refused, with the policy's message
             return await Installer(self.policy, Path("/nonexistent")).install(request)
         return await self.installer.install(request)
