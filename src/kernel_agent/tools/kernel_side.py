@@ -114,6 +114,11 @@ def __kernel_agent_setup(config):
         cls = ToolTimeout if kind == "ToolTimeout" else ToolError
         raise cls(reply.get("error") or "the host refused the call")
 
+    def results(reply):
+        if "results" not in reply:  # the whole batch failed
+            answer(dict(reply, ok=False))
+        return reply["results"]
+
     default_timeout = float(config.get("timeout", 60.0))
 
     def call_tool(name, /, **kwargs):
@@ -121,7 +126,7 @@ def __kernel_agent_setup(config):
         reply = request(
             "call", {"calls": [{"tool": name, "kwargs": kwargs}]}, default_timeout + ack_s
         )
-        return answer(reply["results"][0])
+        return answer(results(reply)[0])
 
     def call_tools_parallel(calls):
         """Run ``[(name, {kwargs}), ...]`` concurrently on the host; results in order.
@@ -132,7 +137,7 @@ def __kernel_agent_setup(config):
         if not batch:
             return []
         reply = request("call", {"calls": batch}, default_timeout + ack_s)
-        return [answer(r) for r in reply["results"]]
+        return [answer(r) for r in results(reply)]
 
     rerun = config.get("rerun")  # a verify re-run: {"installs": {name: version}}
 
@@ -142,7 +147,10 @@ def __kernel_agent_setup(config):
             files = [files]
         payload = {"data": data, "files": [str(f) for f in files]}
         if rerun is not None:  # nobody takes the result; the cell still reproduces
-            json.dumps(payload, allow_nan=False)
+            try:
+                json.dumps(payload, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise ToolError(f"set_result: the data is not JSON-serialisable: {exc}") from None
             return None
         answer(request("set_result", payload, 60.0))
         return None
