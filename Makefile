@@ -5,7 +5,7 @@ PIP := $(PY) -m pip
 PYTEST_ARGS ?=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test demo bench eval-analysis venv system-deps system-deps-chromium lint clean
+.PHONY: test demo bench eval-analysis venv system-deps system-deps-chromium lint clean deno-kernel
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -28,8 +28,30 @@ lint: venv
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/mypy
 
-test: lint system-deps system-deps-chromium
+test: lint system-deps system-deps-chromium deno-kernel
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Deno's Jupyter kernel (TypeScript/JavaScript): the deno binary from npm's
+# @deno/linux-x64-glibc, pinned; `deno jupyter --install` writes its kernelspec under
+# $$HOME, so it runs with a scratch HOME and the spec is moved into the venv (sys-prefix).
+DENO_VERSION ?= 2.9.6
+DENO_PREFIX ?= .deno
+DENO := $(DENO_PREFIX)/node_modules/@deno/linux-x64-glibc/deno
+KERNELS_DIR ?= $(VENV)/share/jupyter/kernels
+
+$(DENO):
+	npm install --no-save --no-package-lock --no-audit --no-fund --prefix $(DENO_PREFIX) \
+		@deno/linux-x64-glibc@$(DENO_VERSION)
+	chmod -R a+rX $(DENO_PREFIX)
+
+$(KERNELS_DIR)/deno/kernel.json: $(DENO)
+	@scratch=$$(mktemp -d) && \
+	HOME=$$scratch $(abspath $(DENO)) jupyter --install --force >/dev/null 2>&1 && \
+	mkdir -p $(KERNELS_DIR) && rm -rf $(KERNELS_DIR)/deno && \
+	mv $$scratch/.local/share/jupyter/kernels/deno $(KERNELS_DIR)/deno && \
+	rm -rf $$scratch && echo "deno kernelspec in $(KERNELS_DIR)/deno"
+
+deno-kernel: $(KERNELS_DIR)/deno/kernel.json
 
 # Headless Chromium renders exported notebooks (tests, PDF export): Debian's package.
 system-deps-chromium:
@@ -48,6 +70,7 @@ bench: venv system-deps
 	$(PY) bench/bench_serve.py
 	$(PY) bench/bench_local_model.py
 	$(PY) bench/bench_agent_loop.py
+	$(PY) bench/bench_tools.py
 
 # How often the bundled model solves simple analysis tasks (slow: minutes).
 # The analysis eval (42 tasks, tuned and held-out halves) on the bundled model; EVAL_ARGS
@@ -62,4 +85,4 @@ demo: venv system-deps
 	$(VENV)/bin/kernel-agent run --model local --temperature 0 --cwd notebooks --notebook notebooks/demo.ipynb "$(DEMO_TASK)"
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info
+	rm -rf $(VENV) $(DENO_PREFIX) build dist src/*.egg-info

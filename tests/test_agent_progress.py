@@ -102,3 +102,9 @@ def test_prose_in_a_code_fence_is_asked_for_as_the_answer() -> None:
     st.cells.append(ok("print(42)", "42\n"))
     ask = lever.before_cell(st, "The answer is 42 as computed.")
     assert isinstance(ask, Ask) and "The answer is 42" in ask.message and st.stalls == 1
+
+
+def test_under_an_install_policy_the_model_is_pointed_at_install_package() -> None:
+    ask = NoInstall("allow:sympy").before_cell(TaskState("t"), "!pip install sympy")
+    assert isinstance(ask, Ask) and 'install_package("name")' in ask.message
+    assert "allow:sympy" in ask.message

@@ -71,3 +71,9 @@ def test_an_answer_format_written_into_code_is_explained():
     assert "for your final answer text, not for code" in hint
     plain = error_hint(failed("print(", "SyntaxError", "unexpected EOF"), {})
     assert "final answer" not in plain
+
+
+def test_missing_module_under_an_install_policy_points_at_install_package():
+    cell = failed("import sympy.abc", "ModuleNotFoundError", "No module named 'sympy'")
+    hint = error_hint(cell, {}, {"pandas": "2.2.3"}, "any")
+    assert "install_package('sympy')" in hint and "policy: any" in hint

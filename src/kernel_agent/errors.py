@@ -14,6 +14,8 @@
     │   └── LLMResponseError       a reply we could not use
     ├── LocalModelError            the bundled model is missing, corrupt or cannot be served
     ├── GatewayError               a Kernel/Enterprise Gateway refused or went away
+    ├── ToolError                  a host tool, set_result or install_package refused or failed
+    │   └── InstallError           a package install was refused by the policy or failed
     ├── NotebookError              a notebook cannot be read, written or is invalid
     │   └── ExportError            a notebook cannot be exported (e.g. no PDF toolchain)
     └── VerifyMismatch             re-execution did not reproduce the stored outputs
@@ -38,6 +40,8 @@ __all__ = [
     "LLMResponseError",
     "LocalModelError",
     "GatewayError",
+    "ToolError",
+    "InstallError",
     "NotebookError",
     "ExportError",
     "VerifyMismatch",
@@ -100,6 +104,16 @@ class LocalModelError(KernelAgentError):
 
 class GatewayError(KernelAgentError):
     exit_code = 3
+
+
+class ToolError(KernelAgentError):
+    """Its message reaches the kernel's code as the exception a helper raises there."""
+
+    exit_code = 8
+
+
+class InstallError(ToolError):
+    pass
 
 
 class NotebookError(KernelAgentError):

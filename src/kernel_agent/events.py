@@ -69,8 +69,12 @@ class RunResult:
     verify: dict[str, Any] | None = None
     #: what isolated the kernel: "bwrap", "none" (unsandboxed), "remote" or "unknown"
     isolation: str = "unknown"
-    #: files the kernel wrote, delivered beside the notebook (``<notebook>_files/work/``)
+    #: the files ``set_result`` declared, copied beside the notebook
+    #: (``<notebook>_files/result/``); without a declared result, the files the kernel
+    #: wrote, delivered beside the notebook (``<notebook>_files/work/``)
     files: list[Path] = field(default_factory=list)
+    #: the data the kernel's code declared with ``set_result`` (JSON), or None
+    result: Any = None
 
     @property
     def ok(self) -> bool:
@@ -99,6 +103,7 @@ class RunResult:
             "verify": self.verify,
             "isolation": self.isolation,
             "files": [str(f) for f in self.files],
+            "result": self.result,
         }
 
 

@@ -40,6 +40,7 @@ def error_hint(
     result: CellResult,
     namespace: dict[str, VariableInfo],
     libraries: Mapping[str, str] | None = None,
+    install_policy: str = "never",
 ) -> str:
     """A hint for the model, or "" when there is nothing useful to add.
 
@@ -59,6 +60,12 @@ def error_hint(
         match := _MISSING_MODULE.search(error.evalue)
     ):
         have = ", ".join(sorted(libraries)) if libraries else "numpy, pandas, matplotlib"
+        if install_policy != "never":
+            return (
+                f"Hint: the module {match.group(1)!r} is not installed. Use what is available "
+                f"({have}), or call install_package({match.group(1).split('.')[0]!r}) "
+                f"(policy: {install_policy}); shell installs do not work here."
+            )
         return (
             f"Hint: the module {match.group(1)!r} is not installed and cannot be installed here "
             f"(no network). Use what is available: the standard library, {have}."

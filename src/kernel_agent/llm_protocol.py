@@ -96,6 +96,8 @@ def choose_protocol(settings: Settings, model: str | None = None) -> ProtocolNam
 # -- fenced code -----------------------------------------------------------------------
 
 _PY_TAGS = frozenset({"", "python", "py", "python3", "py3", "ipython", "ipython3", "jupyter"})
+#: Deno's kernel runs TypeScript and JavaScript alike
+_JS_TAGS = frozenset({"", "typescript", "ts", "tsx", "javascript", "js", "jsx"})
 _OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
 _OPEN_LATE = re.compile(
     r"(?P<fence>`{3,})[ \t]*(?P<info>[A-Za-z][\w+.-]*)[ \t]*$"
@@ -129,6 +131,8 @@ def split_code(
         wanted = None
     elif language.lower() in _PY_TAGS:
         wanted = _PY_TAGS
+    elif language.lower() in _JS_TAGS:
+        wanted = _JS_TAGS
     else:
         wanted = frozenset({"", language.lower()})
     blocks: list[str] = []

@@ -76,6 +76,11 @@ class Settings:
     #: the small-model levers the loop consults (see kernel_agent.agent.levers):
     #: "auto" (all), "none", or a tuple of names; KERNEL_AGENT_LEVERS="a,b" in the environment
     levers: str | tuple[str, ...] = "auto"
+    # code that reaches back to the host (kernel_agent.tools)
+    tools: tuple[str, ...] = ()  # "package.module:name" specs, loaded as host tools
+    tool_timeout: float = 60.0  # seconds per host tool call
+    install: str = "never"  # install_package policy: never | ask | allow:pkg1,pkg2 | any
+    ask_result: bool = False  # the system prompt asks for set_result; told once if missing
     # where things go
     notebook_dir: Path = Path("notebooks")
     home: Path = field(default_factory=default_home)
@@ -105,6 +110,11 @@ class Settings:
             object.__setattr__(self, "levers", names)
         elif isinstance(self.levers, list):
             object.__setattr__(self, "levers", tuple(self.levers))
+        if isinstance(self.tools, (list, str)):
+            specs = self.tools.split(",") if isinstance(self.tools, str) else self.tools
+            object.__setattr__(self, "tools", tuple(s.strip() for s in specs if s.strip()))
+        if self.tool_timeout <= 0:
+            raise ConfigError(f"tool timeout must be positive, got {self.tool_timeout}")
         if self.sandbox not in ("auto", "bwrap", "none"):
             raise ConfigError(f"sandbox must be auto, bwrap or none, got {self.sandbox!r}")
 
@@ -124,6 +134,8 @@ class Settings:
             values["kernel_name"] = env["KERNEL_AGENT_KERNEL"]
         if env.get("KERNEL_AGENT_LEVERS"):
             values["levers"] = env["KERNEL_AGENT_LEVERS"]
+        if env.get("KERNEL_AGENT_INSTALL"):
+            values["install"] = env["KERNEL_AGENT_INSTALL"]
         if env.get("KERNEL_AGENT_SANDBOX"):
             values["sandbox"] = env["KERNEL_AGENT_SANDBOX"]
         known = {f.name for f in fields(cls)}

@@ -19,6 +19,7 @@ A cell that times out or a kernel that dies ends the run: that cell is an
 from __future__ import annotations
 
 import copy
+import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -207,6 +208,16 @@ async def async_verify_notebook(
         from .settings import Settings
 
         launcher = make_launcher(Settings.from_env(), workdir)
+    # a notebook a run made with the host helpers: the same helpers (not listening), and
+    # the packages it installed, at the recorded versions, in a fresh read-only site
+    init_code, site = None, None
+    if (nb.metadata.get("language_info") or {}).get("name", "python") == "python":
+        from .tools.host import prepare_rerun
+
+        init_code, site = await prepare_rerun(dict(nb.metadata.get("kernel_agent") or {}))
+    mounts = getattr(launcher, "extra_ro_paths", None)
+    if site is not None and mounts is not None:
+        launcher.extra_ro_paths = (*mounts, site)
     launch_kw = launcher.prepare(km, launch_kw)
 
     code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
@@ -220,6 +231,13 @@ async def async_verify_notebook(
     try:
         async with client.async_setup_kernel(cleanup_kc=True, **launch_kw):
             started = True
+            if init_code is not None:
+                assert client.kc is not None
+                reply = await client.async_wait_for_reply(
+                    client.kc.execute(init_code, silent=True, store_history=False)
+                )
+                if (reply or {}).get("content", {}).get("status") != "ok":
+                    raise KernelStartError("the host helpers could not be set up in the kernel")
             report.startup_s = time.perf_counter() - began
             for check in checks:
                 cell = executed.cells[check.index]
@@ -245,6 +263,10 @@ async def async_verify_notebook(
         raise KernelStartError(f"kernel {name!r} failed to start: {one_line(exc)}") from exc
     finally:
         launcher.cleanup(km)
+        if site is not None:
+            if mounts is not None:
+                launcher.extra_ro_paths = mounts
+            shutil.rmtree(site, ignore_errors=True)
     report.total_s = time.perf_counter() - began
     if write is not None:
         executed.metadata.setdefault("kernel_agent", {})["verify"] = report.to_metadata()

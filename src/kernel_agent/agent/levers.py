@@ -17,7 +17,7 @@ A lever sees the run's :class:`~.state.TaskState` and may return an :class:`~.st
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
@@ -39,6 +39,7 @@ __all__ = [
     "NudgeNoCode",
     "PushAfterError",
     "RepeatGuard",
+    "ResultCheck",
     "levers_for",
     "normalize_code",
 ]
@@ -183,6 +184,24 @@ LEVERS = (
 """Every lever's name, in the order the loop consults them."""
 
 
+class ResultCheck(Lever):
+    """A run that asked for ``set_result`` and got an answer without one: told once.
+
+    Not a small-model lever (``levers_for`` does not make it): the agent adds it when
+    its settings ask for a result.
+    """
+
+    name = "result_check"
+
+    def __init__(self, missing: Callable[[], bool]) -> None:
+        self.missing = missing
+
+    def on_answer(self, state: TaskState, answer: str) -> Ask | None:
+        if not self.missing() or not self._once(state):
+            return None
+        return Ask(prompt("result_missing"), notice="no result was set; asking for set_result")
+
+
 def levers_for(settings: Settings) -> list[Lever]:
     """The levers ``settings.levers`` asks for: ``"auto"`` (all), ``"none"``, a tuple of
     names, or of ``-name`` (all but those)."""
@@ -213,7 +232,7 @@ def levers_for(settings: Settings) -> list[Lever]:
         "states_result": StatesResult(),
         "answer_format": AnswerFormat(),
         "repeat_guard": RepeatGuard(settings.temperature),
-        "no_install": NoInstall(),
+        "no_install": NoInstall(settings.install),
         "prose_cell": ProseCell(),
         "stall_guard": StallGuard(),
         "fenced_rules": FencedRules(),

@@ -51,10 +51,11 @@ from ..rebuild import Rebuild, rebuild_state
 from ..results import CellResult
 from ..settings import Settings
 from ..syncify import BackgroundLoop, call_in_consumer
+from ..tools.host import HostSide
 from ..transcript import Transcript
 from .briefing import probe_libraries
 from .history import History
-from .levers import Lever, levers_for
+from .levers import Lever, ResultCheck, levers_for
 from .protocols import FencedProtocol, Protocol, make_protocol
 from .state import Ask, Stop, TaskState, Turn
 
@@ -80,8 +81,10 @@ class AsyncAgent:
     """An LLM working in one kernel. Reusable across tasks (interactive chat).
 
     ``executor`` defaults to a local (sandboxed) kernel built from ``settings``;
-    ``approve`` is asked before each cell runs; ``namespace`` is a summary of the
-    variables the executor's kernel already holds (see :mod:`kernel_agent.namespace`).
+    ``approve`` is asked before each cell runs (and before a package install under
+    ``--install ask``); ``namespace`` is a summary of the variables the executor's
+    kernel already holds (see :mod:`kernel_agent.namespace`). ``tools`` are host
+    functions the kernel's code may call with ``call_tool`` (see :mod:`kernel_agent.tools`).
     """
 
     def __init__(
@@ -92,8 +95,11 @@ class AsyncAgent:
         notebook: str | Path | None = None,
         approve: ApproveFn | None = None,
         namespace: dict[str, VariableInfo] | None = None,
+        tools: Sequence[Callable[..., Any]] = (),
     ) -> None:
         self.settings = settings or Settings.from_env()
+        #: host tools, set_result and install_package for the kernel's code
+        self.host = HostSide(self.settings, tools, ask_install=self._ask_install)
         self.executor = executor
         self._own_executor = executor is None
         self.notebook_path = Path(notebook) if notebook else None
@@ -103,6 +109,8 @@ class AsyncAgent:
         self.cells: list[CellResult] = []
         self.usage = Usage()
         self.levers: list[Lever] = levers_for(self.settings)
+        if self.settings.ask_result:
+            self.levers.append(ResultCheck(self.host.result_missing))
         #: what isolates the kernel (notebook metadata); ``note`` is the short form
         self.sandbox: dict[str, Any] = {
             "mode": "unknown",
@@ -138,6 +146,9 @@ class AsyncAgent:
             from ..executors.factory import make_executor
 
             self.executor, self.sandbox, self._sandbox_warning = make_executor(self.settings)
+        fresh = not getattr(self.executor, "language_info", None)
+        if fresh:
+            self.host.prepare(self.executor)
         starting = []
         if self.endpoint is None:
             starting.append(self._open_endpoint())
@@ -151,6 +162,8 @@ class AsyncAgent:
         if failures:
             await self.close()
             raise failures[0]
+        if self.transcript is None:
+            await self.host.attach(self.executor, self._language())
         self.protocol.language = self._language()
         assert self.endpoint is not None
         if self.transcript is None:
@@ -165,6 +178,7 @@ class AsyncAgent:
                     "protocol": self.protocol.name,
                     "sandbox": self.sandbox,
                     "started": _now_iso(),
+                    **self.host.run_metadata(),
                 },
             )
             self.history.set_system(self._system_prompt())
@@ -191,6 +205,7 @@ class AsyncAgent:
         if executor is not None and self._own_executor:
             with contextlib.suppress(Exception):
                 await executor.shutdown()
+        self.host.close()
         cm, self._endpoint_cm, self.endpoint = self._endpoint_cm, None, None
         if cm is not None:
             await cm.__aexit__(None, None, None)
@@ -220,7 +235,10 @@ class AsyncAgent:
             how_to_run=how,
             vision_note=vision,
         )
-        return f"{system}\n{self._libraries_note}" if self._libraries_note else system
+        if self._libraries_note:
+            system += f"\n{self._libraries_note}"
+        section = self.host.prompt_section()
+        return f"{system}\n\n{section}" if section else system
 
     # --------------------------------------------------------------------- run
     async def run(self, task: str) -> AsyncIterator[Event]:
@@ -278,10 +296,16 @@ class AsyncAgent:
                 duration_s=round(result.duration_s, 3),
                 model_time_s=round(result.model_time_s, 3),
                 kernel_time_s=round(result.kernel_time_s, 3),
+                **self.host.run_metadata(),
             )
         notice = self._deliver(result)
         if notice is not None:
             yield notice
+        if self.host.result.declared:  # set_result's data, and its files beside the notebook
+            result.result = self.host.result.data
+            result.files, left_out = self.host.deliver(self.transcript.path)
+            if left_out:
+                yield Notice(f"result files left out: {'; '.join(left_out[:3])}", "warning")
         if self.settings.clean_notebook:
             try:
                 async for event in self._write_clean(result):
@@ -521,7 +545,7 @@ class AsyncAgent:
         st.cells.append(cell)
         summary = parse_summary(cell.user_expressions.get("ns"))
         namespace = summary if summary is not None else self._namespace
-        hint = hints.error_hint(cell, namespace, st.libraries)
+        hint = hints.error_hint(cell, namespace, st.libraries, self.settings.install)
         for lever in self.levers:
             lever.after_cell(st, cell, hint)
         st.failures = st.failures + 1 if cell.status != "ok" else 0
@@ -534,6 +558,7 @@ class AsyncAgent:
             "tokens": _usage_counts(completion) if index == 0 else {},
             "gen_s": round(gen_s, 3) if index == 0 else 0.0,
             "exec_s": round(cell.duration, 3),
+            **self.host.cell_metadata(),
         }
         transcript.freeze(transcript.add_code(cell.code, cell, meta))
         yield CellFinished(st.step, cell)
@@ -584,6 +609,15 @@ class AsyncAgent:
                 if self.transcript is not None:
                     self.transcript.update_run_metadata(protocol="fenced")
                 yield Notice("the endpoint rejected tool calls; switching to fenced code blocks")
+
+    async def _ask_install(self, requirement: str) -> bool:
+        """``--install ask``: the approval callback decides, as for a cell."""
+        if self.approve is None:
+            return False
+        code = f"install_package({requirement!r})  # pip install into this session's site"
+        decision = await call_in_consumer(self.approve, code, self._step)
+        action = decision[0] if isinstance(decision, tuple) else decision
+        return action == "run"
 
     def _language(self) -> str:
         info = self.executor.language_info if self.executor is not None else None

@@ -109,17 +109,25 @@ class StallGuard(Lever):
 
 
 class NoInstall(Lever):
-    """``!pip install`` in a kernel that cannot install is refused and names what is there."""
+    """``!pip install`` in a kernel that cannot install is refused and names what is there.
+
+    Under an install policy other than ``never`` the model is pointed at
+    ``install_package(name)``, which installs on the host under that policy.
+    """
 
     name = "no_install"
+
+    def __init__(self, policy: str = "never") -> None:
+        self.policy = policy
 
     def before_cell(self, state: TaskState, code: str) -> Ask | None:
         if not _INSTALL.search(code):
             return None
         state.stalls += 1
         have = ", ".join(sorted(state.libraries)) or "the standard library"
+        name = "no_install" if self.policy == "never" else "use_install_package"
         return Ask(
-            prompt("no_install", libraries=have),
+            prompt(name, libraries=have, policy=self.policy),
             notice="the model tried to install a package; refused (no network in the kernel)",
             cell_meta={"refused": "install"},
             failure=False,

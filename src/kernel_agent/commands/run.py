@@ -78,7 +78,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
     names = (
         "model base_url api_key protocol temperature top_p presence_penalty frequency_penalty "
         "max_tokens vision kernel_name cwd cell_timeout sandbox gateway_url gateway_token "
-        "gateway_kernel_id keep_kernel max_steps verify"
+        "gateway_kernel_id keep_kernel max_steps verify tool_timeout install"
     ).split()
     if getattr(args, "api_key", None):
         print(
@@ -89,6 +89,10 @@ def settings_from_args(args: argparse.Namespace) -> Any:
     values = {n: getattr(args, n, None) for n in names}
     if getattr(args, "files", None):
         values["files"] = tuple(args.files)
+    if getattr(args, "tools", None):
+        values["tools"] = tuple(args.tools)
+    if getattr(args, "ask_result", None):
+        values["ask_result"] = True
     return Settings.from_env(**values)
 
 
@@ -123,6 +127,27 @@ def register(sub: Any) -> None:
         action="store_true",
         default=None,
         help="re-run the clean notebook in a fresh kernel at the end and record the verdict",
+    )
+    t = p.add_argument_group("code that reaches back to the host")
+    t.add_argument(
+        "--tools",
+        action="append",
+        metavar="MODULE:NAME",
+        help="host functions the kernel's code may call with call_tool(): "
+        "package.module:name, a function or a list of them (repeatable)",
+    )
+    t.add_argument("--tool-timeout", type=float, help="seconds per host tool call (default 60)")
+    t.add_argument(
+        "--result",
+        dest="ask_result",
+        action="store_true",
+        help="ask the model to declare a structured result with set_result() "
+        "(--format json prints it and its files)",
+    )
+    t.add_argument(
+        "--install",
+        metavar="POLICY",
+        help="install_package() policy: never (default), ask, allow:pkg1,pkg2 or any",
     )
     add_model_options(p)
     p.set_defaults(func=run_command)

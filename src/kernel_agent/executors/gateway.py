@@ -151,6 +151,10 @@ class AsyncGatewaySession:
         self._channels: Channels | None = None
         self._death: str | None = None  # why the kernel was found dead/restarted
         self._reconnects: list[float] = []  # when the websocket was last reopened
+        #: code run silently after every (re)start: the host bridge's kernel-side helpers
+        self.init_code: str | None = None
+        #: called with each comm message the kernel publishes while a cell runs
+        self.comm_handler: Callable[[dict[str, Any]], Any] | None = None
 
     # ----------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -196,6 +200,8 @@ class AsyncGatewaySession:
                 self.kernel_id = None
             raise
         self.language_info = dict(reply.get("language_info", {}))
+        if self.init_code:
+            await self._run_silent(self.init_code)
         log.info("gateway kernel %s (%s) at %s", self.kernel_id, self.kernel_name, self.url)
 
     async def shutdown(self) -> None:
@@ -347,6 +353,9 @@ class AsyncGatewaySession:
                 if item["channel"] == "iopub":
                     if item["msg_type"] == "status":
                         idle = item["content"].get("execution_state") == "idle"
+                    elif item["msg_type"].startswith("comm_"):
+                        if self.comm_handler is not None:
+                            self.comm_handler(item)
                     else:
                         collector.feed(item)
                 elif item["channel"] == "shell" and item["msg_type"] == "execute_reply":
@@ -524,6 +533,48 @@ class AsyncGatewaySession:
     async def _await_ready(self) -> None:
         reply = await self._kernel_info(self.startup_timeout)
         self.language_info = dict(reply.get("language_info", self.language_info))
+        if self.init_code:
+            await self._run_silent(self.init_code)
+
+    async def inject(self, code: str) -> None:
+        """Run ``code`` silently now (if started) and after every restart."""
+        self.init_code = code
+        if self._channels is not None:
+            await self._run_silent(code)
+
+    async def _run_silent(self, code: str) -> None:
+        """Execute ``code`` without an execution count; raise KernelStartError if it fails."""
+        content = {
+            "code": code,
+            "silent": True,
+            "store_history": False,
+            "user_expressions": {},
+            "allow_stdin": False,
+            "stop_on_error": False,
+        }
+        msg_id = await self._send("execute_request", content)
+        collector = OutputCollector(self.max_output_chars)
+        try:
+            outcome = await self._collect(
+                msg_id, collector, time.monotonic() + self.startup_timeout
+            )
+        finally:
+            self._expected.discard(msg_id)
+        if outcome != "ok":
+            raise KernelStartError(f"the kernel's start-up code failed: {collector.error}")
+
+    async def send_comm(self, comm_id: str, data: dict[str, Any], subshell_id: str | None) -> None:
+        """Send a ``comm_msg`` to the kernel on shell (to ``subshell_id`` if given)."""
+        channels = self._channels
+        if channels is None:
+            return
+        msg = new_message("comm_msg", {"comm_id": comm_id, "data": data}, self.session_id)
+        if subshell_id:
+            msg["header"]["subshell_id"] = subshell_id
+        try:
+            channels.send("shell", msg)
+        except SendFailed as exc:
+            log.warning("could not send a comm reply to the gateway kernel: %s", exc)
 
     # ----------------------------------------------------------------- connection
     async def _open_channels(self) -> None:

@@ -80,6 +80,10 @@ class AsyncKernelSession:
         self.display_map: DisplayMap = {}
         self._km: AsyncKernelManager | None = None
         self._kc: BlockingKernelClient | None = None
+        #: code run silently after every (re)start: the host bridge's kernel-side helpers
+        self.init_code: str | None = None
+        #: called with each comm message the kernel publishes while a cell runs
+        self.comm_handler: Callable[[dict[str, Any]], Any] | None = None
 
     # ----------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -136,6 +140,35 @@ class AsyncKernelSession:
                 raise KernelStartError(f"{exc}{said}") from None
             raise
         self.language_info = dict(reply["content"].get("language_info", {}))
+        if self.init_code:
+            await self._run_silent(self.init_code)
+
+    async def inject(self, code: str) -> None:
+        """Run ``code`` silently now (if started) and after every restart."""
+        self.init_code = code
+        if self._kc is not None:
+            await self._run_silent(code)
+
+    async def _run_silent(self, code: str) -> None:
+        """Execute ``code`` without an execution count; raise KernelStartError if it fails."""
+        assert self._kc is not None
+        msg_id = self._kc.execute(code, silent=True, store_history=False, allow_stdin=False)
+        collector = OutputCollector(self.max_output_chars)
+        outcome, _ = await self._collect_reply(
+            msg_id, collector, time.monotonic() + self.startup_timeout
+        )
+        if outcome != "ok":
+            raise KernelStartError(f"the kernel's start-up code failed: {collector.error}")
+
+    async def send_comm(self, comm_id: str, data: dict[str, Any], subshell_id: str | None) -> None:
+        """Send a ``comm_msg`` to the kernel on shell (to ``subshell_id`` if given)."""
+        kc = self._kc
+        if kc is None:
+            return
+        msg = kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+        if subshell_id:
+            msg["header"]["subshell_id"] = subshell_id
+        kc.shell_channel.send(msg)
 
     async def _handshake(self) -> dict[str, Any]:
         """Send ``kernel_info`` until its reply and its ``idle`` on iopub both arrive.
@@ -288,6 +321,9 @@ class AsyncKernelSession:
                 if msg["parent_header"].get("msg_id") == msg_id:
                     if msg["msg_type"] == "status":
                         idle = msg["content"]["execution_state"] == "idle"
+                    elif msg["msg_type"].startswith("comm_"):
+                        if self.comm_handler is not None:
+                            self.comm_handler(msg)
                     else:
                         collector.feed(msg)
             for frames in _queued(shell):

@@ -40,6 +40,7 @@ bwrap it refuses, naming ``--sandbox none`` for those who accept the risk.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -57,6 +58,8 @@ from .cgroups import cgroup_support, create_cgroup
 from .limits import ResourceLimits, exec_wrapper_argv
 from .mounts import TMP, MountPlan, can_search, interpreter_paths
 from .room import Room, check_view_dir, make_room
+from .tcp_relay import SOURCE as RELAY_SOURCE
+from .tcp_relay import needs_relay, relay_argv
 from .uids import UidLease, lease_uid
 
 __all__ = [
@@ -332,7 +335,10 @@ class KernelLauncher:
         view = Path(launch_kw.get("cwd") or os.getcwd()).resolve()
         room = self._new_room(km, None, view)
         spec = km.kernel_spec
-        spec.argv = exec_wrapper_argv(self.limits) + _resolve_argv(spec.argv, launch_kw.get("env"))
+        argv, limits = _behind_relay(
+            _resolve_argv(spec.argv, launch_kw.get("env")), room, self.limits
+        )
+        spec.argv = exec_wrapper_argv(limits) + argv
         return self._launch_kw(room, launch_kw, room.work)
 
     def cleanup(self, km: Any) -> None:
@@ -419,11 +425,13 @@ class BwrapLauncher(KernelLauncher):
             raise
         try:
             room.cgroup = create_cgroup(self.limits, self.cpu_cores)
-            argv = _resolve_argv(km.kernel_spec.argv, launch_kw.get("env"))
-            ro = [*interpreter_paths(argv[0]), *self.extra_ro_paths, view, *self.files]
+            program = _resolve_argv(km.kernel_spec.argv, launch_kw.get("env"))
+            argv, limits = _behind_relay(program, room, self.limits)
+            interpreters = {*interpreter_paths(program[0]), *interpreter_paths(argv[0])}
+            ro = [*sorted(interpreters), *self.extra_ro_paths, view, *self.files]
             procs = room.cgroup.procs_files() if room.cgroup else []
             km.kernel_spec.argv = [
-                *exec_wrapper_argv(self.limits, ignore_sigint=True, cgroup_procs=procs),
+                *exec_wrapper_argv(limits, ignore_sigint=True, cgroup_procs=procs),
                 *self.bwrap_argv(room.work, room.conn, ro, ids[0] if ids else None),
                 *(self.drop.argv(ids[0], ids[1], self.tmpfs_mb) if self.drop and ids else []),
                 *argv,
@@ -474,6 +482,24 @@ class BwrapLauncher(KernelLauncher):
             "--setenv", "MPLCONFIGDIR", str(TMP / "matplotlib"),
             "--",
         ]  # fmt: skip
+
+
+def _behind_relay(
+    argv: list[str], room: Room, limits: ResourceLimits
+) -> tuple[list[str], ResourceLimits]:
+    """A TCP-only kernel (Deno's) behind the ipc relay (see :mod:`.tcp_relay`); its limits.
+
+    V8 reserves far more address space than it uses (Deno needs an ``RLIMIT_AS`` over
+    32 GB just to start), so such a kernel has no address-space rlimit: its cgroup's
+    ``memory.max``, where cgroups are available, bounds its memory instead.
+    """
+    if not needs_relay(argv):
+        return argv, limits
+    script = room.conn / "relay.py"
+    script.write_text(RELAY_SOURCE, encoding="utf-8")
+    script.chmod(0o644)
+    relayed = relay_argv(sys.executable, script, "{connection_file}", argv)
+    return relayed, dataclasses.replace(limits, memory_mb=None)
 
 
 # ------------------------------------------------------------------ the factory

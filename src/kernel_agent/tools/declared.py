@@ -1,0 +1,91 @@
+"""``set_result(data, files=[...])``: the run's structured result and its output files.
+
+Checked when the kernel declares them, so the code hears at once what is refused:
+the data must be JSON of bounded size; a file is a relative path inside the kernel's
+work dir, a regular file reached without symlinks, under a size bound, and at most so
+many of them. At the end of the run the files are copied beside the notebook
+(``<notebook>_files/result/``) with no-follow reads (:mod:`kernel_agent.safefs`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ToolError
+from ..safefs import UnsafePath, copy_out, open_beneath, split_relative
+
+__all__ = ["ResultLimits", "DeclaredResult"]
+
+
+@dataclass(frozen=True)
+class ResultLimits:
+    max_data_bytes: int = 1_000_000
+    max_files: int = 20
+    max_file_bytes: int = 50 * 1024 * 1024
+
+
+@dataclass
+class DeclaredResult:
+    """The last ``set_result`` of a run (a later call replaces an earlier one)."""
+
+    limits: ResultLimits = field(default_factory=ResultLimits)
+    data: Any = None
+    files: list[str] = field(default_factory=list)
+    declared: bool = False
+
+    def declare(self, data: Any, files: list[str], work: Path) -> dict[str, Any]:
+        """Check and keep ``data`` and ``files``; raise :class:`ToolError` to refuse."""
+        try:
+            size = len(json.dumps(data))
+        except (TypeError, ValueError) as exc:
+            raise ToolError(f"set_result: the data is not JSON-serialisable: {exc}") from None
+        if size > self.limits.max_data_bytes:
+            raise ToolError(
+                f"set_result: the data is {size} bytes as JSON, over the "
+                f"{self.limits.max_data_bytes} byte bound"
+            )
+        if len(files) > self.limits.max_files:
+            raise ToolError(f"set_result: at most {self.limits.max_files} files, got {len(files)}")
+        checked = [self._check(name, work) for name in files]
+        self.data, self.files, self.declared = data, checked, True
+        return {"data_bytes": size, "files": checked}
+
+    def _check(self, name: str, work: Path) -> str:
+        try:
+            rel = "/".join(split_relative(name))
+            fd = open_beneath(work, rel)
+        except UnsafePath as exc:
+            raise ToolError(f"set_result: refused {name!r}: {exc}") from None
+        except FileNotFoundError:
+            raise ToolError(f"set_result: no file {name!r} in the work dir") from None
+        except OSError as exc:
+            raise ToolError(f"set_result: cannot read {name!r}: {exc.strerror}") from None
+        try:
+            size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+        if size > self.limits.max_file_bytes:
+            raise ToolError(
+                f"set_result: {name!r} is {size} bytes, over the "
+                f"{self.limits.max_file_bytes} byte bound"
+            )
+        return rel
+
+    def deliver(self, work: Path, notebook: Path) -> tuple[list[Path], list[str]]:
+        """Copy the declared files beside ``notebook``: (paths, notes on failures)."""
+        folder = f"{notebook.stem}_files/result"
+        out: list[Path] = []
+        notes: list[str] = []
+        for rel in self.files:
+            try:
+                copy_out(work, rel, notebook.parent, f"{folder}/{rel}",
+                         limit=self.limits.max_file_bytes)  # fmt: skip
+            except (OSError, UnsafePath) as exc:
+                notes.append(f"{rel}: {exc}")
+                continue
+            out.append(notebook.parent / folder / rel)
+        return out, notes

@@ -1,0 +1,174 @@
+"""What one agent run adds to its kernel: host tools, a declared result, installs.
+
+:class:`HostSide` is the agent's one handle on this package: it prepares the
+executor (the install site on the sandbox's read-only mounts, the kernel-side
+helpers, the comm handler), writes the system prompt's section, gives each cell's
+transcript metadata its tool calls, and at the end puts the declared result and
+files on the :class:`~kernel_agent.events.RunResult`. Python kernels only; other
+kernels get none of it (the README says so).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import InstallError, KernelStartError, ToolError
+from ..prompts import prompt
+from ..settings import Settings
+from .bridge import BridgeLimits, HostBridge, kernel_init_code
+from .declared import DeclaredResult
+from .installs import Installer, InstallPolicy, install_pinned, new_site
+from .registry import describe_tools, load_tools, make_tools
+
+__all__ = ["HostSide", "prepare_rerun"]
+
+log = logging.getLogger(__name__)
+
+
+class HostSide:
+    def __init__(
+        self,
+        settings: Settings,
+        tools: Sequence[Callable[..., Any]] = (),
+        ask_install: Callable[[str], Awaitable[bool]] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.tools = make_tools([*tools, *load_tools(settings.tools)])
+        self.policy = InstallPolicy.parse(settings.install)
+        self.result = DeclaredResult()
+        self.site: Path | None = None
+        self.installer: Installer | None = None
+        self.ask_install = ask_install
+        self.bridge = HostBridge(
+            self.tools,
+            BridgeLimits(timeout_s=settings.tool_timeout),
+            {"set_result": self._set_result, "install": self._install},
+        )
+        self.active = False
+        #: the kernel runs elsewhere (a gateway): no files to take, no site to install into
+        self.remote = False
+        #: the kernel's work dir on this host (None: a remote kernel, no files to take)
+        self._work: Callable[[], Path | None] = lambda: None
+
+    def prepare(self, executor: Any) -> None:
+        """Before the kernel starts: the install site on the sandbox's read-only mounts."""
+        if not hasattr(executor, "inject"):
+            return
+        if not hasattr(executor, "launcher"):  # a gateway kernel: a site here is not its
+            self.remote = True
+            return
+        if self.policy.mode != "never" and self.site is None:
+            self.site = new_site()
+            self.installer = Installer(self.policy, self.site, self.ask_install)
+            launcher = getattr(executor, "launcher", None)
+            if launcher is not None and hasattr(launcher, "extra_ro_paths"):
+                launcher.extra_ro_paths = (*launcher.extra_ro_paths, self.site)
+
+    async def attach(self, executor: Any, language: str) -> None:
+        """After the kernel starts: inject the helpers (Python kernels that take them)."""
+        if language != "python" or not hasattr(executor, "inject"):
+            return
+
+        def work() -> Path | None:
+            where = getattr(executor, "kernel_cwd", None) or getattr(executor, "cwd", None)
+            return Path(where) if where else None
+
+        self._work = work
+        try:
+            await self.bridge.attach(executor, site=str(self.site) if self.site else None)
+        except KernelStartError as exc:  # a Python kernel that is not IPython: no helpers
+            log.warning("no host helpers in this kernel: %s", exc)
+            executor.init_code = executor.comm_handler = None
+            return
+        self.active = True
+
+    def prompt_section(self) -> str:
+        """The system prompt's part about the helpers (empty when they are not there)."""
+        if not self.active:
+            return ""
+        tools = describe_tools(self.tools) if self.tools else "(none in this run)"
+        return prompt(
+            "host_tools",
+            tools=tools,
+            policy=str(self.policy),
+            result_note=prompt("result_wanted") if self.settings.ask_result else "",
+        )
+
+    def result_missing(self) -> bool:
+        """True while a run that asked for ``set_result`` has none."""
+        return self.active and self.settings.ask_result and not self.result.declared
+
+    def cell_metadata(self) -> dict[str, Any]:
+        records = self.bridge.take_records()
+        return {"tool_calls": records} if records else {}
+
+    def run_metadata(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.active:
+            out["host_helpers"] = True
+        if self.installer is not None and self.installer.installed:
+            out["installs"] = dict(self.installer.installed)
+        if self.result.declared:
+            out["result"] = {"data": self.result.data, "files": list(self.result.files)}
+        return out
+
+    def deliver(self, notebook: Path) -> tuple[list[Path], list[str]]:
+        work = self._work()
+        if work is None:
+            return [], []
+        return self.result.deliver(work, notebook)
+
+    def close(self) -> None:
+        self.bridge.close()
+        if self.site is not None:
+            shutil.rmtree(self.site, ignore_errors=True)
+            self.site = None
+
+    async def _set_result(self, request: dict[str, Any]) -> Any:
+        files = request.get("files") or []
+        if not isinstance(files, list):
+            raise ToolError("set_result: files must be a list of paths")
+        work = self._work()
+        if files and work is None:
+            raise ToolError(
+                "set_result: files cannot be taken from a remote kernel; pass data only"
+            )
+        return self.result.declare(request.get("data"), [str(f) for f in files], work or Path("."))
+
+    async def _install(self, request: dict[str, Any]) -> Any:
+        if self.remote and self.policy.mode != "never":
+            raise InstallError(
+                "install_package: the kernel is remote (a gateway), and packages install "
+                "into a directory on this host only"
+            )
+        if self.installer is None:  # policy "never": refused, with the policy's message
+            return await Installer(self.policy, Path("/nonexistent")).install(request)
+        return await self.installer.install(request)
+
+
+async def prepare_rerun(run_meta: dict[str, Any]) -> tuple[str | None, Path | None]:
+    """For a verify re-run of a notebook a run made: (helpers' init code, install site).
+
+    The recorded installs go, at their exact versions, into a fresh site the caller
+    mounts read-only for the kernel (and removes afterwards). (None, None) for a
+    notebook made without the helpers.
+    """
+    installs = dict(run_meta.get("installs") or {})
+    if not run_meta.get("host_helpers") and not installs:
+        return None, None
+    site = None
+    if installs:
+        site = new_site()
+        try:
+            await install_pinned(site, installs)
+        except BaseException:
+            shutil.rmtree(site, ignore_errors=True)
+            raise
+    code = kernel_init_code(
+        listening=False, site=str(site) if site else None, rerun={"installs": installs}
+    )
+    return code, site
