@@ -234,6 +234,7 @@ class AsyncAgent:
             ),
             how_to_run=how,
             vision_note=vision,
+            data_note=prompt("data_note_python") + "\n" if language == "python" else "",
         )
         if self._libraries_note:
             system += f"\n{self._libraries_note}"
