@@ -32,6 +32,7 @@ from ..events import (
     CellSkipped,
     CellStarted,
     Event,
+    ModelCalled,
     ModelDelta,
     ModelReply,
     ModelRetracted,
@@ -43,7 +44,7 @@ from ..events import (
 )
 from ..executors.base import AsyncExecutor
 from ..llm import LLMClient, choose_protocol, should_fall_back_to_fenced
-from ..llm_stream import Completion, TextDelta
+from ..llm_stream import Completion, TextDelta, ToolCallDelta
 from ..llm_view import render_cell
 from ..namespace import NAMESPACE_EXPRESSION, VariableInfo, describe, parse_summary
 from ..prompts import prompt
@@ -51,7 +52,9 @@ from ..rebuild import Rebuild, rebuild_state
 from ..results import CellResult
 from ..settings import Settings
 from ..syncify import BackgroundLoop, call_in_consumer
+from ..tracing import make_tracer
 from ..transcript import Transcript
+from .budget import Budget, BudgetStop, stopped_answer
 from .history import History
 from .levers import Lever, levers_for
 from .protocols import FencedProtocol, Protocol, make_protocol
@@ -62,6 +65,8 @@ __all__ = ["AsyncAgent", "Agent", "default_notebook_path"]
 #: ``approve(code, step)`` returns ("run", code) (the code possibly edited), ("skip", None)
 #: or ("quit", None).
 ApproveFn = Callable[[str, int], Any]
+#: ``extend(stop)`` is asked when a budget would stop the run: True raises that budget
+ExtendFn = Callable[[BudgetStop], bool]
 
 
 def default_notebook_path(settings: Settings, task: str) -> Path:
@@ -74,8 +79,11 @@ class AsyncAgent:
     """An LLM working in one kernel. Reusable across tasks (interactive chat).
 
     ``executor`` defaults to a local (sandboxed) kernel built from ``settings``;
-    ``approve`` is asked before each cell runs; ``namespace`` is a summary of the
-    variables the executor's kernel already holds (see :mod:`kernel_agent.namespace`).
+    ``approve`` is asked before each cell runs; ``extend`` when a budget would stop the
+    run (see :mod:`.budget`); ``namespace`` is a summary of the variables the executor's
+    kernel already holds (see :mod:`kernel_agent.namespace`). Runs are traced when
+    ``settings.trace`` is set or an OpenTelemetry ``tracer_provider`` is given
+    (see :mod:`kernel_agent.tracing`).
     """
 
     def __init__(
@@ -85,18 +93,22 @@ class AsyncAgent:
         executor: AsyncExecutor | None = None,
         notebook: str | Path | None = None,
         approve: ApproveFn | None = None,
+        extend: ExtendFn | None = None,
         namespace: dict[str, VariableInfo] | None = None,
+        tracer_provider: Any = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.executor = executor
         self._own_executor = executor is None
         self.notebook_path = Path(notebook) if notebook else None
         self.approve = approve
+        self.extend = extend
         self.transcript: Transcript | None = None
         self.history = History()
         self.cells: list[CellResult] = []
         self.usage = Usage()
         self.levers: list[Lever] = levers_for(self.settings)
+        self._tracer = make_tracer(self.settings, tracer_provider, lambda: self.history.messages)
         #: what isolates the kernel (notebook metadata); ``note`` is the short form
         self.sandbox: dict[str, Any] = {
             "mode": "unknown",
@@ -182,6 +194,8 @@ class AsyncAgent:
         cm, self._endpoint_cm, self.endpoint = self._endpoint_cm, None, None
         if cm is not None:
             await cm.__aexit__(None, None, None)
+        if self._tracer is not None:
+            self._tracer.close()
 
     async def __aenter__(self) -> AsyncAgent:
         return self
@@ -212,12 +226,27 @@ class AsyncAgent:
     # --------------------------------------------------------------------- run
     async def run(self, task: str) -> AsyncIterator[Event]:
         """Work on ``task`` until the model answers; yields events as they happen."""
+        tracer = self._tracer
+        if tracer is None:
+            async for event in self._run(task):
+                yield event
+            return
+        try:
+            async for event in self._run(task):
+                tracer.on(event)
+                yield event
+        except BaseException as exc:
+            tracer.fail(exc)
+            raise
+
+    async def _run(self, task: str) -> AsyncIterator[Event]:
         task = task.strip()
         if not task:
             raise ConfigError("the task is empty")
         await self.start(task)
         assert self.transcript is not None and self.executor is not None
         assert self.endpoint is not None
+        budget = Budget(self.settings, self.endpoint.model, local=self.endpoint.local)
         started = time.monotonic()
         first_cell = len(self.cells)
         result = RunResult(
@@ -234,13 +263,15 @@ class AsyncAgent:
             self.protocol.name,
             self.transcript.path,
             self.sandbox.get("note", ""),
+            kernel=str(self.executor.kernelspec.get("name", "")),
+            base_url=self.endpoint.base_url or "",
         )
         if self._sandbox_warning:
             yield Notice(self._sandbox_warning, "warning")
             self._sandbox_warning = None  # once per agent, not per task
         self.history.user(task)
         try:
-            async for event in self._loop(TaskState(task, step=self._step), result):
+            async for event in self._loop(TaskState(task, step=self._step, budget=budget), result):
                 yield event
         except (asyncio.CancelledError, KeyboardInterrupt):
             result.status, result.answer = "interrupted", result.answer or "(interrupted)"
@@ -250,7 +281,13 @@ class AsyncAgent:
             result.usage = self.usage
             result.duration_s = time.monotonic() - started
             result.kernel_time_s = sum(c.duration for c in result.cells)
+            result.cost = budget.cost if budget.price is not None else None
+            result.budget = budget.as_metadata() if budget.limits else None
+            spent: dict[str, Any] = {"budget": result.budget} if result.budget else {}
+            if result.cost is not None:
+                spent["cost"] = round(result.cost, 6)
             self.transcript.update_run_metadata(
+                **spent,
                 status=result.status,
                 usage=self.usage.as_dict(),
                 ended=_now_iso(),
@@ -340,6 +377,10 @@ class AsyncAgent:
                     f"(--max-steps {settings.max_steps})."
                 )
                 break
+            stop = await self._budget_stop(st)
+            if stop is not None:
+                result.status, result.answer = "budget", stopped_answer(stop, st.cells)
+                break
             async for event in self._turn(st, result):
                 yield event
             if result.status == "error" and st.failures >= settings.max_consecutive_errors:
@@ -356,7 +397,7 @@ class AsyncAgent:
         assert self.transcript is not None
         gen_started = time.monotonic()
         completion = None
-        async for item in self._generate(st.sampling):
+        async for item in self._generate(st.sampling, st.step + 1):
             if isinstance(item, Completion):
                 completion = item
             else:
@@ -364,8 +405,9 @@ class AsyncAgent:
         gen_s = time.monotonic() - gen_started
         result.model_time_s += gen_s
         assert completion is not None
-        if completion.usage is not None:
-            self.usage.add(completion.usage)
+        self.usage.add(completion.usage)
+        if st.budget is not None:
+            st.budget.record(completion.usage, gen_s)
         turn = self.protocol.parse(completion)
         for lever in self.levers:
             lever.after_reply(st, turn)
@@ -505,17 +547,35 @@ class AsyncAgent:
         self.protocol.reply(self.history, call_id, view_text, images)
 
     # ------------------------------------------------------------------ pieces
-    async def _generate(self, sampling: dict[str, Any]) -> AsyncIterator[Event | Completion]:
-        """Stream one reply: model events, then the Completion (falls back to fenced)."""
+    async def _budget_stop(self, st: TaskState) -> BudgetStop | None:
+        """The budget that stops the run before the next model call (unless extended)."""
+        budget = st.budget
+        while budget is not None and (stop := budget.check()) is not None:
+            if self.extend is None or not await call_in_consumer(self.extend, stop):
+                budget.stopped_by = stop.name
+                return stop
+            budget.extend(stop)
+        return None
+
+    async def _generate(
+        self, sampling: dict[str, Any], step: int
+    ) -> AsyncIterator[Event | Completion]:
+        """Stream one reply: its events, ModelCalled, then the Completion (may fall back to fenced).
+
+        ``step`` is the number the next cell will have.
+        """
         from ..llm import Retrying
 
         assert self._llm is not None
         while True:
+            started, first = time.monotonic(), None
             try:
                 stream = self._llm.stream_chat(
                     self.history.messages, tools=self.protocol.tools(), **sampling
                 )
                 async for item in stream:
+                    if first is None and isinstance(item, (TextDelta, ToolCallDelta)):
+                        first = time.monotonic() - started
                     if isinstance(item, TextDelta):
                         yield ModelDelta(item.text)
                     elif isinstance(item, Retrying):
@@ -526,7 +586,16 @@ class AsyncAgent:
                         )
                         if item.discard:
                             yield ModelRetracted()
+                        started, first = time.monotonic() + item.delay, None
                     elif isinstance(item, Completion):
+                        yield ModelCalled(
+                            step,
+                            self.endpoint.label if self.endpoint else "",
+                            item,
+                            time.monotonic() - started,
+                            first,
+                            {**self._llm.sampling, **sampling},
+                        )
                         yield item
                 return
             except Exception as exc:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..results import CellResult
+
+if TYPE_CHECKING:
+    from .budget import Budget
 
 __all__ = ["Ask", "TaskState", "Turn"]
 
@@ -63,6 +66,8 @@ class TaskState:
     fired: set[str] = field(default_factory=set)
     #: sampling overrides for the next reply
     sampling: dict[str, Any] = field(default_factory=dict)
+    #: what this task may spend, and has spent (None: no accounting, as in lever tests)
+    budget: Budget | None = None
 
     @property
     def ran_code(self) -> bool:
