@@ -37,7 +37,14 @@ from .nbio import one_line, read_notebook
 from .safefs import write_beneath
 from .transcript import _atomic_write_text
 
-__all__ = ["export_notebook", "provenance_markdown", "with_provenance", "pdf_engine", "FORMATS"]
+__all__ = [
+    "export_notebook",
+    "notebook_html",
+    "provenance_markdown",
+    "with_provenance",
+    "pdf_engine",
+    "FORMATS",
+]
 
 Format = Literal["html", "markdown", "pdf"]
 FORMATS: dict[str, str] = {"html": ".html", "markdown": ".md", "pdf": ".pdf"}
@@ -78,6 +85,13 @@ def export_notebook(
     else:
         _pdf(nb, path, out, pdf_engine)
     return out
+
+
+def notebook_html(path: str | Path, *, provenance: bool = True) -> str:
+    """The notebook at ``path`` as one self-contained HTML page (what ``to="html"`` writes)."""
+    path = Path(path)
+    nb = read_notebook(path)
+    return _html(with_provenance(nb, path) if provenance else nb, path)
 
 
 # ------------------------------------------------------------------ formats
