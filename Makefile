@@ -48,6 +48,7 @@ bench: venv system-deps
 	$(PY) bench/bench_serve.py
 	$(PY) bench/bench_local_model.py
 	$(PY) bench/bench_agent_loop.py
+	$(PY) bench/bench_tracing.py
 
 # How often the bundled model solves simple analysis tasks (slow: minutes).
 eval-local: venv system-deps

@@ -76,7 +76,8 @@ def test_a_stream_without_usage_is_estimated_and_labelled(tmp_path):
     nb = read_nb(result.notebook)
     assert nb.metadata["kernel_agent"]["usage"]["source"] == "estimated"
     code = [c for c in nb.cells if c.cell_type == "code"]
-    assert code[0].metadata["kernel_agent"]["tokens"]["total_tokens"] > 0
+    tokens = code[0].metadata["kernel_agent"]["tokens"]
+    assert tokens["total_tokens"] > 0 and tokens["source"] == "estimated"
     assert "estimated" in provenance_markdown(nb)
 
 

@@ -77,8 +77,10 @@ def tokens_text(usage: dict[str, Any]) -> str:
     ``reported``).
     """
     source = usage.get("source")
-    if source is None and usage.get("reported") is False or source == "":
+    if source is None and usage.get("reported") is False:  # a notebook from before counting
         return "tokens not reported by the endpoint"
+    if source == "":
+        return "no tokens (no model call finished)"
     total = usage.get("total_tokens")
     if total is None:
         total = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)

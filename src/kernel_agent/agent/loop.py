@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -227,19 +227,18 @@ class AsyncAgent:
     async def run(self, task: str) -> AsyncIterator[Event]:
         """Work on ``task`` until the model answers; yields events as they happen."""
         tracer = self._tracer
-        if tracer is None:
-            async for event in self._run(task):
-                yield event
-            return
-        try:
-            async for event in self._run(task):
-                tracer.on(event)
-                yield event
-        except BaseException as exc:
-            tracer.fail(exc)
-            raise
+        async with contextlib.aclosing(self._run(task)) as events:  # closed when we are
+            try:
+                async for event in events:
+                    if tracer is not None:
+                        tracer.on(event)
+                    yield event
+            except BaseException as exc:
+                if tracer is not None:
+                    tracer.fail(exc)
+                raise
 
-    async def _run(self, task: str) -> AsyncIterator[Event]:
+    async def _run(self, task: str) -> AsyncGenerator[Event, None]:
         task = task.strip()
         if not task:
             raise ConfigError("the task is empty")
@@ -684,7 +683,7 @@ def _first(asks: Iterator[Ask | None]) -> Ask | None:
     return next((ask for ask in asks if ask is not None), None)
 
 
-def _usage_counts(completion: Completion) -> dict[str, int]:
+def _usage_counts(completion: Completion) -> dict[str, Any]:
     usage = completion.usage
     if usage is None:
         return {}
@@ -692,6 +691,7 @@ def _usage_counts(completion: Completion) -> dict[str, int]:
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.total_tokens,
+        "source": usage.source,
     }
 
 
