@@ -2,18 +2,16 @@
 
     python bench/bench_tracing.py [--cells 30] [--rounds 3]
 
-Each configuration runs in a fresh process, in turn, ``--rounds`` times (the machine is
-shared and noisy: alternating spreads the noise over all of them). A process starts one
-agent on a real kernel and the scripted server (tests/fake_openai.py), warms up, then
-times tasks of ``--cells`` ``run_cell("x += 1")`` replies each:
+An agent on a real kernel and the scripted server (tests/fake_openai.py) runs tasks of
+``--cells`` ``run_cell("x += 1")`` replies each. Measured in the same run:
 
-- ``no-otel``: ``opentelemetry`` cannot be imported at all (as without the extra);
-- ``off``: the extra is installed, tracing is not asked for (the default);
-- ``memory``: spans go to the SDK's in-memory exporter (the tracer's and the SDK's cost);
-- ``otlp``: spans go by OTLP/HTTP (batched) to a receiver on 127.0.0.1.
-
-Printed: the median time per cell of each, and its ratio to ``no-otel`` measured in the
-same run; then the tracer's own cost per cell, timed alone (a model call and a cell).
+- in fresh processes, in turn, ``--rounds`` times: ``no-otel`` (``opentelemetry`` cannot be
+  imported at all, as without the extra) and ``off`` (installed, not asked for: the default);
+- in one process, three agents side by side, a task of each in turn (``--paired-rounds``):
+  ``off``, ``memory`` (spans to the SDK's in-memory exporter) and ``otlp`` (OTLP/HTTP,
+  batched, to a receiver on 127.0.0.1); the ratio to ``off`` of the neighbouring task, so
+  the load of a shared machine mostly cancels;
+- the tracer's own cost per cell, timed alone (one model call and one cell).
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-MODES = ("no-otel", "off", "memory", "otlp")
+PROCESS_MODES = ("no-otel", "off")
 
 
 def _receiver() -> ThreadingHTTPServer:
@@ -50,20 +48,12 @@ def _receiver() -> ThreadingHTTPServer:
     return server
 
 
-def child(mode: str, cells: int, tasks: int) -> None:
-    """One configuration: print the seconds per cell of each timed task as JSON."""
-    import os
-    import tempfile
-
-    if mode == "no-otel":
-        sys.modules["opentelemetry"] = None  # type: ignore[assignment]  # import fails
-    from fake_openai import FakeLLM, run_cell, text
-
+def _agent(mode: str, fake: Any, workdir: Path, cells: int) -> Any:
+    """An agent on a real kernel whose tracing is ``mode`` (off, memory or otlp)."""
     from kernel_agent.agent import Agent
     from kernel_agent.settings import Settings
 
     extra: dict[str, Any] = {}
-    receiver = None
     if mode == "memory":
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -72,32 +62,68 @@ def child(mode: str, cells: int, tasks: int) -> None:
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
         extra["tracer_provider"] = provider
-    trace = None
-    if mode == "otlp":
-        receiver = _receiver()
-        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{receiver.server_port}"
-        trace = "otlp"
-    per_cell = []
+    settings = Settings.from_env(
+        env={}, base_url=fake.base_url, model="bench", api_key="k", sandbox="none",
+        cwd=workdir, notebook_dir=workdir, clean_notebook=False, levers="none",
+        max_steps=cells + 1, trace="otlp" if mode == "otlp" else None,
+    )  # fmt: skip
+    return Agent(settings, **extra)
+
+
+def _per_cell(agent: Any, fake: Any, cells: int) -> float:
+    """Seconds per cell of one task of ``cells`` ``x += 1`` cells."""
+    from fake_openai import run_cell, text
+
+    fake.enqueue(*[run_cell("x = 0" if i == 0 else "x += 1") for i in range(cells)], text("done"))
+    started = time.perf_counter()
+    result = agent.run_to_end("count")
+    elapsed = time.perf_counter() - started
+    assert result.status == "ok" and len(result.cells) == cells, result.answer
+    return elapsed / cells
+
+
+def child(mode: str, cells: int, tasks: int) -> None:
+    """``no-otel`` or ``off`` in a process of its own: the seconds per cell of each task."""
+    import tempfile
+
+    if mode == "no-otel":
+        sys.modules["opentelemetry"] = None  # type: ignore[assignment]  # import fails
+    from fake_openai import FakeLLM
+
     with FakeLLM() as fake, tempfile.TemporaryDirectory() as tmp:
-        settings = Settings.from_env(
-            env={}, base_url=fake.base_url, model="bench", api_key="k", sandbox="none",
-            cwd=Path(tmp), notebook_dir=Path(tmp), clean_notebook=False, levers="none",
-            max_steps=cells + 1, trace=trace,
-        )  # fmt: skip
-        with Agent(settings, **extra) as agent:
-            for task in range(tasks + 1):  # the first one warms up
-                fake.enqueue(*[run_cell("x = 0" if i == 0 else "x += 1") for i in range(cells)])
-                fake.enqueue(text("done"))
-                started = time.perf_counter()
-                result = agent.run_to_end(f"count {task}")
-                elapsed = time.perf_counter() - started
-                assert result.status == "ok" and len(result.cells) == cells, result.answer
-                if task:
-                    per_cell.append(elapsed / cells)
-    if receiver is not None:
-        receiver.shutdown()
+        with _agent("off", fake, Path(tmp), cells) as agent:
+            _per_cell(agent, fake, cells)  # warm-up
+            per_cell = [_per_cell(agent, fake, cells) for _ in range(tasks)]
     loaded = any(m.startswith("opentelemetry") for m in sys.modules if sys.modules[m] is not None)
     print(json.dumps({"mode": mode, "per_cell": per_cell, "otel_loaded": loaded}))
+
+
+def paired(cells: int, rounds: int) -> dict[str, list[float]]:
+    """off, memory and otlp agents side by side, a task each in turn: per round, each mode's
+    time per cell divided by off's (neighbours in time, so the machine's load cancels)."""
+    import os
+    import tempfile
+
+    from fake_openai import FakeLLM
+
+    receiver = _receiver()
+    os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{receiver.server_port}"
+    ratios: dict[str, list[float]] = {"memory": [], "otlp": []}
+    with FakeLLM() as fake, tempfile.TemporaryDirectory() as tmp:
+        agents = {m: _agent(m, fake, Path(tmp), cells) for m in ("off", "memory", "otlp")}
+        try:
+            for agent in agents.values():
+                _per_cell(agent, fake, cells)  # warm-up
+            for r in range(rounds):
+                order = list(agents)[r % 3 :] + list(agents)[: r % 3]
+                seconds = {m: _per_cell(agents[m], fake, cells) for m in order}
+                for mode in ratios:
+                    ratios[mode].append(seconds[mode] / seconds["off"])
+        finally:
+            for agent in agents.values():
+                agent.close()
+    receiver.shutdown()
+    return ratios
 
 
 def tracer_alone(n: int = 2000) -> float:
@@ -137,15 +163,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=int, default=30)
     parser.add_argument("--tasks", type=int, default=3, help="timed tasks per process")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, default=3, help="process rounds")
+    parser.add_argument("--paired-rounds", type=int, default=15)
+    parser.add_argument("--child", choices=PROCESS_MODES, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    import logging
+    import warnings
+
+    warnings.simplefilter("ignore")  # "the kernel runs unsandboxed": --sandbox none on purpose
+    logging.disable(logging.WARNING)
     if args.child:
         return child(args.child, args.cells, args.tasks)
-    times: dict[str, list[float]] = {m: [] for m in MODES}
+    times: dict[str, list[float]] = {m: [] for m in PROCESS_MODES}
     loaded: dict[str, bool] = {}
     for _ in range(args.rounds):
-        for mode in MODES:
+        for mode in PROCESS_MODES:
             out = subprocess.run(
                 [sys.executable, __file__, "--child", mode, "--cells", str(args.cells),
                  "--tasks", str(args.tasks)],
@@ -154,14 +186,22 @@ def main() -> None:
             data = json.loads(out.stdout.strip().splitlines()[-1])
             times[mode] += data["per_cell"]
             loaded[mode] = data["otel_loaded"]
-    base, floor = statistics.median(times["no-otel"]), min(times["no-otel"])
-    print(f"tracing cost per cell ({args.cells} cells x {args.tasks} tasks x {args.rounds} rounds)")
-    print(f"{'mode':<9} {'median ms':>9} {'ratio':>6} {'best ms':>8} {'ratio':>6}  otel imported")
-    for mode in MODES:
-        median, best = statistics.median(times[mode]), min(times[mode])
+    print(f"tracing cost per cell of x += 1 ({args.cells} cells a task)")
+    base = statistics.median(times["no-otel"])
+    print(f"processes, {args.rounds} rounds x {args.tasks} tasks, alternating:")
+    for mode in PROCESS_MODES:
+        median = statistics.median(times[mode])
         print(
-            f"{mode:<9} {median * 1e3:9.2f} {median / base:6.3f} {best * 1e3:8.2f} "
-            f"{best / floor:6.3f}  {loaded[mode]}"
+            f"  {mode:<8} {median * 1e3:7.2f} ms/cell  ratio {median / base:5.3f}  "
+            f"opentelemetry imported: {loaded[mode]}"
+        )
+    ratios = paired(args.cells, args.paired_rounds)
+    print(f"one process, {args.paired_rounds} rounds, a task of each in turn (ratio to off):")
+    for mode, values in ratios.items():
+        q = statistics.quantiles(values, n=4)
+        print(
+            f"  {mode:<8} median {statistics.median(values):5.3f}  "
+            f"(quartiles {q[0]:.3f}-{q[2]:.3f})"
         )
     print(f"the tracer alone, in-memory exporter: {tracer_alone():.0f} us per cell")
 

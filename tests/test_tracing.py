@@ -282,3 +282,36 @@ def test_otlp_export_to_a_loopback_receiver(
     resource = receiver.requests[0].resource_spans[0].resource
     service = {a.key: a.value.string_value for a in resource.attributes}["service.name"]
     assert service == "otlp-test"
+
+
+def test_console_spans_go_to_stderr_and_stdout_keeps_the_result(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    fake_llm.enqueue(run_cell("print(6 * 7)"), text("42"))
+    proc = cli(
+        [
+            "run",
+            "--trace",
+            "console",
+            "--format",
+            "plain",
+            "--base-url",
+            fake_llm.base_url,
+            "--model",
+            "test-model",
+            "--api-key",
+            "sk-test",
+            "--sandbox",
+            "none",
+            "--cwd",
+            str(tmp_path),
+            "--notebook",
+            str(tmp_path / "run.ipynb"),
+            "what is 6 * 7?",
+        ],  # fmt: skip
+        {},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "42"
+    assert '"name": "invoke_agent kernel-agent"' in proc.stderr
+    assert proc.stderr.count('"name": "chat test-model"') == 2

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -87,8 +88,8 @@ def _processor(kind: str) -> Any:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         return BatchSpanProcessor(OTLPSpanExporter())
-    if kind == "console":
-        return SimpleSpanProcessor(ConsoleSpanExporter())
+    if kind == "console":  # on stderr: stdout carries only the run's result
+        return SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr))
     return SimpleSpanProcessor(_jsonl_exporter(kind.removeprefix("jsonl:")))
 
 
