@@ -71,6 +71,7 @@ bench: venv system-deps
 	$(PY) bench/bench_local_model.py
 	$(PY) bench/bench_agent_loop.py
 	$(PY) bench/bench_tools.py
+	$(PY) bench/bench_tracing.py
 
 # How often the bundled model solves simple analysis tasks (slow: minutes).
 # The analysis eval (42 tasks, tuned and held-out halves) on the bundled model; EVAL_ARGS

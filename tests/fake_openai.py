@@ -17,7 +17,9 @@ Reply builders: :func:`text`, :func:`fenced`, :func:`run_cell`, :func:`tool_repl
 receives the :class:`RecordedRequest` and returns a reply. With the queue empty the
 server answers 500 ``"fake_llm: no reply queued ..."`` so a test fails visibly.
 
-Served: ``POST /v1/chat/completions`` (streamed as SSE, or not), ``GET /v1/models``.
+Served: ``POST /v1/chat/completions`` (streamed as SSE, or not), ``GET /v1/models``, and
+with ``FakeLLM(tokenizer=fn)`` llama-cpp-python's ``POST /extras/tokenize/count`` (``fn(text)``
+is the count). ``FakeLLM(stream_usage=False)`` streams no usage even when asked, as llama.cpp.
 Streams look like OpenAI's: a role chunk, text split over several chunks, tool-call
 arguments split over several chunks (``index`` on each, ``id``/``name`` only on the
 first), a finish chunk, a usage chunk when ``stream_options.include_usage`` is set,
@@ -227,11 +229,20 @@ class FakeLLM:
     """The server plus its script. Use as a context manager or call start()/stop()."""
 
     def __init__(
-        self, *, models: tuple[str, ...] = ("fake-model",), api_key: str | None = None
+        self,
+        *,
+        models: tuple[str, ...] = ("fake-model",),
+        api_key: str | None = None,
+        stream_usage: bool = True,
+        tokenizer: Callable[[str], int] | None = None,
     ) -> None:
         self.models = list(models)
         self.api_key = api_key  # when set, other keys get a 401
+        self.stream_usage = stream_usage
+        self.tokenizer = tokenizer
         self.requests: list[RecordedRequest] = []
+        #: the bodies of tokenize requests (kept apart from the chat ``requests``)
+        self.tokenized: list[dict[str, Any]] = []
         self._queue: deque[Scripted] = deque()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -321,6 +332,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        if self.path == "/extras/tokenize/count" and self.fake.tokenizer is not None:
+            body = json.loads(raw or b"{}")
+            self.fake.tokenized.append(body)
+            return self._send_json(200, {"count": self.fake.tokenizer(body["input"])})
         if self.path.rstrip("/") != "/v1/chat/completions":
             return self._send_json(
                 404,
@@ -350,7 +365,9 @@ class _Handler(BaseHTTPRequestHandler):
         model = str(body.get("model", "fake-model"))
         usage = _usage(body, reply)
         if body.get("stream"):
-            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            include_usage = self.fake.stream_usage and bool(
+                (body.get("stream_options") or {}).get("include_usage")
+            )
             return self._stream(_chunks(reply, model, usage if include_usage else None), reply)
         self._send_json(200, _completion(reply, model, usage))
 

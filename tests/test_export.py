@@ -37,7 +37,7 @@ def test_html_is_self_contained_with_provenance(clean_path, tmp_path):
     for expected in (
         "kernel-agent run: provenance",
         "test-model-7b",
-        "1,545 (1,200 prompt + 345 completion)",
+        "1,545 tokens (1,200 prompt + 345 completion)",
         "Plot the squares of 0..4 and report their sum",
         "2025-01-02T03:04:05+00:00",
         "reproduced (4/4 code cells",

@@ -62,3 +62,6 @@ def test_factorial_on_the_local_model(local_settings):
     assert any(c.status == "ok" for c in result.cells), [str(c.error) for c in result.cells]
     assert "1307674368000" in _outputs_text(nb)
     assert nb.metadata["kernel_agent"]["model"].startswith("local:")
+    # llama.cpp streams no usage: the tokens are counted with the model's own tokenizer
+    usage = nb.metadata["kernel_agent"]["usage"]
+    assert usage["source"] == "counted" and usage["total_tokens"] > usage["completion_tokens"] > 0

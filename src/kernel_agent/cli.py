@@ -27,7 +27,7 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMANDS = ("run", "verify", "export", "mcp", "serve")
+COMMANDS = ("run", "verify", "export", "mcp", "serve", "observe")
 
 
 def build_parser() -> argparse.ArgumentParser:

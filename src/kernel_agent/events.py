@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .llm_stream import Completion, least_exact
 from .results import CellResult
 
 __all__ = [
@@ -14,6 +15,8 @@ __all__ = [
     "ModelDelta",
     "ModelRetracted",
     "ModelReply",
+    "ModelCalled",
+    "StateRebuilt",
     "CellStarted",
     "CellOutput",
     "CellFinished",
@@ -23,21 +26,33 @@ __all__ = [
     "RunFinished",
     "RunResult",
     "Usage",
+    "tokens_text",
 ]
 
 
 @dataclass
 class Usage:
+    """A run's token counts, summed over its model calls.
+
+    ``source`` is the least exact source of any call's counts: ``"reported"`` by the
+    endpoint, ``"counted"`` with the model's tokenizer, or ``"estimated"`` from the text
+    (see :mod:`kernel_agent.tokens`); ``""`` before the first call.
+    """
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
-    #: False until the endpoint reports usage at all (llama.cpp's server does not when streaming)
-    reported: bool = False
+    source: str = ""
+
+    @property
+    def reported(self) -> bool:
+        """True when every count came from the endpoint itself."""
+        return self.source == "reported"
 
     def add(self, other: Any) -> None:
         if other is None:
             return
-        self.reported = True
+        self.source = least_exact(self.source, getattr(other, "source", "reported"))
         self.prompt_tokens += getattr(other, "prompt_tokens", 0) or 0
         self.completion_tokens += getattr(other, "completion_tokens", 0) or 0
         self.total_tokens += getattr(other, "total_tokens", 0) or 0
@@ -47,8 +62,35 @@ class Usage:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.total_tokens,
+            "source": self.source,
             "reported": self.reported,
         }
+
+    def text(self) -> str:
+        return tokens_text(self.as_dict())
+
+
+def tokens_text(usage: dict[str, Any]) -> str:
+    """Token counts for people: real counts plainly, counted or estimated ones labelled.
+
+    ``usage`` is :meth:`Usage.as_dict` as a notebook stores it (older notebooks have only
+    ``reported``).
+    """
+    source = usage.get("source")
+    if source is None and usage.get("reported") is False:  # a notebook from before counting
+        return "tokens not reported by the endpoint"
+    if source == "":
+        return "no tokens (no model call finished)"
+    total = usage.get("total_tokens")
+    if total is None:
+        total = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
+    given, taken = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+    split = f"{given:,} prompt + {taken:,} completion"
+    if source == "estimated":
+        return f"~{total:,} tokens ({split}; estimated from the text length)"
+    if source == "counted":
+        return f"{total:,} tokens ({split}; counted with the model's tokenizer)"
+    return f"{total:,} tokens ({split})"
 
 
 @dataclass
@@ -57,7 +99,7 @@ class RunResult:
 
     answer: str
     #: "ok", "no_code", "failed", "max_steps", "no_answer" (the model kept repeating
-    #: itself), "stopped", "interrupted" or "error"
+    #: itself), "budget", "stopped", "interrupted" or "error"
     status: str
     notebook: Path | None
     cells: list[CellResult] = field(default_factory=list)
@@ -75,6 +117,10 @@ class RunResult:
     files: list[Path] = field(default_factory=list)
     #: the data the kernel's code declared with ``set_result`` (JSON), or None
     result: Any = None
+    #: US dollars this task's model calls cost; None when the model has no known price
+    cost: float | None = None
+    #: the budgets, their use and what stopped the run (None when no budget was set)
+    budget: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -104,6 +150,8 @@ class RunResult:
             "isolation": self.isolation,
             "files": [str(f) for f in self.files],
             "result": self.result,
+            "cost": self.cost,
+            "budget": self.budget,
         }
 
 
@@ -118,6 +166,9 @@ class RunStarted(Event):
     protocol: str
     notebook: Path | None
     sandbox: str
+    #: the kernelspec name and the model endpoint's URL (traces name them)
+    kernel: str = ""
+    base_url: str = ""
 
 
 @dataclass
@@ -130,6 +181,31 @@ class ModelDelta(Event):
 @dataclass
 class ModelRetracted(Event):
     """The reply streamed so far is void: a retry streams it again from the start."""
+
+
+@dataclass
+class ModelCalled(Event):
+    """One model call is done: its reply, tokens and timings (traces and budgets read it).
+
+    ``first_token_s`` is the time to the first streamed piece (None if nothing streamed
+    before the end); ``request`` holds the sampling options sent (temperature, ...).
+    """
+
+    step: int
+    model: str
+    completion: Completion
+    duration_s: float
+    first_token_s: float | None = None
+    request: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StateRebuilt(Event):
+    """After a kernel restart, earlier cells were replayed to rebuild the state."""
+
+    replayed: int
+    skipped: int
+    duration_s: float
 
 
 @dataclass

@@ -32,11 +32,19 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell
 
 from .errors import ConfigError, ExportError
+from .events import tokens_text
 from .nbio import one_line, read_notebook
 from .safefs import write_beneath
 from .transcript import _atomic_write_text
 
-__all__ = ["export_notebook", "provenance_markdown", "with_provenance", "pdf_engine", "FORMATS"]
+__all__ = [
+    "export_notebook",
+    "notebook_html",
+    "provenance_markdown",
+    "with_provenance",
+    "pdf_engine",
+    "FORMATS",
+]
 
 Format = Literal["html", "markdown", "pdf"]
 FORMATS: dict[str, str] = {"html": ".html", "markdown": ".md", "pdf": ".pdf"}
@@ -77,6 +85,13 @@ def export_notebook(
     else:
         _pdf(nb, path, out, pdf_engine)
     return out
+
+
+def notebook_html(path: str | Path, *, provenance: bool = True) -> str:
+    """The notebook at ``path`` as one self-contained HTML page (what ``to="html"`` writes)."""
+    path = Path(path)
+    nb = read_notebook(path)
+    return _html(with_provenance(nb, path) if provenance else nb, path)
 
 
 # ------------------------------------------------------------------ formats
@@ -195,19 +210,15 @@ def provenance_markdown(nb: NotebookNode, nb_path: Path | None = None) -> str | 
     if run.get("status"):
         rows.append(("Run status", str(run["status"])))
     usage = run.get("usage") or {}
-    if usage.get("reported") is False:
-        rows.append(("Tokens", "not reported by the endpoint"))
-    elif usage:
-        total = usage.get("total_tokens")
-        if total is None:
-            total = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
-        rows.append(
-            (
-                "Tokens",
-                f"{total:,} ({usage.get('prompt_tokens', 0):,} prompt + "
-                f"{usage.get('completion_tokens', 0):,} completion)",
-            )
-        )
+    if usage:
+        rows.append(("Tokens", tokens_text(usage)))
+    if isinstance(run.get("cost"), (int, float)):
+        rows.append(("Cost", f"${run['cost']:.4f} (at the model's price per million tokens)"))
+    times = [run.get(k) for k in ("model_time_s", "kernel_time_s")]
+    if all(isinstance(t, (int, float)) for t in times):
+        rows.append(("Time", f"model {times[0]:.1f} s, kernel {times[1]:.1f} s"))
+    if isinstance(run.get("budget"), dict):
+        rows.append(("Budget", _budget_text(run["budget"])))
     if run.get("started"):
         rows.append(("Started", str(run["started"])))
     if run.get("ended"):
@@ -238,6 +249,15 @@ def provenance_markdown(nb: NotebookNode, nb_path: Path | None = None) -> str | 
     lines = ["**kernel-agent run: provenance**", "", "| | |", "|---|---|"]
     lines += [f"| {name} | {_escape(value)} |" for name, value in rows]
     return "\n".join(lines)
+
+
+def _budget_text(budget: dict[str, Any]) -> str:
+    limits = ", ".join(f"{k} {v:g}" for k, v in (budget.get("limits") or {}).items())
+    used = ", ".join(f"{k} {v:g}" for k, v in (budget.get("used") or {}).items())
+    text = f"limits: {limits or 'none'}; used: {used}"
+    if budget.get("stopped_by"):
+        text += f"; stopped by {budget['stopped_by']}"
+    return text
 
 
 def _verify_text(verify: Any) -> str:

@@ -22,6 +22,7 @@ and are re-exported here.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
@@ -61,6 +62,7 @@ from .llm_stream import (
     completion_from_response,
 )
 from .settings import Settings
+from .tokens import TokenCounter
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -183,6 +185,14 @@ class LLMClient:
             max_retries=0,
             timeout=openai.Timeout(timeout, connect=connect_timeout),
         )
+        root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+        #: counts the tokens of replies streamed without usage (see :mod:`kernel_agent.tokens`)
+        self.counter = TokenCounter(root, self.model, self._post_json)
+
+    @property
+    def sampling(self) -> dict[str, Any]:
+        """The sampling options every request carries (temperature, max_tokens, ...)."""
+        return dict(self._sampling)
 
     async def __aenter__(self) -> LLMClient:
         return self
@@ -222,7 +232,11 @@ class LLMClient:
                             yield delta
                 if not acc.saw_choice:
                     raise _EmptyReply()
-                yield acc.result()
+                completion = acc.result()
+                if completion.usage is None:  # asked for, not sent: count it ourselves
+                    usage = await self.counter.usage(params["messages"], completion, tools)
+                    completion = dataclasses.replace(completion, usage=usage)
+                yield completion
                 return
             except Exception as err:
                 failure = self._failure(err, tools=bool(tools))
@@ -309,6 +323,10 @@ class LLMClient:
             stream=True,
             stream_cls=openai.AsyncStream[ChatCompletionChunk],
         )
+
+    async def _post_json(self, url: str, body: dict[str, Any]) -> Any:
+        """POST ``body`` to ``url`` (absolute) with this client's auth; the JSON answer."""
+        return await self._client.post(url, body=body, cast_to=object, options={"timeout": 10.0})
 
     async def _with_retries(self, call: Callable[[], Awaitable[_T]], *, tools: bool) -> _T:
         attempt = 0

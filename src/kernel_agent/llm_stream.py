@@ -25,8 +25,10 @@ __all__ = [
     "TextDelta",
     "ToolCall",
     "ToolCallDelta",
+    "USAGE_SOURCES",
     "Usage",
     "completion_from_response",
+    "least_exact",
     "parse_tool_arguments",
 ]
 
@@ -57,19 +59,36 @@ class ToolCallDelta:
 Delta = TextDelta | ReasoningDelta | ToolCallDelta
 
 
+#: Where token counts come from, most to least exact: the endpoint said so, the model's own
+#: tokenizer counted them, or they were estimated from the text's length.
+USAGE_SOURCES = ("reported", "counted", "estimated")
+
+
+def least_exact(a: str, b: str) -> str:
+    """The less exact of two usage sources (``""`` means none yet)."""
+    if not a or not b:
+        return a or b
+    return max(a, b, key=USAGE_SOURCES.index)
+
+
 @dataclass(frozen=True)
 class Usage:
-    """Token counts; ``a + b`` and ``Usage.total(items)`` sum them."""
+    """Token counts; ``a + b`` and ``Usage.total(items)`` sum them.
+
+    ``source`` says where they come from (:data:`USAGE_SOURCES`); a sum keeps the least exact.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    source: str = "reported"
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.total_tokens + other.total_tokens,
+            least_exact(self.source, other.source),
         )
 
     @classmethod

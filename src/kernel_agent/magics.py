@@ -470,13 +470,9 @@ class _View:
 
     def _on_RunFinished(self, event: Any) -> None:
         result = event.result
-        tokens = (
-            f"{result.usage.total_tokens} tokens"
-            if result.usage.total_tokens
-            else "tokens not reported"
-        )
         self.line(
-            f"{result.status} · {len(result.cells)} cells · {tokens} · {result.duration_s:.1f} s · "
+            f"{result.status} · {len(result.cells)} cells · {result.usage.text()} · "
+            f"{result.duration_s:.1f} s · "
             f"transcript {result.notebook} · result in _agent_result"
         )
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .events import Event, Notice
+from .events import Event, Notice, StateRebuilt
 from .namespace import NAMESPACE_EXPRESSION, VariableInfo, parse_summary
 
 __all__ = ["Rebuild", "rebuild_state"]
@@ -37,6 +38,7 @@ async def rebuild_state(
     cells = list(state_cells)
     state_cells.clear()
     replayed = skipped = 0
+    started = time.monotonic()
     if settings.rebuild_state and cells:
         yield Notice(
             f"kernel restarted: rebuilding its state by replaying {len(cells)} cells", "warning"
@@ -58,6 +60,7 @@ async def rebuild_state(
             replayed += 1
             state_cells.append((code, result.duration))
             out.namespace = parse_summary(result.user_expressions.get("ns")) or out.namespace
+        yield StateRebuilt(replayed, skipped, time.monotonic() - started)
     survived = sorted(k for k in lost if k in out.namespace)
     gone = sorted(k for k in lost if k not in out.namespace)
     if replayed:

@@ -36,7 +36,7 @@ from .events import (
 from .results import strip_ansi
 from .safefs import UnsafePath, write_beneath
 
-__all__ = ["EventRenderer", "print_result", "save_images", "visible"]
+__all__ = ["EventRenderer", "print_result", "save_images", "summary_line", "visible"]
 
 # C0 controls but newline and tab, DEL, and C1 controls: what a terminal would act on
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -227,14 +227,20 @@ def print_result(console: Console, err: Console, result: RunResult, fmt: str) ->
         console.print(visible(result.answer), markup=False, highlight=False, soft_wrap=True)
     else:
         console.print(Markdown(visible(result.answer) or "_(no answer)_"))
-    usage = result.usage
-    tokens = f"{usage.total_tokens} tokens" if usage.reported else "tokens not reported"
-    tail = (
-        f"status {result.status} · {len(result.cells)} cells · {tokens} · "
-        f"{result.duration_s:.1f}s · notebook {result.notebook}"
+    err.print(summary_line(result), style="dim", highlight=False, markup=False)
+
+
+def summary_line(result: RunResult) -> str:
+    """One line: status, cells, tokens, cost, the model/kernel time split, the notebooks."""
+    tail = f"status {result.status} · {len(result.cells)} cells · {result.usage.text()}"
+    if result.cost is not None:
+        tail += f" · ${result.cost:.4f}"
+    tail += (
+        f" · {result.duration_s:.1f}s (model {result.model_time_s:.1f}s, "
+        f"kernel {result.kernel_time_s:.1f}s) · notebook {result.notebook}"
     )
     if result.clean_notebook:
         tail += f" · clean {result.clean_notebook}"
     if result.verify:
         tail += f" · verify {result.verify.get('verdict')}"
-    err.print(tail, style="dim", highlight=False, markup=False)
+    return tail

@@ -10,10 +10,51 @@ from typing import Any, Literal
 
 from .errors import ConfigError
 
-__all__ = ["Settings", "default_home"]
+__all__ = ["DEFAULT_PRICES", "Price", "Settings", "default_home", "parse_prices"]
 
 Protocol = Literal["auto", "tools", "fenced"]
 SandboxMode = Literal["auto", "bwrap", "none"]
+
+
+#: (input, output) US dollars per million tokens
+Price = tuple[float, float]
+
+#: Prices per million tokens of some models, as their makers list them; ``Settings.prices``
+#: (``--price MODEL=IN/OUT``, env ``KERNEL_AGENT_PRICES``) adds to and overrides these.
+#: A model name matches its longest listed prefix (``gpt-4o-mini-2024-07-18`` is ``gpt-4o-mini``).
+DEFAULT_PRICES: dict[str, Price] = {
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "o3": (2.00, 8.00),
+    "o4-mini": (1.10, 4.40),
+    "local": (0.0, 0.0),
+    "qwen2.5-coder-1.5b-instruct": (0.0, 0.0),
+}
+
+
+def parse_prices(text: str) -> dict[str, Price]:
+    """``"gpt-4o=2.5/10,my-model=0.1/0.2"`` -> ``{"gpt-4o": (2.5, 10.0), ...}``."""
+    prices: dict[str, Price] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        model, _, pair = item.rpartition("=")
+        given, _, taken = pair.partition("/")
+        try:
+            price = (float(given), float(taken))
+        except ValueError:
+            raise ConfigError(
+                f"a price is MODEL=IN/OUT in dollars per million tokens, not {item!r}"
+            ) from None
+        if not model or min(price) < 0:
+            raise ConfigError(
+                f"a price is MODEL=IN/OUT in dollars per million tokens, not {item!r}"
+            )
+        prices[model.strip()] = price
+    return prices
 
 
 def default_home(env: Mapping[str, str] | None = None) -> Path:
@@ -32,8 +73,10 @@ class Settings:
 
     Environment: ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``KERNEL_AGENT_MODEL``,
     ``KERNEL_AGENT_HOME``, ``KERNEL_AGENT_KERNEL``, ``KERNEL_AGENT_SANDBOX``,
-    ``KERNEL_AGENT_GATEWAY_URL``, ``KERNEL_AGENT_GATEWAY_TOKEN``, ``KERNEL_AGENT_LEVERS``. Explicit
-    arguments (CLI flags, API keywords) win over the environment.
+    ``KERNEL_AGENT_GATEWAY_URL``, ``KERNEL_AGENT_GATEWAY_TOKEN``, ``KERNEL_AGENT_LEVERS``,
+    ``KERNEL_AGENT_PRICES``, ``KERNEL_AGENT_TRACE``, and OpenTelemetry's own
+    ``OTEL_TRACES_EXPORTER`` / ``OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT`` /
+    ``OTEL_SDK_DISABLED``. Explicit arguments (CLI flags, API keywords) win over the environment.
     """
 
     # the model
@@ -81,6 +124,17 @@ class Settings:
     tool_timeout: float = 60.0  # seconds per host tool call
     install: str = "never"  # install_package policy: never | ask | allow:pkg1,pkg2 | any
     ask_result: bool = False  # the system prompt asks for set_result; told once if missing
+    # budgets: the run stops before a model call that would cross one (status "budget")
+    max_total_tokens: int | None = None
+    max_wall_time: float | None = None  # seconds
+    max_cost: float | None = None  # US dollars, from ``prices``
+    #: model -> (input, output) dollars per million tokens, over :data:`DEFAULT_PRICES`;
+    #: a string is parsed by :func:`parse_prices`
+    prices: Mapping[str, Price] | str = field(default_factory=dict)
+    # traces (OpenTelemetry, extra ``kernel-agent[otel]``): None (off), "otlp", "console",
+    # or "jsonl:PATH"; ``trace_content`` puts prompts, replies and code into the spans
+    trace: str | None = None
+    trace_content: bool = False
     # where things go
     notebook_dir: Path = Path("notebooks")
     home: Path = field(default_factory=default_home)
@@ -117,6 +171,30 @@ class Settings:
             raise ConfigError(f"tool timeout must be positive, got {self.tool_timeout}")
         if self.sandbox not in ("auto", "bwrap", "none"):
             raise ConfigError(f"sandbox must be auto, bwrap or none, got {self.sandbox!r}")
+        for name in ("max_total_tokens", "max_wall_time", "max_cost"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ConfigError(f"{name.replace('_', ' ')} must be positive, got {value}")
+        if isinstance(self.prices, str):
+            object.__setattr__(self, "prices", parse_prices(self.prices))
+        if self.trace is not None and not (
+            self.trace in ("otlp", "console") or self.trace.startswith("jsonl:")
+        ):
+            raise ConfigError(f"trace must be otlp, console or jsonl:PATH, got {self.trace!r}")
+
+    def price(self, model: str) -> Price | None:
+        """(input, output) dollars per million tokens of ``model``, or None if unknown.
+
+        ``model`` may be ``provider:name``; the longest listed prefix of the name matches.
+        """
+        table = {**DEFAULT_PRICES, **dict(self.prices)}  # type: ignore[arg-type]
+        for name in (model, model.partition(":")[2]):
+            if not name:
+                continue
+            matches = [key for key in table if name == key or name.startswith(key + "-")]
+            if matches:
+                return table[max(matches, key=len)]
+        return None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -138,6 +216,11 @@ class Settings:
             values["install"] = env["KERNEL_AGENT_INSTALL"]
         if env.get("KERNEL_AGENT_SANDBOX"):
             values["sandbox"] = env["KERNEL_AGENT_SANDBOX"]
+        if env.get("KERNEL_AGENT_PRICES"):
+            values["prices"] = env["KERNEL_AGENT_PRICES"]
+        trace = _trace_from_env(env)
+        if trace:
+            values["trace"] = trace
         known = {f.name for f in fields(cls)}
         for key, value in overrides.items():
             if key not in known:
@@ -149,3 +232,19 @@ class Settings:
     def with_(self, **changes: Any) -> Settings:
         """A copy with ``changes`` applied (None values are ignored)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def _trace_from_env(env: Mapping[str, str]) -> str | None:
+    """The trace exporter the environment asks for, the OpenTelemetry way, or None."""
+    if env.get("OTEL_SDK_DISABLED", "").lower() == "true":
+        return None
+    if env.get("KERNEL_AGENT_TRACE"):
+        return env["KERNEL_AGENT_TRACE"]
+    exporter = env.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    if exporter in ("otlp", "console"):
+        return exporter
+    if exporter != "none" and (
+        env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    ):
+        return "otlp"
+    return None

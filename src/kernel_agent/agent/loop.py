@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from ..events import (
     CellSkipped,
     CellStarted,
     Event,
+    ModelCalled,
     ModelDelta,
     ModelReply,
     ModelRetracted,
@@ -43,7 +44,7 @@ from ..events import (
 )
 from ..executors.base import AsyncExecutor
 from ..llm import LLMClient, choose_protocol, should_fall_back_to_fenced
-from ..llm_stream import Completion, TextDelta
+from ..llm_stream import Completion, TextDelta, ToolCallDelta
 from ..llm_view import render_cell
 from ..namespace import NAMESPACE_EXPRESSION, VariableInfo, describe, parse_summary
 from ..prompts import prompt
@@ -52,8 +53,10 @@ from ..results import CellResult
 from ..settings import Settings
 from ..syncify import BackgroundLoop, call_in_consumer
 from ..tools.host import HostSide
+from ..tracing import make_tracer
 from ..transcript import Transcript
 from .briefing import probe_libraries
+from .budget import Budget, BudgetStop, stopped_answer
 from .history import History
 from .levers import Lever, ResultCheck, levers_for
 from .protocols import FencedProtocol, Protocol, make_protocol
@@ -64,6 +67,8 @@ __all__ = ["AsyncAgent", "Agent", "default_notebook_path"]
 #: ``approve(code, step)`` returns ("run", code) (the code possibly edited), ("skip", None)
 #: or ("quit", None).
 ApproveFn = Callable[[str, int], Any]
+#: ``extend(stop)`` is asked when a budget would stop the run: True raises that budget
+ExtendFn = Callable[[BudgetStop], bool]
 
 
 #: the reply length for the bundled model when ``max_tokens`` is not set: a cell or an
@@ -82,9 +87,12 @@ class AsyncAgent:
 
     ``executor`` defaults to a local (sandboxed) kernel built from ``settings``;
     ``approve`` is asked before each cell runs (and before a package install under
-    ``--install ask``); ``namespace`` is a summary of the variables the executor's
-    kernel already holds (see :mod:`kernel_agent.namespace`). ``tools`` are host
-    functions the kernel's code may call with ``call_tool`` (see :mod:`kernel_agent.tools`).
+    ``--install ask``); ``extend`` when a budget would stop the run (see :mod:`.budget`);
+    ``namespace`` is a summary of the variables the executor's kernel already holds (see
+    :mod:`kernel_agent.namespace`). ``tools`` are host functions the kernel's code may
+    call with ``call_tool`` (see :mod:`kernel_agent.tools`). Runs are traced when
+    ``settings.trace`` is set or an OpenTelemetry ``tracer_provider`` is given (see
+    :mod:`kernel_agent.tracing`).
     """
 
     def __init__(
@@ -94,8 +102,10 @@ class AsyncAgent:
         executor: AsyncExecutor | None = None,
         notebook: str | Path | None = None,
         approve: ApproveFn | None = None,
+        extend: ExtendFn | None = None,
         namespace: dict[str, VariableInfo] | None = None,
         tools: Sequence[Callable[..., Any]] = (),
+        tracer_provider: Any = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         #: host tools, set_result and install_package for the kernel's code
@@ -104,6 +114,7 @@ class AsyncAgent:
         self._own_executor = executor is None
         self.notebook_path = Path(notebook) if notebook else None
         self.approve = approve
+        self.extend = extend
         self.transcript: Transcript | None = None
         self.history = History()
         self.cells: list[CellResult] = []
@@ -111,6 +122,7 @@ class AsyncAgent:
         self.levers: list[Lever] = levers_for(self.settings)
         if self.settings.ask_result:
             self.levers.append(ResultCheck(self.host.result_missing))
+        self._tracer = make_tracer(self.settings, tracer_provider, lambda: self.history.messages)
         #: what isolates the kernel (notebook metadata); ``note`` is the short form
         self.sandbox: dict[str, Any] = {
             "mode": "unknown",
@@ -209,6 +221,8 @@ class AsyncAgent:
         cm, self._endpoint_cm, self.endpoint = self._endpoint_cm, None, None
         if cm is not None:
             await cm.__aexit__(None, None, None)
+        if self._tracer is not None:
+            self._tracer.close()
 
     async def __aenter__(self) -> AsyncAgent:
         return self
@@ -244,12 +258,26 @@ class AsyncAgent:
     # --------------------------------------------------------------------- run
     async def run(self, task: str) -> AsyncIterator[Event]:
         """Work on ``task`` until the model answers; yields events as they happen."""
+        tracer = self._tracer
+        async with contextlib.aclosing(self._run(task)) as events:  # closed when we are
+            try:
+                async for event in events:
+                    if tracer is not None:
+                        tracer.on(event)
+                    yield event
+            except BaseException as exc:
+                if tracer is not None:
+                    tracer.fail(exc)
+                raise
+
+    async def _run(self, task: str) -> AsyncGenerator[Event, None]:
         task = task.strip()
         if not task:
             raise ConfigError("the task is empty")
         await self.start(task)
         assert self.transcript is not None and self.executor is not None
         assert self.endpoint is not None
+        budget = Budget(self.settings, self.endpoint.model, local=self.endpoint.local)
         started = time.monotonic()
         first_cell = len(self.cells)
         result = RunResult(
@@ -266,11 +294,13 @@ class AsyncAgent:
             self.protocol.name,
             self.transcript.path,
             self.sandbox.get("note", ""),
+            kernel=str(self.executor.kernelspec.get("name", "")),
+            base_url=self.endpoint.base_url or "",
         )
         if self._sandbox_warning:
             yield Notice(self._sandbox_warning, "warning")
             self._sandbox_warning = None  # once per agent, not per task
-        state = TaskState(task, step=self._step, libraries=self.libraries)
+        state = TaskState(task, step=self._step, libraries=self.libraries, budget=budget)
         notes = [
             n for n in [await lever.task_note(state, self.executor) for lever in self.levers] if n
         ]
@@ -290,7 +320,13 @@ class AsyncAgent:
             result.usage = self.usage
             result.duration_s = time.monotonic() - started
             result.kernel_time_s = sum(c.duration for c in result.cells)
+            result.cost = budget.cost if budget.price is not None else None
+            result.budget = budget.as_metadata() if budget.limits else None
+            spent: dict[str, Any] = {"budget": result.budget} if result.budget else {}
+            if result.cost is not None:
+                spent["cost"] = round(result.cost, 6)
             self.transcript.update_run_metadata(
+                **spent,
                 status=result.status,
                 usage=self.usage.as_dict(),
                 ended=_now_iso(),
@@ -386,6 +422,10 @@ class AsyncAgent:
                     f"(--max-steps {settings.max_steps})."
                 )
                 break
+            stop = await self._budget_stop(st)
+            if stop is not None:
+                result.status, result.answer = "budget", stopped_answer(stop, st.cells)
+                break
             async for event in self._turn(st, result):
                 yield event
             if result.status == "error" and st.failures >= settings.max_consecutive_errors:
@@ -402,7 +442,7 @@ class AsyncAgent:
         assert self.transcript is not None
         gen_started = time.monotonic()
         completion = None
-        async for item in self._generate(st.sampling):
+        async for item in self._generate(st.sampling, st.step + 1):
             if isinstance(item, Completion):
                 completion = item
             else:
@@ -410,8 +450,9 @@ class AsyncAgent:
         gen_s = time.monotonic() - gen_started
         result.model_time_s += gen_s
         assert completion is not None
-        if completion.usage is not None:
-            self.usage.add(completion.usage)
+        self.usage.add(completion.usage)
+        if st.budget is not None:
+            st.budget.record(completion.usage, gen_s)
         turn = self.protocol.parse(completion)
         for lever in self.levers:
             lever.after_reply(st, turn)
@@ -578,17 +619,35 @@ class AsyncAgent:
         self.protocol.reply(self.history, call_id, view_text, images)
 
     # ------------------------------------------------------------------ pieces
-    async def _generate(self, sampling: dict[str, Any]) -> AsyncIterator[Event | Completion]:
-        """Stream one reply: model events, then the Completion (falls back to fenced)."""
+    async def _budget_stop(self, st: TaskState) -> BudgetStop | None:
+        """The budget that stops the run before the next model call (unless extended)."""
+        budget = st.budget
+        while budget is not None and (stop := budget.check()) is not None:
+            if self.extend is None or not await call_in_consumer(self.extend, stop):
+                budget.stopped_by = stop.name
+                return stop
+            budget.extend(stop)
+        return None
+
+    async def _generate(
+        self, sampling: dict[str, Any], step: int
+    ) -> AsyncIterator[Event | Completion]:
+        """Stream one reply: its events, ModelCalled, then the Completion (may fall back to fenced).
+
+        ``step`` is the number the next cell will have.
+        """
         from ..llm import Retrying
 
         assert self._llm is not None
         while True:
+            started, first = time.monotonic(), None
             try:
                 stream = self._llm.stream_chat(
                     self.history.messages, tools=self.protocol.tools(), **sampling
                 )
                 async for item in stream:
+                    if first is None and isinstance(item, (TextDelta, ToolCallDelta)):
+                        first = time.monotonic() - started
                     if isinstance(item, TextDelta):
                         yield ModelDelta(item.text)
                     elif isinstance(item, Retrying):
@@ -599,7 +658,16 @@ class AsyncAgent:
                         )
                         if item.discard:
                             yield ModelRetracted()
+                        started, first = time.monotonic() + item.delay, None
                     elif isinstance(item, Completion):
+                        yield ModelCalled(
+                            step,
+                            self.endpoint.label if self.endpoint else "",
+                            item,
+                            time.monotonic() - started,
+                            first,
+                            {**self._llm.sampling, **sampling},
+                        )
                         yield item
                 return
             except Exception as exc:
@@ -703,7 +771,7 @@ def _fenced(note: str) -> str:
     return f"{head}\n\n```text\n{body}\n```" if body else head
 
 
-def _usage_counts(completion: Completion) -> dict[str, int]:
+def _usage_counts(completion: Completion) -> dict[str, Any]:
     usage = completion.usage
     if usage is None:
         return {}
@@ -711,6 +779,7 @@ def _usage_counts(completion: Completion) -> dict[str, int]:
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.total_tokens,
+        "source": usage.source,
     }
 
 

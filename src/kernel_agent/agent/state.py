@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..results import CellResult
+
+if TYPE_CHECKING:
+    from .budget import Budget
 
 __all__ = ["Ask", "Stop", "TaskState", "Turn"]
 
@@ -81,6 +84,8 @@ class TaskState:
     succeeded: dict[str, str] = field(default_factory=dict)
     #: turns in a row that made no progress (a repeated cell or output, a refused install)
     stalls: int = 0
+    #: what this task may spend, and has spent (None: no accounting, as in lever tests)
+    budget: Budget | None = None
 
     @property
     def ran_code(self) -> bool:

@@ -70,6 +70,31 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     )
     a = parser.add_argument_group("loop")
     a.add_argument("--max-steps", type=int, help="most cells per task (default 20)")
+    b = parser.add_argument_group("budgets (a task stops before a model call that would cross one)")
+    b.add_argument("--max-total-tokens", type=int, metavar="N", help="tokens per task")
+    b.add_argument("--max-wall-time", type=float, metavar="S", help="seconds per task")
+    b.add_argument("--max-cost", type=float, metavar="USD", help="dollars per task (needs a price)")
+    b.add_argument(
+        "--price",
+        dest="prices",
+        action="append",
+        metavar="MODEL=IN/OUT",
+        help="dollars per million input/output tokens of MODEL, over the built-in table "
+        "(repeatable; env KERNEL_AGENT_PRICES)",
+    )
+    t = parser.add_argument_group("traces (OpenTelemetry: pip install 'kernel-agent[otel]')")
+    t.add_argument(
+        "--trace",
+        metavar="otlp|console|jsonl:PATH",
+        help="export spans of the run, its model calls and its cells (env OTEL_* or "
+        "KERNEL_AGENT_TRACE)",
+    )
+    t.add_argument(
+        "--trace-content",
+        action="store_true",
+        default=None,
+        help="put prompts, replies and code into the spans (off by default)",
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> Any:
@@ -78,7 +103,8 @@ def settings_from_args(args: argparse.Namespace) -> Any:
     names = (
         "model base_url api_key protocol temperature top_p presence_penalty frequency_penalty "
         "max_tokens vision kernel_name cwd cell_timeout sandbox gateway_url gateway_token "
-        "gateway_kernel_id keep_kernel max_steps verify tool_timeout install"
+        "gateway_kernel_id keep_kernel max_steps verify tool_timeout install "
+        "max_total_tokens max_wall_time max_cost trace trace_content"
     ).split()
     if getattr(args, "api_key", None):
         print(
@@ -93,6 +119,8 @@ def settings_from_args(args: argparse.Namespace) -> Any:
         values["tools"] = tuple(args.tools)
     if getattr(args, "ask_result", None):
         values["ask_result"] = True
+    if getattr(args, "prices", None):  # over the environment's, which are over the built-ins
+        values["prices"] = ",".join([os.environ.get("KERNEL_AGENT_PRICES", ""), *args.prices])
     return Settings.from_env(**values)
 
 
@@ -185,8 +213,9 @@ def run_command(args: argparse.Namespace) -> int:
     _prepare_local_model(settings, err)
     render = EventRenderer(err, quiet=args.quiet or args.format == "json")
     approve = _terminal_approver(err) if args.approve else None
+    extend = _terminal_extender(err) if args.approve or args.interactive else None
     status = 0
-    with Agent(settings, notebook=notebook, approve=approve) as agent:
+    with Agent(settings, notebook=notebook, approve=approve, extend=extend) as agent:
         tasks = [task] if task else []
         while True:
             if not tasks:
@@ -279,6 +308,20 @@ def _terminal_approver(err: Any) -> Any:
         return ask_until_decided(code, step, _ask, _edit)
 
     return approve
+
+
+def _terminal_extender(err: Any) -> Any:
+    """Ask whether a budget that would stop the run is raised by its amount once more."""
+
+    def extend(stop: Any) -> bool:
+        err.print(f"kernel-agent: {stop.text()}", style="yellow", markup=False, highlight=False)
+        try:
+            answer = _ask(f"extend {stop.flag} by as much again? [y/N] ")
+        except (EOFError, KeyboardInterrupt):
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    return extend
 
 
 def _edit(code: str) -> str:

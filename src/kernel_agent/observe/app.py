@@ -1,0 +1,245 @@
+"""The ``kernel-agent observe`` web app: a read-only page over a notebooks directory.
+
+Routes (GET only; anything else is 405):
+
+- ``/``: the runs, newest first: task, model, status, cells, tokens, duration, verdict;
+- ``/runs/NAME``: the run's summary, its timeline (model time against kernel time per
+  step) and its rendered notebook beside it, with links to the clean notebook;
+- ``/runs/NAME/html[?clean=1]``: the notebook rendered by nbconvert, with no scripts;
+- ``/runs/NAME/ipynb[?clean=1]``: the notebook file itself.
+
+A notebook's outputs were written by a model, so the rendered notebook is served with a
+Content-Security-Policy that runs no script and loads nothing, inside a sandboxed
+frame. Requests whose ``Host`` is not a loopback name are refused (DNS rebinding).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
+
+from .runs import Bar, RunInfo, list_runs, read_run, timeline
+
+__all__ = ["create_app"]
+
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
+_PAGE_CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+    "frame-src 'self'; base-uri 'none'; form-action 'none'"
+)
+_NOTEBOOK_CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; sandbox"
+)
+
+_STYLE = """
+body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#222}
+header{background:#24292f;color:#fff;padding:8px 16px}header a{color:#fff;text-decoration:none}
+main{padding:12px 16px}table{border-collapse:collapse;width:100%}
+th,td{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
+td.n{text-align:right;white-space:nowrap}
+.ok{color:#1a7f37}.budget,.max_steps,.no_code,.stopped{color:#9a6700}
+.failed,.error,.interrupted{color:#cf222e}
+#cols{display:flex;gap:16px;align-items:flex-start}#left{flex:2;min-width:0}
+#nb{flex:3;height:85vh;border:1px solid #ccc}
+.wf{margin:8px 0}.wf .row{display:flex;align-items:center;height:20px;margin:2px 0}
+.wf .label{width:70px;font:12px monospace;color:#555}
+.wf .track{position:relative;flex:1;height:14px;background:#f6f8fa}
+.wf .bar{position:absolute;top:0;height:14px;min-width:2px}
+.model{background:#0969da}.kernel{background:#1a7f37}.kernel.error,.kernel.died,
+.kernel.timeout{background:#cf222e}.kernel.skipped{background:#bbb}
+.legend span{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;
+vertical-align:middle}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:0 0 8px}
+dt{color:#555}dd{margin:0}
+"""
+
+
+def _page(title: str, body: str) -> HTMLResponse:
+    page = (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{_STYLE}</style></head><body><header><a href='/'>kernel-agent observe</a> · "
+        f"{html.escape(title)}</header><main>{body}</main></body></html>"
+    )
+    return HTMLResponse(page, headers={"Content-Security-Policy": _PAGE_CSP})
+
+
+def _seconds(value: float | None) -> str:
+    return "" if value is None else f"{value:.1f} s"
+
+
+def _split(run: RunInfo) -> str:
+    if run.model_time_s is None or run.kernel_time_s is None:
+        return _seconds(run.duration_s)
+    return (
+        f"{_seconds(run.duration_s)} (model {run.model_time_s:.1f} s, "
+        f"kernel {run.kernel_time_s:.1f} s)"
+    )
+
+
+def _listing(directory: Path, runs: list[RunInfo]) -> str:
+    if not runs:
+        return f"<p>No kernel-agent runs in {html.escape(str(directory))}.</p>"
+    rows = []
+    for r in runs:
+        e = html.escape
+        tokens = f"{r.total_tokens:,}" if r.total_tokens is not None else ""
+        if r.tokens.startswith("~"):
+            tokens = "~" + tokens
+        rows.append(
+            f"<tr><td><a href='/runs/{quote(r.name)}'>{e(r.task[:120] or r.name)}</a></td>"
+            f"<td>{e(r.model)}</td><td class='{e(r.status)}'>{e(r.status)}</td>"
+            f"<td class='n'>{r.cells}</td><td class='n' title='{e(r.tokens)}'>{tokens}</td>"
+            f"<td class='n'>{_seconds(r.duration_s)}</td><td>{e(r.verify) or '-'}</td>"
+            f"<td>{e(r.started)}</td></tr>"
+        )
+    return (
+        f"<p>{len(runs)} runs in {html.escape(str(directory))}</p><table><tr><th>Task</th>"
+        "<th>Model</th><th>Status</th><th>Cells</th><th>Tokens</th><th>Duration</th>"
+        "<th>Verify</th><th>Started</th></tr>" + "".join(rows) + "</table>"
+    )
+
+
+def _waterfall(bars: list[Bar]) -> str:
+    if not bars:
+        return "<p>No timings recorded.</p>"
+    total = max(b.start + b.seconds for b in bars) or 1.0
+    rows: list[tuple[str, list[Bar]]] = []
+    for bar in bars:
+        if rows and rows[-1][0] == bar.row and bar.kind == "kernel":
+            rows[-1][1].append(bar)
+        else:
+            rows.append((bar.row, [bar]))
+    out = []
+    for label, group in rows:
+        spans = "".join(
+            f"<span class='bar {b.kind} {html.escape(b.status)}' "
+            f"style='left:{100 * b.start / total:.3f}%;width:{100 * b.seconds / total:.3f}%' "
+            f"title='{html.escape(_bar_title(b))}'></span>"
+            for b in group
+        )
+        out.append(
+            f"<div class='row'><span class='label'>{html.escape(label)}</span>"
+            f"<div class='track'>{spans}</div></div>"
+        )
+    model = sum(b.seconds for b in bars if b.kind == "model")
+    kernel = sum(b.seconds for b in bars if b.kind == "kernel")
+    legend = (
+        f"<div class='legend'><span class='model'></span>model {model:.2f} s"
+        f"<span class='kernel'></span>kernel {kernel:.2f} s"
+        f"<span class='kernel error'></span>failed cell · 0 to {total:.2f} s</div>"
+    )
+    return f"<div class='wf'>{''.join(out)}</div>{legend}"
+
+
+def _bar_title(bar: Bar) -> str:
+    text = f"{bar.row}: {bar.kind} {bar.seconds:.3f} s from {bar.start:.3f} s"
+    if bar.status:
+        text += f", {bar.status}"
+    return f"{text} · {bar.note}" if bar.note else text
+
+
+def _detail(run: RunInfo, nb: dict[str, Any], clean: bool) -> str:
+    e = html.escape
+    name = quote(run.name)
+    facts = [
+        ("Task", e(run.task)),
+        ("Model", e(run.model)),
+        ("Status", f"<span class='{e(run.status)}'>{e(run.status)}</span>"),
+        ("Cells", str(run.cells)),
+        ("Tokens", e(run.tokens) or "-"),
+        ("Cost", f"${run.cost:.4f}" if run.cost is not None else "-"),
+        ("Time", e(_split(run)) or "-"),
+        ("Verify", e(run.verify) or "not verified"),
+    ]
+    if run.budget:
+        limits = ", ".join(f"{k} {v:g}" for k, v in (run.budget.get("limits") or {}).items())
+        stopped = run.budget.get("stopped_by")
+        facts.append(("Budget", e(limits + (f"; stopped by {stopped}" if stopped else ""))))
+    links = [f"<a href='/runs/{name}/ipynb'>transcript .ipynb</a>"]
+    if run.clean is not None:
+        links.insert(0, f"<a href='/runs/{name}?clean=1'>clean notebook</a>")
+        links.append(f"<a href='/runs/{name}/ipynb?clean=1'>clean .ipynb</a>")
+        if clean:
+            links.insert(0, f"<a href='/runs/{name}'>full transcript</a>")
+    facts.append(("Notebooks", " · ".join(links)))
+    dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
+    frame = f"/runs/{name}/html" + ("?clean=1" if clean else "")
+    return (
+        f"<div id='cols'><div id='left'><dl>{dl}</dl><h3>Timeline</h3>"
+        f"{_waterfall(timeline(nb))}</div>"
+        f"<iframe id='nb' sandbox src='{frame}' title='notebook'></iframe></div>"
+    )
+
+
+def create_app(directory: Path) -> FastAPI:
+    """The app over ``directory`` (read at each request: new runs appear on reload)."""
+    directory = Path(directory).resolve()
+    app = FastAPI(title="kernel-agent observe", docs_url=None, redoc_url=None, openapi_url=None)
+    rendered: dict[tuple[str, int, int], str] = {}
+
+    @app.middleware("http")
+    async def loopback_only(request: Request, call_next: Any) -> Response:
+        host = request.headers.get("host", "")
+        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        if name not in _LOOPBACK_HOSTS:
+            return PlainTextResponse("observe answers on loopback only", status_code=421)
+        response: Response = await call_next(request)
+        return response
+
+    def find(name: str, clean: bool = False) -> Path | None:
+        """The run file ``name`` in the directory (never a path outside it)."""
+        if "/" in name or "\\" in name or not name.endswith(".ipynb"):
+            return None
+        path = directory / name
+        if clean:
+            path = path.with_name(name[: -len(".ipynb")] + ".clean.ipynb")
+        if path.is_symlink() or not path.is_file() or path.parent != directory:
+            return None
+        return path
+
+    def missing(name: str) -> HTMLResponse:
+        response = _page("not found", f"<p>No run named {html.escape(name)}.</p>")
+        response.status_code = 404
+        return response
+
+    @app.get("/", response_class=HTMLResponse)
+    async def index() -> HTMLResponse:
+        runs = await asyncio.to_thread(list_runs, directory)
+        return _page("runs", _listing(directory, runs))
+
+    @app.get("/runs/{name}", response_class=HTMLResponse)
+    async def run_page(name: str, clean: bool = False) -> HTMLResponse:
+        path = find(name)
+        found = await asyncio.to_thread(read_run, path) if path else None
+        if found is None:
+            return missing(name)
+        info, nb = found
+        return _page(info.task[:80] or info.name, _detail(info, nb, clean and bool(info.clean)))
+
+    @app.get("/runs/{name}/html", response_class=HTMLResponse)
+    async def notebook_page(name: str, clean: bool = False) -> Response:
+        path = find(name, clean)
+        if path is None:
+            return missing(name)
+        stat = path.stat()
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
+        if key not in rendered:
+            from ..export import notebook_html
+
+            rendered[key] = await asyncio.to_thread(notebook_html, path)
+        return HTMLResponse(rendered[key], headers={"Content-Security-Policy": _NOTEBOOK_CSP})
+
+    @app.get("/runs/{name}/ipynb")
+    async def notebook_file(name: str, clean: bool = False) -> Response:
+        path = find(name, clean)
+        if path is None:
+            return missing(name)
+        return FileResponse(path, media_type="application/x-ipynb+json", filename=path.name)
+
+    return app

@@ -1,0 +1,163 @@
+"""The runs in a notebooks directory, read from the metadata kernel-agent writes. Pure reading.
+
+A run is a transcript (``NAME.ipynb``, not ``NAME.clean.ipynb``) whose notebook metadata
+has a ``kernel_agent`` section. :func:`list_runs` reads them as plain JSON (no
+validation: a directory of many notebooks lists quickly); :func:`timeline` turns the
+per-cell metadata (``gen_s``: the model's time for the reply that asked for the cell,
+``exec_s``: the kernel's time) into a waterfall of bars.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..events import tokens_text
+
+__all__ = ["Bar", "RunInfo", "list_runs", "read_run", "timeline"]
+
+_CLEAN = ".clean.ipynb"
+
+
+@dataclass
+class RunInfo:
+    """One run as the listing shows it."""
+
+    name: str  # the file name, the run's id in URLs
+    path: Path
+    task: str = ""
+    model: str = ""
+    status: str = ""
+    cells: int = 0
+    tokens: str = ""
+    total_tokens: int | None = None
+    duration_s: float | None = None
+    model_time_s: float | None = None
+    kernel_time_s: float | None = None
+    cost: float | None = None
+    verify: str = ""
+    started: str = ""
+    clean: Path | None = None
+    budget: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Bar:
+    """One bar of the waterfall: ``kind`` is "model" or "kernel"; times in seconds."""
+
+    row: str  # the row's label ("step 3", "answer")
+    kind: str
+    start: float
+    seconds: float
+    status: str = ""
+    note: str = ""
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _info(path: Path, nb: dict[str, Any]) -> RunInfo | None:
+    run = (nb.get("metadata") or {}).get("kernel_agent")
+    if not isinstance(run, dict):
+        return None
+    cells = [c for c in nb.get("cells") or [] if isinstance(c, dict)]
+    code = [
+        c
+        for c in cells
+        if c.get("cell_type") == "code"
+        and not ((c.get("metadata") or {}).get("kernel_agent") or {}).get("replay")
+    ]
+    usage: dict[str, Any] = run["usage"] if isinstance(run.get("usage"), dict) else {}
+    verify: dict[str, Any] = run["verify"] if isinstance(run.get("verify"), dict) else {}
+    budget: dict[str, Any] = run["budget"] if isinstance(run.get("budget"), dict) else {}
+    clean = path.with_name(path.name[: -len(".ipynb")] + _CLEAN)
+
+    def number(key: str) -> float | None:
+        value = run.get(key)
+        return float(value) if isinstance(value, (int, float)) else None
+
+    return RunInfo(
+        name=path.name,
+        path=path,
+        task=str(run.get("task") or ""),
+        model=str(run.get("model") or ""),
+        status=str(run.get("status") or "running"),
+        cells=len(code),
+        tokens=tokens_text(usage) if usage else "",
+        total_tokens=usage.get("total_tokens") if usage else None,
+        duration_s=number("duration_s"),
+        model_time_s=number("model_time_s"),
+        kernel_time_s=number("kernel_time_s"),
+        cost=number("cost"),
+        verify=str(verify.get("verdict") or ""),
+        started=str(run.get("started") or ""),
+        clean=clean if clean.is_file() else None,
+        budget=budget,
+    )
+
+
+def list_runs(directory: Path) -> list[RunInfo]:
+    """The runs in ``directory`` (not below it), newest first."""
+    runs = []
+    for path in sorted(directory.glob("*.ipynb")):
+        if path.name.endswith(_CLEAN) or not path.is_file():
+            continue
+        nb = _read_json(path)
+        info = _info(path, nb) if nb is not None else None
+        if info is not None:
+            runs.append(info)
+    runs.sort(key=lambda r: (r.started, r.name), reverse=True)
+    return runs
+
+
+def read_run(path: Path) -> tuple[RunInfo, dict[str, Any]] | None:
+    """A run's summary and its notebook as JSON, or None if it is not a run."""
+    nb = _read_json(path)
+    info = _info(path, nb) if nb is not None else None
+    return (info, nb) if info is not None and nb is not None else None
+
+
+def timeline(nb: dict[str, Any]) -> list[Bar]:
+    """The waterfall: for each step the model's time, then the kernel's, one after another.
+
+    Model time spent on replies that ran no cell (the answer, nudges) is the run's
+    ``model_time_s`` less the cells' ``gen_s``; it ends the waterfall as "answer".
+    """
+    bars: list[Bar] = []
+    t = 0.0
+    model_total = 0.0
+    for cell in nb.get("cells") or []:
+        meta = (cell.get("metadata") or {}).get("kernel_agent") or {}
+        if cell.get("cell_type") != "code" or not meta:
+            continue
+        status = str(meta.get("status") or "")
+        row = "replay" if meta.get("replay") else f"step {meta.get('step', '?')}"
+        gen = meta.get("gen_s")
+        if isinstance(gen, (int, float)) and gen > 0:
+            tokens = (meta.get("tokens") or {}).get("total_tokens")
+            note = f"{tokens:,} tokens" if isinstance(tokens, int) else ""
+            bars.append(Bar(row, "model", t, float(gen), note=note))
+            t += float(gen)
+            model_total += float(gen)
+        exec_s = meta.get("exec_s")
+        if isinstance(exec_s, (int, float)):
+            source = cell.get("source") or ""  # on disk, a string or a list of lines
+            first = ("".join(source) if isinstance(source, list) else source).strip().splitlines()
+            bars.append(
+                Bar(row, "kernel", t, float(exec_s), status, first[0][:80] if first else "")
+            )
+            t += float(exec_s)
+        elif status == "skipped":
+            bars.append(Bar(row, "kernel", t, 0.0, status, "skipped"))
+    run = (nb.get("metadata") or {}).get("kernel_agent") or {}
+    rest = run.get("model_time_s")
+    if isinstance(rest, (int, float)) and rest - model_total > 0.0005:
+        bars.append(Bar("answer", "model", t, float(rest) - model_total))
+    return bars
