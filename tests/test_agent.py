@@ -480,6 +480,24 @@ def test_the_model_sees_a_preview_of_the_data_files_before_its_first_cell(fake_l
     assert not any("sales.csv (" in c.source for c in clean.cells)
 
 
+def test_a_later_task_gets_the_preview_only_when_the_files_changed(fake_llm, tmp_path):
+    (tmp_path / "a.csv").write_text("x\n1\n2\n")
+    fake_llm.enqueue(run_cell("print(0)"), text("0"))
+    fake_llm.enqueue(run_cell("n = open('b.csv', 'w').write('y\\n3\\n')"), text("wrote b.csv"))
+    fake_llm.enqueue(run_cell("print(2)"), text("2"))
+    with Agent(settings_for(fake_llm, tmp_path)) as agent:
+        agent.run_to_end("first")
+        agent.run_to_end("second")  # the kernel writes a file: the next preview shows it
+        agent.run_to_end("third")
+    tasks = [
+        r["messages"][-1]["content"]
+        for r in fake_llm.requests
+        if r["messages"][-1]["role"] == "user"
+    ]
+    firsts = [t for t in tasks if t.startswith(("first", "second", "third"))]
+    assert "a.csv (" in firsts[0] and firsts[1] == "second" and "b.csv (" in firsts[2]
+
+
 def test_no_preview_when_the_work_dir_holds_only_folders(fake_llm, tmp_path):
     fake_llm.enqueue(run_cell("print(2)"), text("2"))
     result, _ = run(fake_llm, tmp_path, task="two")

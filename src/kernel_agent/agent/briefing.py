@@ -39,7 +39,8 @@ async def probe_libraries(executor: AsyncExecutor) -> tuple[dict[str, str], str]
 
 
 class DataPreview(Lever):
-    """Each task starts with a preview of the files in the kernel's work dir.
+    """Each task starts with a preview of the files in the kernel's work dir (again only
+    when they changed).
 
     Name and size of each; for tables the shape, the columns (quoted, with dtypes), the
     missing values and a few rows, within ``budget_chars``, read by pandas in the kernel.
@@ -49,6 +50,7 @@ class DataPreview(Lever):
 
     def __init__(self, budget_chars: int = 3000) -> None:
         self.budget_chars = budget_chars
+        self._shown: str | None = None  # the preview the model already has (chat sessions)
 
     async def task_note(self, state: TaskState, executor: AsyncExecutor) -> str | None:
         if executor.language_info.get("name") != "python":
@@ -65,4 +67,7 @@ class DataPreview(Lever):
             return None
         if all(line.endswith("/ (directory)") for line in text.splitlines()):
             return None  # nothing to preview: no files, or only folders
+        if text == self._shown:
+            return None  # a later task of the same session: the model has seen it
+        self._shown = text
         return "Files in the working directory (a preview; column names are exact):\n" + text
