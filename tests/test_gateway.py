@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from executor_contract import ExecutorContract
+from executor_contract import KernelContract
 from gateway_server import KernelGateway, free_port
 
 from kernel_agent.errors import ConfigError, GatewayError
@@ -75,7 +75,7 @@ def _value(result: Any) -> str:
     return str(result.outputs[-1].data["text/plain"])
 
 
-class TestGatewayContract(ExecutorContract):
+class TestGatewayContract(KernelContract):
     death_bound = TIME_TO_DEAD + 2.0
 
     @pytest.fixture

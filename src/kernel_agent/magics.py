@@ -198,12 +198,6 @@ class AgentMagics(Magics):
         agent = Agent(
             settings, executor=executor, notebook=notebook, approve=approve, namespace=namespace
         )
-        agent.aio.sandbox = {
-            "mode": "none",
-            "reason": "in-process: %agent runs the code in this kernel, on your own variables",
-            "note": "none: %agent runs the code in this kernel, on your own variables",
-        }
-        agent.aio._sandbox_warning = "kernel is not sandboxed: %agent runs code in this kernel"
         try:
             for event in agent.run(_with_context(task, namespace)):
                 view(event)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, NotebookError
-from .executors.base import AsyncExecutor
+from .executors.base import AsyncExecutor, Isolation
 from .images import BoundedImage, bound_image, from_data_url
 from .llm_view import budget_text, render_cell
 from .namespace import NAMESPACE_EXPRESSION, VariableInfo, describe, parse_summary
@@ -87,8 +87,7 @@ class Session:
     ``notebook`` is where the transcript goes; ``front_end`` names who drives the
     session (notebook metadata and the default file name); ``metadata`` is added to
     the notebook's ``metadata.kernel_agent``. A caller that hands over an executor it
-    started itself (a warm pool) passes ``own_executor=True`` (the session stops it)
-    and the executor's ``sandbox`` metadata.
+    started itself (a warm pool) passes ``own_executor=True`` (the session stops it).
     """
 
     def __init__(
@@ -100,7 +99,6 @@ class Session:
         executor: AsyncExecutor | None = None,
         metadata: Mapping[str, Any] | None = None,
         own_executor: bool | None = None,
-        sandbox: Mapping[str, Any] | None = None,
         session_id: str | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
@@ -111,12 +109,8 @@ class Session:
         )
         self.executor = executor
         self._own_executor = executor is None if own_executor is None else own_executor
-        self.sandbox: dict[str, Any] = (
-            dict(sandbox)
-            if sandbox
-            else {"mode": "unknown", "note": "executor supplied by the caller"}
-        )
-        self.sandbox_warning: str | None = None
+        #: what isolates the kernel (from the executor once started)
+        self.isolation = Isolation("unknown", note="not started")
         self.transcript: Transcript | None = None
         self._metadata = dict(metadata or {})
         self._namespace: dict[str, VariableInfo] = {}
@@ -134,8 +128,9 @@ class Session:
         if self.executor is None:
             from .executors.factory import make_executor
 
-            self.executor, self.sandbox, self.sandbox_warning = make_executor(self.settings)
-        if not getattr(self.executor, "language_info", None):
+            self.executor = make_executor(self.settings)
+        self.isolation = self.executor.isolation
+        if not self.executor.language_info:
             await self.executor.start()
         if self.transcript is None:
             self.transcript = Transcript(
@@ -151,7 +146,7 @@ class Session:
                         "work_dir": str(self.work_dir),
                         "clients": self._clients,
                     },
-                    "sandbox": self.sandbox,
+                    "sandbox": self.isolation.to_metadata(),
                 },
             )
             self.transcript.save()
@@ -182,19 +177,14 @@ class Session:
     def work_dir(self) -> Path:
         """The directory the kernel works in (the file tools' root): its private work dir
         when it has one, else the directory it was started in."""
-        cwd = (
-            getattr(self.executor, "kernel_cwd", None)
-            or getattr(self.executor, "cwd", None)
-            or self.settings.cwd
-            or Path.cwd()
-        )
-        return Path(cwd).resolve()
+        work = self.executor.kernel_cwd if self.executor is not None else None
+        return Path(work or self.settings.cwd or Path.cwd()).resolve()
 
     @property
     def view_dir(self) -> Path:
         """The user's directory the kernel sees (read-only when sandboxed)."""
-        cwd = getattr(self.executor, "cwd", None) or self.settings.cwd or Path.cwd()
-        return Path(cwd).resolve()
+        view = self.executor.cwd if self.executor is not None else None
+        return Path(view or self.settings.cwd or Path.cwd()).resolve()
 
     @property
     def python(self) -> bool:
@@ -503,13 +493,12 @@ class Session:
 
         executor, transcript = self._started()
         clean = self.write_clean()
-        make = getattr(executor, "make_launcher", None)
         report = await async_verify_notebook(
             clean,
             timeout=self.settings.cell_timeout,
             cwd=self.work_dir,
             env_passthrough=self.settings.env_passthrough,
-            launcher=make() if callable(make) else None,
+            launcher=executor.make_launcher(),
         )
         record_verdict(clean, report)
         transcript.update_run_metadata(verify=report.to_metadata())

@@ -97,12 +97,8 @@ class AsyncAgent:
         self.cells: list[CellResult] = []
         self.usage = Usage()
         self.levers: list[Lever] = levers_for(self.settings)
-        #: what isolates the kernel (notebook metadata); ``note`` is the short form
-        self.sandbox: dict[str, Any] = {
-            "mode": "unknown",
-            "note": "executor supplied by the caller",
-        }
-        self._sandbox_warning: str | None = None
+        #: the isolation's warning is said once per agent, not once per task
+        self._warned = False
         #: what the kernel holds already (``namespace``: variables the user made before
         #: the run), so the note after the first cell lists only what the model changed
         self._namespace: dict[str, VariableInfo] = dict(namespace or {})
@@ -128,11 +124,11 @@ class AsyncAgent:
         if self.executor is None:
             from ..executors.factory import make_executor
 
-            self.executor, self.sandbox, self._sandbox_warning = make_executor(self.settings)
+            self.executor = make_executor(self.settings)
         starting = []
         if self.endpoint is None:
             starting.append(self._open_endpoint())
-        if not getattr(self.executor, "language_info", None):
+        if not self.executor.language_info:
             starting.append(self.executor.start())
         failures = [
             r
@@ -153,7 +149,7 @@ class AsyncAgent:
                 metadata={
                     "model": self.endpoint.label,
                     "protocol": self.protocol.name,
-                    "sandbox": self.sandbox,
+                    "sandbox": self.executor.isolation.to_metadata(),
                     "started": _now_iso(),
                 },
             )
@@ -199,12 +195,7 @@ class AsyncAgent:
             "system",
             language=language,
             kernel_display=self.executor.kernelspec.get("display_name", language),
-            cwd=str(
-                getattr(self.executor, "kernel_cwd", None)
-                or getattr(self.executor, "cwd", "")
-                or self.settings.cwd
-                or Path.cwd()
-            ),
+            cwd=str(self._work_dir()),
             how_to_run=how,
             vision_note=vision,
         )
@@ -220,11 +211,9 @@ class AsyncAgent:
         assert self.endpoint is not None
         started = time.monotonic()
         first_cell = len(self.cells)
+        isolation = self.executor.isolation
         result = RunResult(
-            answer="",
-            status="error",
-            notebook=self.transcript.path,
-            isolation=str(self.sandbox.get("mode", "unknown")),
+            answer="", status="error", notebook=self.transcript.path, isolation=isolation.mode
         )
         self.transcript.add_markdown(f"**Task:** {task}", {"role": "task"})
         self.transcript.update_run_metadata(task=task)
@@ -233,11 +222,11 @@ class AsyncAgent:
             self.endpoint.label,
             self.protocol.name,
             self.transcript.path,
-            self.sandbox.get("note", ""),
+            isolation.note,
         )
-        if self._sandbox_warning:
-            yield Notice(self._sandbox_warning, "warning")
-            self._sandbox_warning = None  # once per agent, not per task
+        if isolation.warning and not self._warned:
+            yield Notice(isolation.warning, "warning")
+            self._warned = True  # once per agent, not per task
         self.history.user(task)
         try:
             async for event in self._loop(TaskState(task, step=self._step), result):
@@ -274,20 +263,17 @@ class AsyncAgent:
         """Copy the files the kernel wrote in its private work dir beside the notebook."""
         from ..delivery import deliver_work_files
 
-        work = getattr(self.executor, "kernel_cwd", None)
-        if (
-            work is None
-            or self.transcript is None
-            or Path(work) == getattr(self.executor, "cwd", None)
-        ):
-            return None
-        delivered, skipped = deliver_work_files(Path(work), self.transcript.path)
+        transcript = self.transcript
+        work = self.executor.kernel_cwd if self.executor is not None else None
+        if work is None or transcript is None or self.executor is None or work == self.executor.cwd:
+            return None  # no private work dir: the kernel wrote in the user's own
+        delivered, skipped = deliver_work_files(work, transcript.path)
         result.files = delivered
         if delivered:
-            self.transcript.update_run_metadata(files=[p.name for p in delivered])
+            transcript.update_run_metadata(files=[p.name for p in delivered])
         if not delivered and not skipped:
             return None
-        where = self.transcript.path.with_name(f"{self.transcript.path.stem}_files") / "work"
+        where = transcript.path.with_name(f"{transcript.path.stem}_files") / "work"
         text = f"{len(delivered)} file(s) the kernel wrote are in {where}"
         if skipped:
             text += f"; left out: {'; '.join(skipped[:3])}"
@@ -311,11 +297,9 @@ class AsyncAgent:
             clean,
             timeout=self.settings.cell_timeout,
             # the kernel's own work dir: the verifying kernel sees what it saw
-            cwd=getattr(self.executor, "kernel_cwd", None)
-            or getattr(self.executor, "cwd", None)
-            or self.settings.cwd,
+            cwd=self._work_dir(),
             env_passthrough=self.settings.env_passthrough,
-            launcher=self._verify_launcher(),
+            launcher=self.executor.make_launcher() if self.executor is not None else None,
         )
         record_verdict(clean, report)
         result.verify = report.to_metadata()
@@ -323,10 +307,10 @@ class AsyncAgent:
         level = "info" if report.reproduced else "warning"
         yield Notice(f"verify: {report.summary()}", level)
 
-    def _verify_launcher(self) -> Any:
-        """The sandbox launcher for verification, the same kind the agent's kernel used."""
-        make = getattr(self.executor, "make_launcher", None)
-        return make() if callable(make) else None
+    def _work_dir(self) -> Path:
+        """Where the kernel's code runs (a remote kernel's: ours, as the settings say)."""
+        work = self.executor.kernel_cwd if self.executor is not None else None
+        return work or Path(self.settings.cwd or Path.cwd())
 
     async def _loop(self, st: TaskState, result: RunResult) -> AsyncIterator[Event]:
         """Turns until an answer, a stop or a bound; then the answer goes into the transcript."""

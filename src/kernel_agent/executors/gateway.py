@@ -33,7 +33,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +41,7 @@ from ..errors import ConfigError, GatewayError, KernelDied, KernelStartError
 from ..outputs import DisplayMap, OutputCollector
 from ..results import CellResult
 from ..syncify import sync_facade
-from .base import check_timeout
+from .base import Isolation, OutputCallback, check_timeout
 from .cell import Outcome, finish_cell, now, take_reply
 from .gateway_client import (
     AuthRefused,
@@ -212,6 +212,24 @@ class AsyncGatewaySession:
     async def __aexit__(self, *exc: object) -> None:
         await self.shutdown()
 
+    @property
+    def cwd(self) -> None:
+        """None: the kernel's files are on the gateway's machine."""
+        return None
+
+    @property
+    def kernel_cwd(self) -> None:
+        return None
+
+    @property
+    def isolation(self) -> Isolation:
+        """Whatever the gateway gives its kernels; nothing this side can tell."""
+        return Isolation("remote", "Jupyter gateway", f"remote kernel on {self.url}")
+
+    def make_launcher(self) -> None:
+        """None: a verifying kernel is a local one, with no launcher of ours."""
+        return None
+
     async def is_alive(self) -> bool:
         if self.kernel_id is None:
             return False
@@ -246,7 +264,7 @@ class AsyncGatewaySession:
         self,
         code: str,
         timeout: float | None = None,
-        on_output: Callable[[Any], Any] | None = None,
+        on_output: OutputCallback | None = None,
         user_expressions: dict[str, str] | None = None,
     ) -> CellResult:
         """Run ``code`` and return its :class:`CellResult` (see ``AsyncKernelSession.execute``).

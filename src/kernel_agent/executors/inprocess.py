@@ -55,7 +55,7 @@ from ..namespace import NAMESPACE_EXPRESSION, VariableInfo, parse_summary
 from ..outputs import DisplayMap, OutputCollector
 from ..results import CellError, CellResult
 from ..syncify import call_in_consumer
-from .base import check_timeout
+from .base import Isolation, OutputCallback, check_timeout
 
 __all__ = ["InProcessExecutor", "PYTHON_KERNELSPEC"]
 
@@ -107,6 +107,24 @@ class InProcessExecutor:
         """The shell's working directory (it is the user's process)."""
         return Path.cwd()
 
+    @property
+    def kernel_cwd(self) -> Path:
+        return self.cwd
+
+    @property
+    def isolation(self) -> Isolation:
+        """None at all: the code runs in the user's own process, on their variables."""
+        return Isolation(
+            "none",
+            "in-process: %agent runs the code in this kernel, on your own variables",
+            "none: %agent runs the code in this kernel, on your own variables",
+            warning="kernel is not sandboxed: %agent runs code in this kernel",
+        )
+
+    def make_launcher(self) -> None:
+        """None: a verifying kernel is a plain local one."""
+        return None
+
     def namespace_summary(self) -> dict[str, VariableInfo]:
         """The user's variables, summarised as the agent summarises them after each cell."""
         answer = self.shell.user_expressions({"ns": NAMESPACE_EXPRESSION})["ns"]
@@ -139,7 +157,7 @@ class InProcessExecutor:
         self,
         code: str,
         timeout: float | None = None,
-        on_output: Callable[[Any], Any] | None = None,
+        on_output: OutputCallback | None = None,
         user_expressions: dict[str, str] | None = None,
     ) -> CellResult:
         """Run ``code`` in the shell's thread and return its :class:`CellResult`.
@@ -161,7 +179,7 @@ class InProcessExecutor:
         self,
         code: str,
         timeout: float | None = None,
-        on_output: Callable[[Any], Any] | None = None,
+        on_output: OutputCallback | None = None,
         user_expressions: dict[str, str] | None = None,
     ) -> CellResult:
         """The blocking body of :meth:`execute`; call it in the shell's thread."""
