@@ -31,6 +31,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import one_line
+from .images import RASTER_MIMES
 from .outputs import resolve_control_chars
 from .results import strip_ansi
 
@@ -77,7 +79,6 @@ _SUBSTITUTIONS: list[tuple[re.Pattern[str], str]] = [
 _SVG_IDS = re.compile(r"(\bid=\"|url\(#|href=\"#)[^\")]+")
 _SVG_DATE = re.compile(r"<dc:date>.*?</dc:date>", re.S)
 _TRUNCATED = re.compile(r"\n\[kernel-agent: output truncated, [\d,]+ characters omitted\]\n")
-_IMAGE_MIMES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
 def normalize_text(text: str) -> str:
@@ -223,8 +224,8 @@ def _compare_rich(number: int, stored: Any, fresh: Any, tolerance: ImageToleranc
             normalize_text(fresh.get("evalue", "")),
         ):
             problems.append(
-                f"{where}: error {stored.get('ename')}: {_one(stored.get('evalue', ''))} "
-                f"became {fresh.get('ename')}: {_one(fresh.get('evalue', ''))}"
+                f"{where}: error {stored.get('ename')}: {one_line(stored.get('evalue', ''), 80)} "
+                f"became {fresh.get('ename')}: {one_line(fresh.get('evalue', ''), 80)}"
             )
         elif _traceback(stored) != _traceback(fresh):
             problems.append(f"{where}: the traceback of {stored.get('ename')} differs")
@@ -239,7 +240,7 @@ def _compare_rich(number: int, stored: Any, fresh: Any, tolerance: ImageToleranc
             + (f"; new {', '.join(came)}" if came else "")
         )
     for mime in sorted(set(data) & set(new)):
-        if mime in _IMAGE_MIMES:
+        if mime in RASTER_MIMES:
             result = compare_images(data[mime], new[mime], tolerance)
             if not result.same:
                 problems.append(f"{where}: {mime} {result.reason}")
@@ -250,11 +251,6 @@ def _compare_rich(number: int, stored: Any, fresh: Any, tolerance: ImageToleranc
 
 def _traceback(out: Any) -> str:
     return normalize_text("\n".join(_text(line) for line in out.get("traceback", [])))
-
-
-def _one(text: str, limit: int = 80) -> str:
-    first = (strip_ansi(str(text)).strip().splitlines() or [""])[0]
-    return first if len(first) <= limit else first[: limit - 3] + "..."
 
 
 def compare_outputs(
@@ -292,7 +288,7 @@ def render_outputs(outputs: Iterable[Any]) -> list[str]:
             lines.append(f"[error] {out.get('ename')}: {normalize_text(out.get('evalue', ''))}")
             continue
         for mime, value in sorted(out.get("data", {}).items()):
-            if mime in _IMAGE_MIMES:
+            if mime in RASTER_MIMES:
                 lines.append(f"[{kind} {mime} {_image_size(value)}]")
             else:
                 lines.append(f"[{kind} {mime}]")

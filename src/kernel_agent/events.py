@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .llm_stream import Usage
 from .results import CellResult
 
 __all__ = [
@@ -27,31 +28,6 @@ __all__ = [
 
 
 @dataclass
-class Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-    #: False until the endpoint reports usage at all (llama.cpp's server does not when streaming)
-    reported: bool = False
-
-    def add(self, other: Any) -> None:
-        if other is None:
-            return
-        self.reported = True
-        self.prompt_tokens += getattr(other, "prompt_tokens", 0) or 0
-        self.completion_tokens += getattr(other, "completion_tokens", 0) or 0
-        self.total_tokens += getattr(other, "total_tokens", 0) or 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": self.total_tokens,
-            "reported": self.reported,
-        }
-
-
-@dataclass
 class RunResult:
     """What ``Agent.run_to_end`` returns."""
 
@@ -59,7 +35,7 @@ class RunResult:
     status: str  # "ok" | "failed" | "max_steps" | "interrupted" | "error"
     notebook: Path | None
     cells: list[CellResult] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default_factory=lambda: Usage(reported=False))
     duration_s: float = 0.0
     model_time_s: float = 0.0
     kernel_time_s: float = 0.0

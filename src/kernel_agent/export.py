@@ -31,8 +31,8 @@ from typing import Any, Literal
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell
 
-from .errors import ConfigError, ExportError
-from .nbio import one_line, read_notebook
+from .errors import ConfigError, ExportError, one_line
+from .nbio import read_notebook
 from .safefs import write_beneath
 from .transcript import _atomic_write_text
 

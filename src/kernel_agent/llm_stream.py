@@ -2,8 +2,7 @@
 
 :class:`StreamAccumulator` is fed chunks (``openai`` ``ChatCompletionChunk`` objects or
 plain dicts of the same shape) and returns the deltas each one carries; ``result()``
-gives the assembled :class:`Completion`. :func:`completion_from_response` does the same
-for a non-streamed ``ChatCompletion``.
+gives the assembled :class:`Completion`.
 
 Tolerated server quirks: tool-call deltas without ``index`` (their position is used),
 ``id``/``name`` repeated on every chunk, missing tool-call ids (one is made up), usage
@@ -14,7 +13,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +24,6 @@ __all__ = [
     "ToolCall",
     "ToolCallDelta",
     "Usage",
-    "completion_from_response",
     "parse_tool_arguments",
 ]
 
@@ -59,26 +56,36 @@ Delta = TextDelta | ReasoningDelta | ToolCallDelta
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts; ``a + b`` and ``Usage.total(items)`` sum them."""
+    """Token counts of one reply, or of a whole run (``a + b`` sums them).
+
+    ``reported`` is False until the endpoint reports usage at all (llama.cpp's server
+    does not when streaming): a run starts from ``Usage(reported=False)``.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    reported: bool = True
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.total_tokens + other.total_tokens,
+            self.reported or other.reported,
         )
 
-    @classmethod
-    def total(cls, items: Iterable[Usage | None]) -> Usage:
-        out = cls()
-        for item in items:
-            if item is not None:
-                out = out + item
-        return out
+    def counts(self) -> dict[str, int]:
+        """The three counts, for a cell's metadata."""
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        """The counts and ``reported``, for the run's metadata."""
+        return {**self.counts(), "reported": self.reported}
 
     @classmethod
     def from_obj(cls, obj: Any) -> Usage | None:
@@ -186,11 +193,9 @@ class StreamAccumulator:
         self._usage: Usage | None = None
         self._finish: str | None = None
         self._model: str | None = None
-        self.chunks = 0
         self.saw_choice = False
 
     def feed(self, chunk: Any) -> list[Delta]:
-        self.chunks += 1
         self._model = _get(chunk, "model") or self._model
         usage = Usage.from_obj(_get(chunk, "usage"))
         if usage is not None:
@@ -248,30 +253,3 @@ class StreamAccumulator:
             reasoning="".join(self._reasoning),
             model=self._model,
         )
-
-
-def completion_from_response(response: Any) -> Completion:
-    """A :class:`Completion` from a non-streamed ``ChatCompletion`` (object or dict)."""
-    choices = _get(response, "choices") or []
-    if not choices:
-        return Completion(
-            usage=Usage.from_obj(_get(response, "usage")), model=_get(response, "model")
-        )
-    choice = choices[0]
-    message = _get(choice, "message")
-    calls = []
-    for tc in _get(message, "tool_calls") or []:
-        fn = _get(tc, "function")
-        raw = _get(fn, "arguments") or ""
-        args, error = parse_tool_arguments(raw)
-        call_id = _get(tc, "id") or _made_up_id()
-        calls.append(ToolCall(call_id, _get(fn, "name") or "", raw, args, error))
-    thought = _get(message, "reasoning_content") or _get(message, "reasoning")
-    return Completion(
-        text=_get(message, "content") or "",
-        tool_calls=tuple(calls),
-        usage=Usage.from_obj(_get(response, "usage")),
-        finish_reason=_get(choice, "finish_reason"),
-        reasoning=thought if isinstance(thought, str) else "",
-        model=_get(response, "model"),
-    )

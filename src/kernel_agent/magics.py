@@ -27,6 +27,7 @@ from typing import Any
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
 from .approval import ask_until_decided, read_code_until_dot
+from .commands.run import add_model_options, option_flags
 from .errors import ConfigError, KernelAgentError
 from .llm_protocol import split_code
 
@@ -36,20 +37,10 @@ UNSANDBOXED = (
     "%agent runs the model's code UNSANDBOXED, in this kernel: it can read and change "
     "your variables, files and environment (API keys included)."
 )
-#: Settings flags that pick or isolate a kernel: meaningless when the code runs in this one.
-_KERNEL_ONLY = {
-    "kernel_name": "--kernel",
-    "cwd": "--cwd",
-    "sandbox": "--sandbox",
-    "gateway_url": "--gateway-url",
-    "gateway_token": "--gateway-token",
-    "gateway_kernel_id": "--gateway-kernel-id",
-    "keep_kernel": "--keep-kernel",
-}
-_SETTING_NAMES = (
-    "model base_url api_key protocol temperature top_p presence_penalty frequency_penalty "
-    "max_tokens vision cell_timeout max_steps"
-).split()
+#: The run flags that pick or isolate a kernel (field -> flag): meaningless when the
+#: code runs in this one; and the settings fields the other run flags set.
+_KERNEL_ONLY = option_flags("kernel")
+_SETTING_NAMES = tuple(option_flags("model", "loop"))
 _MAGIC_NAMES = ("approve", "notebook_dir", "quiet", "next_input")
 _PRE = "font-family:monospace;font-size:12.5px;margin:0;background:transparent"
 
@@ -112,7 +103,6 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser(prog: str, *, task: bool) -> argparse.ArgumentParser:
     """The options of ``%agent`` (``task=True``) and ``%agent_config``: the CLI's names."""
-    from .commands.run import add_model_options
 
     parser = _Parser(prog=prog, add_help=True, allow_abbrev=False)
     if task:

@@ -29,8 +29,8 @@ from typing import Any, Literal
 from nbformat import NotebookNode
 
 from .compare import ImageTolerance, compare_outputs
-from .errors import KernelNotFound, KernelStartError, VerifyMismatch
-from .nbio import one_line, read_notebook
+from .errors import KernelNotFound, KernelStartError, VerifyMismatch, one_line
+from .nbio import read_notebook
 from .sandbox.env import kernel_environment
 from .transcript import write_notebook_atomic
 

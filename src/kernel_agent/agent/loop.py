@@ -95,7 +95,7 @@ class AsyncAgent:
         self.transcript: Transcript | None = None
         self.history = History()
         self.cells: list[CellResult] = []
-        self.usage = Usage()
+        self.usage = Usage(reported=False)
         self.levers: list[Lever] = levers_for(self.settings)
         #: the isolation's warning is said once per agent, not once per task
         self._warned = False
@@ -349,7 +349,7 @@ class AsyncAgent:
         result.model_time_s += gen_s
         assert completion is not None
         if completion.usage is not None:
-            self.usage.add(completion.usage)
+            self.usage = self.usage + completion.usage
         turn = self.protocol.parse(completion)
         for lever in self.levers:
             lever.after_reply(st, turn)
@@ -468,7 +468,7 @@ class AsyncAgent:
             "attempt": st.failures if cell.status != "ok" else 1,
             "restarted": cell.restarted,
             "model": self.endpoint.label if self.endpoint else "",
-            "tokens": _usage_counts(completion) if index == 0 else {},
+            "tokens": completion.usage.counts() if index == 0 and completion.usage else {},
             "gen_s": round(gen_s, 3) if index == 0 else 0.0,
             "exec_s": round(cell.duration, 3),
         }
@@ -597,17 +597,6 @@ class AsyncAgent:
 def _first(asks: Iterator[Ask | None]) -> Ask | None:
     """The first lever's ask (later levers are not consulted once one asks)."""
     return next((ask for ask in asks if ask is not None), None)
-
-
-def _usage_counts(completion: Completion) -> dict[str, int]:
-    usage = completion.usage
-    if usage is None:
-        return {}
-    return {
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        "total_tokens": usage.total_tokens,
-    }
 
 
 def _now_iso() -> str:

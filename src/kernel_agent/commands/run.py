@@ -14,81 +14,105 @@ from typing import Any
 from ..approval import ask_until_decided, read_code_until_dot
 from ..errors import ConfigError
 
-__all__ = ["register", "add_model_options", "settings_from_args"]
+__all__ = ["OPTIONS", "register", "add_model_options", "option_flags", "settings_from_args"]
+
+
+#: Every option :func:`add_model_options` adds, by group: (flags, argparse keywords).
+#: Each sets the :class:`~kernel_agent.settings.Settings` field named by its dest. The
+#: "kernel" group picks or isolates a kernel; "model" and "loop" apply to any executor.
+OPTIONS: dict[str, tuple[tuple[tuple[str, ...], dict[str, Any]], ...]] = {
+    "model": (
+        (
+            ("--model", "-m"),
+            {"help": "model name, provider:model, 'local' or 'local:PATH.gguf' "
+             "(env KERNEL_AGENT_MODEL)"},
+        ),
+        (("--base-url",), {"help": "OpenAI-compatible endpoint (env OPENAI_BASE_URL)"}),
+        (("--api-key",), {"help": "API key (env OPENAI_API_KEY)"}),
+        (
+            ("--protocol",),
+            {"choices": ("auto", "tools", "fenced"), "help": "how the model runs code"},
+        ),
+        (("--temperature",), {"type": float}),
+        (("--top-p",), {"type": float}),
+        (("--presence-penalty",), {"type": float}),
+        (("--frequency-penalty",), {"type": float}),
+        (("--max-tokens",), {"type": int}),
+        (
+            ("--vision",),
+            {"action": "store_true", "default": None, "help": "send images to the model"},
+        ),
+    ),
+    "kernel": (
+        (
+            ("--kernel",),
+            {"dest": "kernel_name", "help": "Jupyter kernelspec name (default python3)"},
+        ),
+        (
+            ("--cwd",),
+            {"type": Path, "help": "the directory the kernel sees, read-only, from its own "
+             "work dir (default: here)"},
+        ),
+        (
+            ("--file",),
+            {"dest": "files", "action": "append", "type": Path, "metavar": "PATH",
+             "help": "an input file for the kernel's work dir, read-only (repeatable)"},
+        ),
+        (
+            ("--sandbox",),
+            {"choices": ("auto", "bwrap", "none"), "help": "isolate the kernel (default auto)"},
+        ),
+        (
+            ("--gateway-url",),
+            {"help": "Jupyter Kernel/Enterprise Gateway URL (env KERNEL_AGENT_GATEWAY_URL)"},
+        ),
+        (("--gateway-token",), {"help": "gateway token (env KERNEL_AGENT_GATEWAY_TOKEN)"}),
+        (
+            ("--gateway-kernel-id",),
+            {"help": "attach to this existing gateway kernel (kept afterwards)"},
+        ),
+        (
+            ("--keep-kernel",),
+            {"action": "store_true", "default": None,
+             "help": "leave the gateway kernel running after the run (prints its id)"},
+        ),
+    ),
+    "loop": (
+        (("--cell-timeout",), {"type": float, "help": "seconds before a cell is interrupted"}),
+        (("--max-steps",), {"type": int, "help": "most cells per task (default 20)"}),
+    ),
+}  # fmt: skip
+
+
+def option_flags(*groups: str) -> dict[str, str]:
+    """Settings field -> its flag, for the options of ``groups`` (default: all)."""
+    return {
+        kw.get("dest") or flags[0].lstrip("-").replace("-", "_"): flags[0]
+        for group in groups or tuple(OPTIONS)
+        for flags, kw in OPTIONS[group]
+    }
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
-    """Flags shared by everything that talks to a model and a kernel."""
-    m = parser.add_argument_group("model")
-    m.add_argument(
-        "--model",
-        "-m",
-        help="model name, provider:model, 'local' or 'local:PATH.gguf' (env KERNEL_AGENT_MODEL)",
-    )
-    m.add_argument("--base-url", help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")
-    m.add_argument("--api-key", help="API key (env OPENAI_API_KEY)")
-    m.add_argument(
-        "--protocol", choices=("auto", "tools", "fenced"), help="how the model runs code"
-    )
-    m.add_argument("--temperature", type=float)
-    m.add_argument("--top-p", type=float)
-    m.add_argument("--presence-penalty", type=float)
-    m.add_argument("--frequency-penalty", type=float)
-    m.add_argument("--max-tokens", type=int)
-    m.add_argument("--vision", action="store_true", default=None, help="send images to the model")
-    k = parser.add_argument_group("kernel")
-    k.add_argument("--kernel", dest="kernel_name", help="Jupyter kernelspec name (default python3)")
-    k.add_argument(
-        "--cwd",
-        type=Path,
-        help="the directory the kernel sees, read-only, from its own work dir (default: here)",
-    )
-    k.add_argument(
-        "--file",
-        dest="files",
-        action="append",
-        type=Path,
-        metavar="PATH",
-        help="an input file for the kernel's work dir, read-only (repeatable)",
-    )
-    k.add_argument("--cell-timeout", type=float, help="seconds before a cell is interrupted")
-    k.add_argument(
-        "--sandbox", choices=("auto", "bwrap", "none"), help="isolate the kernel (default auto)"
-    )
-    k.add_argument(
-        "--gateway-url", help="Jupyter Kernel/Enterprise Gateway URL (env KERNEL_AGENT_GATEWAY_URL)"
-    )
-    k.add_argument("--gateway-token", help="gateway token (env KERNEL_AGENT_GATEWAY_TOKEN)")
-    k.add_argument(
-        "--gateway-kernel-id", help="attach to this existing gateway kernel (kept afterwards)"
-    )
-    k.add_argument(
-        "--keep-kernel",
-        action="store_true",
-        default=None,
-        help="leave the gateway kernel running after the run (prints its id)",
-    )
-    a = parser.add_argument_group("loop")
-    a.add_argument("--max-steps", type=int, help="most cells per task (default 20)")
+    """Flags shared by everything that talks to a model and a kernel (:data:`OPTIONS`)."""
+    for title, options in OPTIONS.items():
+        group = parser.add_argument_group(title)
+        for flags, kw in options:
+            group.add_argument(*flags, **kw)
 
 
 def settings_from_args(args: argparse.Namespace) -> Any:
+    """Settings from the environment, overridden by the :data:`OPTIONS` given (and --verify)."""
     from ..settings import Settings
 
-    names = (
-        "model base_url api_key protocol temperature top_p presence_penalty frequency_penalty "
-        "max_tokens vision kernel_name cwd cell_timeout sandbox gateway_url gateway_token "
-        "gateway_kernel_id keep_kernel max_steps verify"
-    ).split()
     if getattr(args, "api_key", None):
         print(
             "kernel-agent: warning: an API key given with --api-key is visible to other users "
             "of this machine (in the process list); prefer the OPENAI_API_KEY environment variable",
             file=sys.stderr,
         )
-    values = {n: getattr(args, n, None) for n in names}
-    if getattr(args, "files", None):
-        values["files"] = tuple(args.files)
+    values = {n: getattr(args, n, None) for n in (*option_flags(), "verify")}
+    values["files"] = tuple(values["files"] or ()) or None
     return Settings.from_env(**values)
 
 

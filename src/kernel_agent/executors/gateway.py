@@ -40,6 +40,7 @@ from typing import Any
 from ..errors import ConfigError, GatewayError, KernelDied, KernelStartError
 from ..outputs import DisplayMap, OutputCollector
 from ..results import CellResult
+from ..settings import Settings
 from ..syncify import sync_facade
 from .base import Isolation, OutputCallback, check_timeout
 from .cell import Outcome, finish_cell, now, take_reply
@@ -606,25 +607,13 @@ GatewaySession = sync_facade(
 
 
 def make_gateway_executor(
-    settings: Any,
-    kernel_name: str | None = None,
-    *,
-    kernel_id: str | None = None,
-    keep_kernel: bool | None = None,
-    blocking: bool = False,
-) -> Any:
-    """An executor for ``settings.gateway_url`` / ``settings.gateway_token``.
-
-    Returns an :class:`AsyncGatewaySession` (or a :class:`GatewaySession` if
-    ``blocking``); not started yet.
-    """
-    if not settings.gateway_url:
-        raise ConfigError("no gateway URL: set --gateway-url or KERNEL_AGENT_GATEWAY_URL")
-    cls = GatewaySession if blocking else AsyncGatewaySession
-    return cls(
-        settings.gateway_url,
+    settings: Settings, *, kernel_id: str | None = None, keep_kernel: bool | None = None
+) -> AsyncGatewaySession:
+    """An executor for ``settings.gateway_url`` / ``settings.gateway_token``; not started yet."""
+    return AsyncGatewaySession(
+        settings.gateway_url or "",
         settings.gateway_token,
-        kernel_name or settings.kernel_name,
+        settings.kernel_name,
         kernel_id=kernel_id,
         keep_kernel=keep_kernel,
         startup_timeout=settings.startup_timeout,

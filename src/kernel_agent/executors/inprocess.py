@@ -46,7 +46,6 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +55,7 @@ from ..outputs import DisplayMap, OutputCollector
 from ..results import CellError, CellResult
 from ..syncify import call_in_consumer
 from .base import Isolation, OutputCallback, check_timeout
+from .cell import now
 
 __all__ = ["InProcessExecutor", "PYTHON_KERNELSPEC"]
 
@@ -67,10 +67,6 @@ PYTHON_KERNELSPEC = {
 }
 
 _BINARY_PREFIXES = ("image/", "application/pdf", "application/octet-stream")
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 class InProcessExecutor:
@@ -196,7 +192,7 @@ class InProcessExecutor:
         sink.feed("execute_input", {"code": code, "execution_count": count})
         saved_exec_result = getattr(shell.displayhook, "exec_result", None)
         deadline = _Deadline(timeout)
-        started = _now()
+        started = now()
         self._running = deadline
         try:
             with _tee(shell, sink):
@@ -209,7 +205,7 @@ class InProcessExecutor:
             self._running = None
             shell.displayhook.exec_result = saved_exec_result
         expressions = shell.user_expressions(user_expressions) if user_expressions else {}
-        ended = _now()
+        ended = now()
         failure = result.error_before_exec or result.error_in_exec
         status, error = "ok", None
         if failure is not None:
