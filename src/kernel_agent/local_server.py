@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from .errors import ConfigError, LocalModelError
 from .local_model import BUNDLED_MODEL, ProgressFn, is_local_model, resolve_local_model
-from .syncify import sync_facade
+from .syncify import SyncFacade, blocking
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -205,11 +205,13 @@ class AsyncLocalModelServer:
         return f"{last} (log: {self.log_path})"
 
 
-LocalModelServer = sync_facade(
-    AsyncLocalModelServer,
-    name="LocalModelServer",
-    doc="Blocking :class:`AsyncLocalModelServer`; use it as a context manager.",
-)
+class LocalModelServer(SyncFacade[AsyncLocalModelServer]):
+    """Blocking :class:`AsyncLocalModelServer`; use it as a context manager."""
+
+    _async_class = AsyncLocalModelServer
+    start = blocking(AsyncLocalModelServer.start)
+    shutdown = blocking(AsyncLocalModelServer.shutdown)
+    is_alive = blocking(AsyncLocalModelServer.is_alive)
 
 
 def server_arguments(

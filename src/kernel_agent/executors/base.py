@@ -2,8 +2,8 @@
 
 A backend runs code somewhere (a local kernel, a gateway kernel, the current
 IPython shell) and reports :class:`~kernel_agent.results.CellResult`s whose
-outputs are nbformat NotebookNodes. The async protocol is the real one; sync
-facades are generated from it with :func:`kernel_agent.syncify.sync_facade`.
+outputs are nbformat NotebookNodes. The async protocol is the real one;
+:class:`SyncExecutor` is the base of its blocking twins.
 
 Everything the agent and the session read from an executor is declared here:
 where its code runs (:attr:`~AsyncExecutor.cwd`, :attr:`~AsyncExecutor.kernel_cwd`),
@@ -16,17 +16,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from nbformat import NotebookNode
 
 from ..errors import ConfigError
 from ..results import CellResult
+from ..syncify import SyncFacade, blocking
 
 if TYPE_CHECKING:
     from ..sandbox import KernelLauncher, SandboxStatus
 
-__all__ = ["AsyncExecutor", "Isolation", "OutputCallback", "check_timeout"]
+__all__ = ["AsyncExecutor", "Isolation", "OutputCallback", "SyncExecutor", "check_timeout"]
 
 #: Called with each output NotebookNode as it arrives (for live rendering).
 OutputCallback = Callable[[NotebookNode], object]
@@ -107,6 +108,47 @@ class AsyncExecutor(Protocol):
     async def shutdown(self) -> None: ...
 
     async def is_alive(self) -> bool: ...
+
+
+E = TypeVar("E", bound=AsyncExecutor)
+
+
+class SyncExecutor(SyncFacade[E]):
+    """The blocking twin of an executor: the same members, with methods that block.
+
+    ``with KernelSession(...) as k: k.execute(code)``. Each call runs the async
+    method on an event loop (``jupyter_core``'s ``run_sync``, as nbclient does).
+    """
+
+    start = blocking(AsyncExecutor.start)
+    execute = blocking(AsyncExecutor.execute)
+    interrupt = blocking(AsyncExecutor.interrupt)
+    restart = blocking(AsyncExecutor.restart)
+    shutdown = blocking(AsyncExecutor.shutdown)
+    is_alive = blocking(AsyncExecutor.is_alive)
+
+    @property
+    def kernelspec(self) -> dict[str, Any]:
+        return self.aio.kernelspec
+
+    @property
+    def language_info(self) -> dict[str, Any]:
+        return self.aio.language_info
+
+    @property
+    def cwd(self) -> Path | None:
+        return self.aio.cwd
+
+    @property
+    def kernel_cwd(self) -> Path | None:
+        return self.aio.kernel_cwd
+
+    @property
+    def isolation(self) -> Isolation:
+        return self.aio.isolation
+
+    def make_launcher(self) -> KernelLauncher | None:
+        return self.aio.make_launcher()
 
 
 def check_timeout(timeout: float | None) -> None:

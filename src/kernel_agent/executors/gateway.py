@@ -41,8 +41,7 @@ from ..errors import ConfigError, GatewayError, KernelDied, KernelStartError
 from ..outputs import DisplayMap, OutputCollector
 from ..results import CellResult
 from ..settings import Settings
-from ..syncify import sync_facade
-from .base import Isolation, OutputCallback, check_timeout
+from .base import Isolation, OutputCallback, SyncExecutor, check_timeout
 from .cell import Outcome, finish_cell, now, take_reply
 from .gateway_client import (
     AuthRefused,
@@ -595,15 +594,14 @@ class AsyncGatewaySession:
             log.warning("could not delete gateway kernel %s: %s", self.kernel_id, exc)
 
 
-GatewaySession = sync_facade(
-    AsyncGatewaySession,
-    name="GatewaySession",
-    doc="""A kernel on a Jupyter Kernel/Enterprise Gateway with a blocking API.
+class GatewaySession(SyncExecutor[AsyncGatewaySession]):
+    """A kernel on a Jupyter Kernel/Enterprise Gateway with a blocking API.
 
     ``with GatewaySession(url, token, "python3") as k: r = k.execute(code)``.
-    Same arguments and methods as :class:`AsyncGatewaySession`.
-    """,
-)
+    Same arguments and members as :class:`AsyncGatewaySession`.
+    """
+
+    _async_class = AsyncGatewaySession
 
 
 def make_gateway_executor(

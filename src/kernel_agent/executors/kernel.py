@@ -29,8 +29,7 @@ from ..errors import ConfigError, KernelDied, KernelNotFound, KernelStartError
 from ..outputs import DisplayMap, OutputCollector
 from ..results import CellResult
 from ..sandbox.env import kernel_environment
-from ..syncify import sync_facade
-from .base import Isolation, OutputCallback, check_timeout
+from .base import Isolation, OutputCallback, SyncExecutor, check_timeout
 from .cell import Outcome, finish_cell, take_reply
 from .cell import now as _now
 
@@ -384,12 +383,11 @@ def _queued(socket: zmq.Socket) -> Iterator[list[bytes]]:
             return
 
 
-KernelSession = sync_facade(
-    AsyncKernelSession,
-    name="KernelSession",
-    doc="""A persistent Jupyter kernel with a blocking API.
+class KernelSession(SyncExecutor[AsyncKernelSession]):
+    """A persistent Jupyter kernel with a blocking API.
 
     ``with KernelSession(kernel_name="python3", cwd=workdir) as k: r = k.execute(code)``.
-    Same arguments and methods as :class:`AsyncKernelSession`.
-    """,
-)
+    Same arguments and members as :class:`AsyncKernelSession`.
+    """
+
+    _async_class = AsyncKernelSession
