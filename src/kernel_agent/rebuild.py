@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .events import Event, Notice
 from .namespace import NAMESPACE_EXPRESSION, VariableInfo, parse_summary
+
+if TYPE_CHECKING:
+    from .executors.base import AsyncExecutor
+    from .settings import Settings
+    from .transcript import Transcript
 
 __all__ = ["Rebuild", "rebuild_state"]
 
@@ -22,9 +27,9 @@ class Rebuild:
 
 async def rebuild_state(
     state_cells: list[tuple[str, float]],
-    executor: Any,
-    transcript: Any,
-    settings: Any,
+    executor: AsyncExecutor,
+    transcript: Transcript,
+    settings: Settings,
     lost: dict[str, VariableInfo],
     out: Rebuild,
 ) -> AsyncIterator[Event]:

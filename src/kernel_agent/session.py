@@ -18,14 +18,14 @@ import asyncio
 import os
 import time
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, NotebookError
-from .executors.base import AsyncExecutor, Isolation
+from .executors.base import AsyncExecutor, Isolation, OutputCallback
 from .images import BoundedImage, bound_image, from_data_url
 from .llm_view import budget_text, render_cell
 from .namespace import NAMESPACE_EXPRESSION, VariableInfo, describe, parse_summary
@@ -43,6 +43,11 @@ from .safefs import (
 )
 from .settings import Settings
 from .transcript import Transcript
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+    from .verify import VerifyReport
 
 __all__ = ["Session", "CellRun", "default_session_notebook"]
 
@@ -120,7 +125,7 @@ class Session:
         self._clients: list[dict[str, Any]] = []
         self._background: set[asyncio.Future[Any]] = set()
         #: (transcript cells, report) of the last verification
-        self._verified: tuple[int, Any] | None = None
+        self._verified: tuple[int, VerifyReport] | None = None
 
     # ---------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -218,7 +223,7 @@ class Session:
         timeout: float | None = None,
         *,
         provenance: Mapping[str, Any] | None = None,
-        on_output: Callable[[Any], Any] | None = None,
+        on_output: OutputCallback | None = None,
     ) -> CellRun:
         """Run ``code`` in the kernel, record it, and report what it did.
 
@@ -259,7 +264,7 @@ class Session:
         code: str,
         timeout: float | None,
         provenance: Mapping[str, Any] | None,
-        on_output: Callable[[Any], Any] | None,
+        on_output: OutputCallback | None,
         requested: float,
     ) -> CellRun:
         executor, transcript = self._started()
@@ -484,7 +489,7 @@ class Session:
             record_verdict(clean, self._verified[1])  # nothing ran since: the verdict still holds
         return clean
 
-    async def verify(self) -> Any:
+    async def verify(self) -> VerifyReport:
         """Write the clean notebook and re-run it in a fresh kernel; returns the VerifyReport.
 
         The verdict is recorded in both notebooks' metadata.
@@ -603,7 +608,7 @@ class Session:
         )
 
 
-def _cell_text(index: int, cell: Any, budget: int) -> str:
+def _cell_text(index: int, cell: NotebookNode, budget: int) -> str:
     """One notebook cell as text for a model: header, source, output summary."""
     meta = cell.get("metadata", {}).get("kernel_agent") or {}
     if cell.cell_type != "code":

@@ -61,7 +61,7 @@ __all__ = ["AsyncAgent", "Agent", "default_notebook_path"]
 
 #: ``approve(code, step)`` returns ("run", code) (the code possibly edited), ("skip", None)
 #: or ("quit", None).
-ApproveFn = Callable[[str, int], Any]
+ApproveFn = Callable[[str, int], "tuple[str, str | None] | str"]
 
 
 def default_notebook_path(settings: Settings, task: str) -> Path:
@@ -102,7 +102,7 @@ class AsyncAgent:
         #: what the kernel holds already (``namespace``: variables the user made before
         #: the run), so the note after the first cell lists only what the model changed
         self._namespace: dict[str, VariableInfo] = dict(namespace or {})
-        self._endpoint_cm: Any = None
+        self._endpoint_cm: contextlib.AbstractAsyncContextManager[Endpoint] | None = None
         self.endpoint: Endpoint | None = None
         self._llm: LLMClient | None = None
         self.protocol: Protocol = FencedProtocol()
@@ -434,11 +434,11 @@ class AsyncAgent:
                 continue
             yield CellStarted(st.step, code)
             cell = None
-            async for event in self._execute(code, st.step):
-                if isinstance(event, CellResult):
-                    cell = event
+            async for item in self._execute(code, st.step):
+                if isinstance(item, CellResult):
+                    cell = item
                 else:
-                    yield event
+                    yield item
             assert cell is not None
             async for event in self._record(st, cell, index, completion, gen_s, call_id):
                 yield event
@@ -535,10 +535,10 @@ class AsyncAgent:
             raise ConfigError(f"approval callback returned {action!r}; expected run, skip or quit")
         return action, edited if (action == "run" and edited) else code
 
-    async def _execute(self, code: str, step: int) -> AsyncIterator[Any]:
+    async def _execute(self, code: str, step: int) -> AsyncIterator[CellOutput | CellResult]:
         """Run one cell, yielding CellOutput events while it runs, then the CellResult."""
         assert self.executor is not None
-        queue: asyncio.Queue[Any] = asyncio.Queue()
+        queue: asyncio.Queue[CellOutput] = asyncio.Queue()
         python = self.executor.language_info.get("name") == "python"
         task = asyncio.ensure_future(
             self.executor.execute(

@@ -8,11 +8,17 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..approval import ask_until_decided, read_code_until_dot
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..settings import Settings
 
 __all__ = ["OPTIONS", "register", "add_model_options", "option_flags", "settings_from_args"]
 
@@ -101,7 +107,7 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
             group.add_argument(*flags, **kw)
 
 
-def settings_from_args(args: argparse.Namespace) -> Any:
+def settings_from_args(args: argparse.Namespace) -> Settings:
     """Settings from the environment, overridden by the :data:`OPTIONS` given (and --verify)."""
     from ..settings import Settings
 
@@ -213,7 +219,7 @@ def run_command(args: argparse.Namespace) -> int:
     return status
 
 
-def _prepare_local_model(settings: Any, err: Any) -> None:
+def _prepare_local_model(settings: Settings, err: Console) -> None:
     """Assemble the bundled model up front, with a progress bar (a no-op once it is cached)."""
     from ..endpoint import is_local
 
@@ -251,7 +257,7 @@ def _ask(question: str) -> str:
     return line.rstrip("\n")
 
 
-def _prompt_task(err: Any) -> str | None:
+def _prompt_task(err: Console) -> str | None:
     while True:
         try:
             line = _ask("kernel-agent> ")
@@ -268,7 +274,7 @@ def _prompt_task(err: Any) -> str | None:
             return line
 
 
-def _terminal_approver(err: Any) -> Any:
+def _terminal_approver(err: Console) -> Callable[[str, int], tuple[str, str | None]]:
     from rich.syntax import Syntax
 
     from ..render import visible
