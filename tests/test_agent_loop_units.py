@@ -162,3 +162,24 @@ def test_the_system_prompt_names_the_executors_work_dir(fake_llm, tmp_path) -> N
     fake_llm.enqueue(text("done"))
     run(fake_llm, tmp_path, FakeExecutor(cwd=work), levers="none")
     assert str(work) in fake_llm.requests[0]["messages"][0]["content"]
+
+
+def test_files_in_a_private_work_dir_are_delivered_beside_the_notebook(fake_llm, tmp_path):
+    view, work = tmp_path / "view", tmp_path / "work"
+    view.mkdir()
+    work.mkdir()
+    (work / "result.csv").write_text("a,b\n1,2\n")  # as if the cell had written it
+    fake_llm.enqueue(run_cell("df.to_csv('result.csv')"), text("Saved."))
+    executor = FakeExecutor(cwd=view, kernel_cwd=work)
+    result, events = run(fake_llm, tmp_path, executor, levers="none", cwd=view)
+    assert [p.name for p in result.files] == ["result.csv"]
+    assert result.files[0].read_text() == "a,b\n1,2\n"
+    assert any(isinstance(e, Notice) and "1 file(s)" in e.text for e in events)
+    assert str(work) in fake_llm.requests[0]["messages"][0]["content"]  # where code runs
+
+
+def test_no_delivery_when_the_kernel_works_in_the_users_dir(fake_llm, tmp_path) -> None:
+    (tmp_path / "mine.csv").write_text("x\n")
+    fake_llm.enqueue(text("nothing to do"))
+    result, _ = run(fake_llm, tmp_path, FakeExecutor(cwd=tmp_path), levers="none")
+    assert result.files == []

@@ -27,14 +27,17 @@ import difflib
 import io
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import one_line
 from .images import RASTER_MIMES
 from .outputs import resolve_control_chars
 from .results import strip_ansi
+
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
 
 __all__ = [
     "ImageTolerance",
@@ -45,6 +48,11 @@ __all__ = [
     "compare_outputs",
     "render_outputs",
 ]
+
+#: One output of a cell: an nbformat NotebookNode, or a plain dict of the same shape.
+Output = Mapping[str, Any]
+#: An image as a bundle holds it (base64 text, maybe split in lines) or as raw bytes.
+ImageData = str | list[str] | bytes
 
 _SUBSTITUTIONS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"Cell In\s?\[\s*\d*\s*\]"), "Cell In[N]"),
@@ -130,7 +138,7 @@ class ImageComparison:
     fraction: float = 0.0
 
 
-def _decode_image(data: Any) -> Any:
+def _decode_image(data: ImageData) -> PILImage:
     from PIL import Image
 
     raw = data if isinstance(data, bytes) else base64.b64decode("".join(str(data).split()))
@@ -142,7 +150,7 @@ def _decode_image(data: Any) -> Any:
 
 
 def compare_images(
-    stored: Any, fresh: Any, tolerance: ImageTolerance | None = None
+    stored: ImageData, fresh: ImageData, tolerance: ImageTolerance | None = None
 ) -> ImageComparison:
     """Compare two images (base64 text or bytes) by decoded pixels."""
     import numpy as np
@@ -177,9 +185,9 @@ class CellComparison:
     diff: list[str] = field(default_factory=list)
 
 
-def _streams_and_rich(outputs: Iterable[Any]) -> tuple[dict[str, str], list[Any]]:
+def _streams_and_rich(outputs: Iterable[Output]) -> tuple[dict[str, str], list[Output]]:
     streams: dict[str, str] = {}
-    rich: list[Any] = []
+    rich: list[Output] = []
     for out in outputs:
         if out.get("output_type") == "stream":
             name = out.get("name", "stdout")
@@ -189,7 +197,7 @@ def _streams_and_rich(outputs: Iterable[Any]) -> tuple[dict[str, str], list[Any]
     return {k: resolve_control_chars(v) for k, v in streams.items()}, rich
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
 
@@ -204,7 +212,7 @@ def _same_stream(stored: str, fresh: str) -> bool:
     return False
 
 
-def _mime_text(mime: str, value: Any) -> str:
+def _mime_text(mime: str, value: object) -> str:
     if mime == "image/svg+xml":
         return _normalize_svg(_text(value))
     if isinstance(value, (dict, list)) and not mime.startswith("text/"):
@@ -212,7 +220,9 @@ def _mime_text(mime: str, value: Any) -> str:
     return normalize_text(_text(value))
 
 
-def _compare_rich(number: int, stored: Any, fresh: Any, tolerance: ImageTolerance) -> list[str]:
+def _compare_rich(
+    number: int, stored: Output, fresh: Output, tolerance: ImageTolerance
+) -> list[str]:
     where = f"output {number}"
     kind, other = stored.get("output_type"), fresh.get("output_type")
     if kind != other:
@@ -249,12 +259,12 @@ def _compare_rich(number: int, stored: Any, fresh: Any, tolerance: ImageToleranc
     return problems
 
 
-def _traceback(out: Any) -> str:
+def _traceback(out: Output) -> str:
     return normalize_text("\n".join(_text(line) for line in out.get("traceback", [])))
 
 
 def compare_outputs(
-    stored: Iterable[Any], fresh: Iterable[Any], tolerance: ImageTolerance | None = None
+    stored: Iterable[Output], fresh: Iterable[Output], tolerance: ImageTolerance | None = None
 ) -> CellComparison:
     """Compare a cell's stored outputs with its re-executed ones."""
     tolerance = tolerance or ImageTolerance()
@@ -275,7 +285,7 @@ def compare_outputs(
 
 
 # ----------------------------------------------------------------- diffing
-def render_outputs(outputs: Iterable[Any]) -> list[str]:
+def render_outputs(outputs: Iterable[Output]) -> list[str]:
     """Normalised text lines standing for ``outputs``, for a human-readable diff."""
     streams, rich = _streams_and_rich(outputs)
     lines: list[str] = []
@@ -296,7 +306,7 @@ def render_outputs(outputs: Iterable[Any]) -> list[str]:
     return lines
 
 
-def _image_size(value: Any) -> str:
+def _image_size(value: ImageData) -> str:
     try:
         width, height = _decode_image(value).size
     except Exception:
@@ -304,7 +314,7 @@ def _image_size(value: Any) -> str:
     return f"{width}x{height}"
 
 
-def short_diff(stored: Iterable[Any], fresh: Iterable[Any], limit: int = 24) -> list[str]:
+def short_diff(stored: Iterable[Output], fresh: Iterable[Output], limit: int = 24) -> list[str]:
     """A unified diff of :func:`render_outputs`, at most ``limit`` lines."""
     lines = list(
         difflib.unified_diff(

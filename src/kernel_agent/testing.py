@@ -58,12 +58,17 @@ class FakeCell:
 class FakeExecutor:
     """An executor that answers each cell from a script; see the module docstring.
 
-    ``cwd`` is reported as both :attr:`cwd` and :attr:`kernel_cwd` (None: a kernel
-    without local files, as on a gateway). ``language`` names the kernel's language.
+    ``cwd`` is the user's directory the "kernel" sees and ``kernel_cwd`` the one it
+    writes in (default: ``cwd``; a sandboxed kernel has a private one). None for both:
+    a kernel without local files, as on a gateway. ``language`` names its language.
     """
 
     def __init__(
-        self, *script: FakeCell, cwd: str | Path | None = None, language: str = "python"
+        self,
+        *script: FakeCell,
+        cwd: str | Path | None = None,
+        kernel_cwd: str | Path | None = None,
+        language: str = "python",
     ) -> None:
         self.script: deque[FakeCell] = deque(script)
         #: the code of every cell asked for, in order (empty probes included)
@@ -76,6 +81,7 @@ class FakeExecutor:
         self.language_info: dict[str, Any] = {}
         self._language = language
         self._cwd = Path(cwd) if cwd is not None else None
+        self._kernel_cwd = Path(kernel_cwd) if kernel_cwd is not None else self._cwd
         self._count = 0
         self.alive = False
         self.interrupts = 0
@@ -91,7 +97,7 @@ class FakeExecutor:
 
     @property
     def kernel_cwd(self) -> Path | None:
-        return self._cwd
+        return self._kernel_cwd
 
     @property
     def isolation(self) -> Isolation:

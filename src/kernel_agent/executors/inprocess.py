@@ -49,6 +49,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from nbformat import NotebookNode
+
 from ..errors import ConfigError, KernelError
 from ..namespace import NAMESPACE_EXPRESSION, VariableInfo, parse_summary
 from ..outputs import DisplayMap, OutputCollector
@@ -166,7 +168,7 @@ class InProcessExecutor:
         if on_output is not None:
             loop = asyncio.get_running_loop()
 
-            def notify(node: Any) -> None:
+            def notify(node: NotebookNode) -> None:
                 loop.call_soon_threadsafe(on_output, node)
 
         return await call_in_consumer(self.run_cell, code, timeout, notify, user_expressions)
