@@ -20,16 +20,36 @@ import re
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
 from .approval import ask_until_decided, read_code_until_dot
 from .commands.run import add_model_options, option_flags
 from .errors import ConfigError, KernelAgentError
+from .events import (
+    Answer,
+    CellFinished,
+    CellSkipped,
+    CellStarted,
+    Event,
+    ModelDelta,
+    ModelReply,
+    ModelRetracted,
+    Notice,
+    RunFinished,
+    RunResult,
+    RunStarted,
+)
 from .llm_protocol import split_code
+from .namespace import VariableInfo
+from .settings import Settings
+
+if TYPE_CHECKING:
+    from .agent import Agent
 
 __all__ = ["AgentMagics", "AgentResult", "load_ipython_extension", "unload_ipython_extension"]
 
@@ -68,7 +88,7 @@ class AgentResult:
     #: the successful cells only (their code depends on what you defined before the run)
     clean_notebook: Path | None
     #: the full :class:`~kernel_agent.events.RunResult` (outputs, usage, timings)
-    run: Any = field(repr=False)
+    run: RunResult = field(repr=False)
 
     @property
     def ok(self) -> bool:
@@ -226,9 +246,7 @@ class AgentMagics(Magics):
         return options
 
     @staticmethod
-    def _settings(options: dict[str, Any]) -> Any:
-        from .settings import Settings
-
+    def _settings(options: dict[str, Any]) -> Settings:
         values = {name: options.get(name) for name in _SETTING_NAMES}
         if options.get("notebook_dir") is not None:
             values["notebook_dir"] = options["notebook_dir"]
@@ -298,7 +316,7 @@ class AgentMagics(Magics):
 
 
 # ---------------------------------------------------------------------- helpers
-def _with_context(task: str, namespace: dict[str, Any], limit: int = 30) -> str:
+def _with_context(task: str, namespace: dict[str, VariableInfo], limit: int = 30) -> str:
     """The task, plus what the user's namespace already holds (the model cannot see it)."""
     if not namespace:
         return task
@@ -308,14 +326,14 @@ def _with_context(task: str, namespace: dict[str, Any], limit: int = 30) -> str:
     return f"{task}\n\n(Variables already defined in this session: {shown}{more}.)"
 
 
-def _so_far(agent: Any) -> str:
+def _so_far(agent: Agent) -> str:
     transcript = agent.transcript
     if transcript is None or not any(c.cell_type == "code" for c in transcript.cells):
         return ""
     return f" (transcript so far: {transcript.path})"
 
 
-def _approver(view: _View) -> Any:
+def _approver(view: _View) -> Callable[[str, int], tuple[str, str | None]]:
     from IPython.core.error import StdinNotImplementedError
 
     def approve(code: str, step: int) -> tuple[str, str | None]:
@@ -349,7 +367,7 @@ class _View:
         self._shown_at = 0.0
         self._asked: tuple[int, str] | None = None
 
-    def __call__(self, event: Any) -> None:
+    def __call__(self, event: Event) -> None:
         handler = getattr(self, f"_on_{type(event).__name__}", None)
         if handler is not None:
             handler(event)
@@ -406,7 +424,7 @@ class _View:
         return True
 
     # events
-    def _on_RunStarted(self, event: Any) -> None:
+    def _on_RunStarted(self, event: RunStarted) -> None:
         if self.quiet:
             return
         plain = f"kernel-agent · {event.model} · {event.protocol} · transcript {event.notebook}"
@@ -416,11 +434,11 @@ class _View:
             plain,
         )
 
-    def _on_ModelDelta(self, event: Any) -> None:
+    def _on_ModelDelta(self, event: ModelDelta) -> None:
         if not self.quiet:
             self._stream(event.text)
 
-    def _on_ModelRetracted(self, event: Any) -> None:
+    def _on_ModelRetracted(self, event: ModelRetracted) -> None:
         """A retry streams the reply again: drop the failed attempt's text."""
         self._text = ""
         if not self.rich:
@@ -428,31 +446,31 @@ class _View:
         elif self._handle is not None:
             self._handle.update({"text/markdown": "", "text/plain": ""}, raw=True)
 
-    def _on_ModelReply(self, event: Any) -> None:
+    def _on_ModelReply(self, event: ModelReply) -> None:
         self._end_stream(event.text)
 
-    def _on_CellStarted(self, event: Any) -> None:
+    def _on_CellStarted(self, event: CellStarted) -> None:
         self._end_stream(split_code(self._text, None)[1])
         if not self.quiet:
             self.code(event.step, event.code)
 
-    def _on_CellFinished(self, event: Any) -> None:
+    def _on_CellFinished(self, event: CellFinished) -> None:
         result = event.result
         if result.status != "ok" and not self.quiet:
             self.line(f"cell {event.step}: {result.status}: {result.error}")
 
-    def _on_CellSkipped(self, event: Any) -> None:
+    def _on_CellSkipped(self, event: CellSkipped) -> None:
         self.line(f"cell {event.step} skipped")
 
-    def _on_Notice(self, event: Any) -> None:
+    def _on_Notice(self, event: Notice) -> None:
         if event.level == "warning" or not self.quiet:
             self.line(f"kernel-agent: {event.text}")
 
-    def _on_Answer(self, event: Any) -> None:
+    def _on_Answer(self, event: Answer) -> None:
         if not self._end_stream(event.text) and event.text:
             self.show(event.text, event.text)
 
-    def _on_RunFinished(self, event: Any) -> None:
+    def _on_RunFinished(self, event: RunFinished) -> None:
         result = event.result
         tokens = (
             f"{result.usage.total_tokens} tokens"

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .events import Event, Notice
-from .namespace import NAMESPACE_EXPRESSION, VariableInfo, parse_summary
+from .namespace import VariableInfo, namespace_probe, parse_summary
 
 if TYPE_CHECKING:
     from .executors.base import AsyncExecutor
@@ -46,7 +46,7 @@ async def rebuild_state(
         yield Notice(
             f"kernel restarted: rebuilding its state by replaying {len(cells)} cells", "warning"
         )
-        python = executor.language_info.get("name") == "python"
+        expressions = namespace_probe(executor.language_info)
         for code, duration in cells:
             if duration > settings.rebuild_max_cell_s:
                 skipped += 1
@@ -54,7 +54,7 @@ async def rebuild_state(
             result = await executor.execute(
                 code,
                 timeout=settings.cell_timeout,
-                user_expressions={"ns": NAMESPACE_EXPRESSION} if python else None,
+                user_expressions=expressions,
             )
             meta = {"status": result.status, "replay": True, "exec_s": round(result.duration, 3)}
             transcript.freeze(transcript.add_code(code, result, meta))

@@ -28,7 +28,7 @@ from .errors import ConfigError, NotebookError
 from .executors.base import AsyncExecutor, Isolation, OutputCallback
 from .images import BoundedImage, bound_image, from_data_url
 from .llm_view import budget_text, render_cell
-from .namespace import NAMESPACE_EXPRESSION, VariableInfo, describe, parse_summary
+from .namespace import VariableInfo, describe, namespace_probe, parse_summary, probe_namespace
 from .rebuild import Rebuild, rebuild_state
 from .results import CellResult
 from .safefs import (
@@ -272,14 +272,12 @@ class Session:
         meta["wait_s"] = round(time.monotonic() - requested, 3)
         cell = transcript.add_code(code, None, meta)
         index = len(transcript.cells) - 1
-        expressions = {"ns": NAMESPACE_EXPRESSION} if self.python else None
+        expressions = namespace_probe(executor.language_info)
         result = await executor.execute(
             code, timeout=timeout, on_output=on_output, user_expressions=expressions
         )
-        if self.python and result.status == "error" and not result.user_expressions:
-            # the kernel skips user_expressions after an error: ask with an empty cell
-            probe = await executor.execute("", timeout=30, user_expressions=expressions)
-            result.user_expressions = probe.user_expressions
+        if expressions and result.status == "error" and not result.user_expressions:
+            result.user_expressions = await probe_namespace(executor)
         cell.outputs = list(result.outputs)
         cell.execution_count = result.execution_count
         meta.update(
@@ -375,12 +373,8 @@ class Session:
                 await agent.close()
             if self.python and self.executor is not None:  # the agent changed the namespace
                 try:
-                    probe = await self.executor.execute(
-                        "", timeout=30, user_expressions={"ns": NAMESPACE_EXPRESSION}
-                    )
-                    self._namespace = (
-                        parse_summary(probe.user_expressions.get("ns")) or self._namespace
-                    )
+                    answer = await probe_namespace(self.executor)
+                    self._namespace = parse_summary(answer.get("ns")) or self._namespace
                 except Exception:  # noqa: BLE001 - a summary is a nicety
                     pass
 
@@ -390,10 +384,8 @@ class Session:
         if not self.python:
             raise ConfigError("variables can only be listed in a Python kernel")
         async with self._lock:
-            probe = await executor.execute(
-                "", timeout=30, user_expressions={"ns": NAMESPACE_EXPRESSION}
-            )
-        summary = parse_summary(probe.user_expressions.get("ns"))
+            answer = await probe_namespace(executor)
+        summary = parse_summary(answer.get("ns"))
         if summary is None:
             raise ConfigError("the kernel did not report its variables")
         self._namespace = summary

@@ -45,7 +45,7 @@ from ..executors.base import AsyncExecutor
 from ..llm import LLMClient, choose_protocol, should_fall_back_to_fenced
 from ..llm_stream import Completion, TextDelta
 from ..llm_view import render_cell
-from ..namespace import NAMESPACE_EXPRESSION, VariableInfo, describe, parse_summary
+from ..namespace import VariableInfo, describe, namespace_probe, parse_summary, probe_namespace
 from ..prompts import prompt
 from ..rebuild import Rebuild, rebuild_state
 from ..results import CellResult
@@ -539,13 +539,13 @@ class AsyncAgent:
         """Run one cell, yielding CellOutput events while it runs, then the CellResult."""
         assert self.executor is not None
         queue: asyncio.Queue[CellOutput] = asyncio.Queue()
-        python = self.executor.language_info.get("name") == "python"
+        expressions = namespace_probe(self.executor.language_info)
         task = asyncio.ensure_future(
             self.executor.execute(
                 code,
                 timeout=self.settings.cell_timeout,
                 on_output=lambda out: queue.put_nowait(CellOutput(step, out)),
-                user_expressions={"ns": NAMESPACE_EXPRESSION} if python else None,
+                user_expressions=expressions,
             )
         )
         try:
@@ -564,13 +564,9 @@ class AsyncAgent:
                 with contextlib.suppress(BaseException):
                     await task
         result = task.result()
-        if python and result.status == "error" and not result.user_expressions:
-            # the kernel skips user_expressions after an error: ask again with an empty cell
-            # (no execution count is used), so the model still learns what the cell defined
-            probe = await self.executor.execute(
-                "", timeout=30, user_expressions={"ns": NAMESPACE_EXPRESSION}
-            )
-            result.user_expressions = probe.user_expressions
+        if expressions and result.status == "error" and not result.user_expressions:
+            # skipped after an error: asked again, so the model learns what the cell defined
+            result.user_expressions = await probe_namespace(self.executor)
         yield result
 
     def _view(

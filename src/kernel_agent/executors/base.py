@@ -151,7 +151,7 @@ class SyncExecutor(SyncFacade[E]):
         return self.aio.make_launcher()
 
 
-def check_timeout(timeout: float | None) -> None:
-    """Every executor refuses a cell timeout of zero or less the same way."""
+def check_timeout(timeout: float | None, what: str = "timeout") -> None:
+    """Every executor refuses a cell (or ``what``) timeout of zero or less the same way."""
     if timeout is not None and timeout <= 0:
-        raise ConfigError(f"timeout must be positive, got {timeout}")
+        raise ConfigError(f"{what} must be positive, got {timeout}")

@@ -131,8 +131,7 @@ class AsyncGatewaySession:
     ) -> None:
         if not url:
             raise ConfigError("no gateway URL: set --gateway-url or KERNEL_AGENT_GATEWAY_URL")
-        if startup_timeout <= 0:
-            raise ConfigError(f"startup timeout must be positive, got {startup_timeout}")
+        check_timeout(startup_timeout, "startup timeout")
         self.rest = GatewayREST(url, token, request_timeout)
         self.url = self.rest.url
         self.kernel_name = kernel_name

@@ -68,8 +68,7 @@ class AsyncKernelSession:
         self.cwd = Path(cwd).resolve() if cwd is not None else Path.cwd()
         if not self.cwd.is_dir():
             raise ConfigError(f"working directory does not exist: {self.cwd}")
-        if startup_timeout <= 0:
-            raise ConfigError(f"startup timeout must be positive, got {startup_timeout}")
+        check_timeout(startup_timeout, "startup timeout")
         self.kernel_name = kernel_name
         self.env = kernel_environment(env, env_passthrough)
         self.startup_timeout = startup_timeout
