@@ -16,8 +16,8 @@ from kernel_agent.commands.run import add_model_options, option_flags, settings_
 from kernel_agent.errors import ConfigError, one_line
 from kernel_agent.events import RunResult
 from kernel_agent.images import IMAGE_EXTENSIONS, IMAGE_MIMES, RASTER_MIMES
-from kernel_agent.llm_stream import Usage
-from kernel_agent.llm_view import render_cell
+from kernel_agent.llm.stream import Usage
+from kernel_agent.llm.view import render_cell
 from kernel_agent.render import save_images
 from kernel_agent.results import CellResult
 from kernel_agent.settings import Settings

@@ -17,7 +17,7 @@ import pytest
 
 from kernel_agent.executors.gateway import GatewaySession
 from kernel_agent.executors.kernel import AsyncKernelSession, KernelSession
-from kernel_agent.local_server import LocalModelServer
+from kernel_agent.llm.local_server import LocalModelServer
 from kernel_agent.syncify import blocking
 
 pytestmark = pytest.mark.timeout(300)
@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 SNIPPET = """
 from kernel_agent import AsyncKernelSession, GatewaySession, KernelSession
 from kernel_agent.executors.base import AsyncExecutor
-from kernel_agent.local_server import LocalModelServer
+from kernel_agent.llm.local_server import LocalModelServer
 from pathlib import Path
 
 k = KernelSession("python3")

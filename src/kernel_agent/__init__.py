@@ -16,12 +16,12 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
     from .executors.gateway import GatewaySession as GatewaySession
     from .executors.kernel import AsyncKernelSession as AsyncKernelSession
     from .executors.kernel import KernelSession as KernelSession
-    from .export import export_notebook as export_notebook
+    from .notebook.export import export_notebook as export_notebook
+    from .notebook.transcript import Transcript as Transcript
+    from .notebook.verify import verify_notebook as verify_notebook
     from .results import CellError as CellError
     from .results import CellResult as CellResult
     from .settings import Settings as Settings
-    from .transcript import Transcript as Transcript
-    from .verify import verify_notebook as verify_notebook
 
 __version__ = "0.1.0"
 
@@ -34,11 +34,11 @@ _EXPORTS = {
     "AsyncKernelSession": "kernel_agent.executors.kernel",
     "CellResult": "kernel_agent.results",
     "CellError": "kernel_agent.results",
-    "Transcript": "kernel_agent.transcript",
+    "Transcript": "kernel_agent.notebook.transcript",
     "Settings": "kernel_agent.settings",
     "GatewaySession": "kernel_agent.executors.gateway",
-    "verify_notebook": "kernel_agent.verify",
-    "export_notebook": "kernel_agent.export",
+    "verify_notebook": "kernel_agent.notebook.verify",
+    "export_notebook": "kernel_agent.notebook.export",
 }
 
 __all__ = [*_EXPORTS, "__version__", "load_ipython_extension", "unload_ipython_extension"]

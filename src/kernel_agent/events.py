@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .llm_stream import Usage
+from .llm.stream import Usage
 from .results import CellResult
 
 __all__ = [

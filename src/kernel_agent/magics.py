@@ -44,7 +44,7 @@ from .events import (
     RunResult,
     RunStarted,
 )
-from .llm_protocol import split_code
+from .llm.protocol import split_code
 from .namespace import VariableInfo
 from .settings import Settings
 

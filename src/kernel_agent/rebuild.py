@@ -11,8 +11,8 @@ from .namespace import VariableInfo, namespace_probe, parse_summary
 
 if TYPE_CHECKING:
     from .executors.base import AsyncExecutor
+    from .notebook.transcript import Transcript
     from .settings import Settings
-    from .transcript import Transcript
 
 __all__ = ["Rebuild", "rebuild_state"]
 

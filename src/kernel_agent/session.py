@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 from .errors import ConfigError, NotebookError
 from .executors.base import AsyncExecutor, Isolation, OutputCallback
 from .images import BoundedImage, bound_image, from_data_url
-from .llm_view import budget_text, render_cell
+from .llm.view import budget_text, render_cell
 from .namespace import VariableInfo, describe, namespace_probe, parse_summary, probe_namespace
+from .notebook.transcript import Transcript
 from .rebuild import Rebuild, rebuild_state
 from .results import CellResult
 from .safefs import (
@@ -42,12 +43,11 @@ from .safefs import (
     write_stream_beneath,
 )
 from .settings import Settings
-from .transcript import Transcript
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 
-    from .verify import VerifyReport
+    from .notebook.verify import VerifyReport
 
 __all__ = ["Session", "CellRun", "default_session_notebook"]
 
@@ -447,7 +447,7 @@ class Session:
         transcript = self._recorded()
         nb = transcript.nb
         if clean:
-            from .clean import clean_notebook
+            from .notebook.clean import clean_notebook
 
             nb = clean_notebook(nb)
         if not nb.cells:
@@ -471,12 +471,12 @@ class Session:
     # --------------------------------------------------------- clean, verify, export
     def write_clean(self) -> Path:
         """Write the clean notebook beside the transcript (both linked); returns its path."""
-        from .clean import clean_path_for, write_pair
+        from .notebook.clean import clean_path_for, write_pair
 
         transcript = self._recorded()
         _, clean = write_pair(transcript, transcript.path, clean_path_for(transcript.path))
         if self._verified is not None and self._verified[0] == len(transcript.cells):
-            from .verify import record_verdict
+            from .notebook.verify import record_verdict
 
             record_verdict(clean, self._verified[1])  # nothing ran since: the verdict still holds
         return clean
@@ -486,7 +486,7 @@ class Session:
 
         The verdict is recorded in both notebooks' metadata.
         """
-        from .verify import async_verify_notebook, record_verdict
+        from .notebook.verify import async_verify_notebook, record_verdict
 
         executor, transcript = self._started()
         clean = self.write_clean()
@@ -504,7 +504,7 @@ class Session:
 
     async def export(self, to: str = "html", clean: bool = True) -> Path:
         """Export the clean notebook (or the transcript) to ``to``; returns the file written."""
-        from .export import export_notebook
+        from .notebook.export import export_notebook
 
         transcript = self._recorded()
         source = self.write_clean() if clean else transcript.save()

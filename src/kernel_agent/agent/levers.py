@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from ..errors import ConfigError
 from ..grounding import ungrounded_numbers
-from ..llm_view import render_cell
+from ..llm.view import render_cell
 from ..prompts import prompt
 from ..results import CellResult
 from ..settings import Settings

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import hints
-from ..endpoint import Endpoint, open_endpoint
 from ..errors import ConfigError, NotebookError
 from ..events import (
     Answer,
@@ -42,16 +41,17 @@ from ..events import (
     Usage,
 )
 from ..executors.base import AsyncExecutor
-from ..llm import LLMClient, choose_protocol, should_fall_back_to_fenced
-from ..llm_stream import Completion, TextDelta
-from ..llm_view import render_cell
+from ..llm.client import LLMClient, choose_protocol, should_fall_back_to_fenced
+from ..llm.endpoint import Endpoint, open_endpoint
+from ..llm.stream import Completion, TextDelta
+from ..llm.view import render_cell
 from ..namespace import VariableInfo, describe, namespace_probe, parse_summary, probe_namespace
+from ..notebook.transcript import Transcript
 from ..prompts import prompt
 from ..rebuild import Rebuild, rebuild_state
 from ..results import CellResult
 from ..settings import Settings
 from ..syncify import BackgroundLoop, call_in_consumer
-from ..transcript import Transcript
 from .history import History
 from .levers import Lever, levers_for
 from .protocols import FencedProtocol, Protocol, make_protocol
@@ -281,7 +281,7 @@ class AsyncAgent:
 
     async def _write_clean(self, result: RunResult) -> AsyncIterator[Event]:
         """Write the clean notebook beside the transcript; verify it if asked."""
-        from ..clean import clean_path_for, write_pair
+        from ..notebook.clean import clean_path_for, write_pair
 
         assert self.transcript is not None
         full, clean = write_pair(
@@ -290,7 +290,7 @@ class AsyncAgent:
         result.clean_notebook = clean
         if not self.settings.verify:
             return
-        from ..verify import async_verify_notebook, record_verdict
+        from ..notebook.verify import async_verify_notebook, record_verdict
 
         yield Notice(f"verifying {clean} in a fresh kernel")
         report = await async_verify_notebook(
@@ -491,7 +491,7 @@ class AsyncAgent:
     # ------------------------------------------------------------------ pieces
     async def _generate(self, sampling: dict[str, Any]) -> AsyncIterator[Event | Completion]:
         """Stream one reply: model events, then the Completion (falls back to fenced)."""
-        from ..llm import Retrying
+        from ..llm.client import Retrying
 
         assert self._llm is not None
         while True:

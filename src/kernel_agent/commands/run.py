@@ -221,11 +221,11 @@ def run_command(args: argparse.Namespace) -> int:
 
 def _prepare_local_model(settings: Settings, err: Console) -> None:
     """Assemble the bundled model up front, with a progress bar (a no-op once it is cached)."""
-    from ..endpoint import is_local
+    from ..llm.endpoint import is_local
 
     if not is_local(settings):
         return
-    from ..local_model import resolve_local_model, rich_progress
+    from ..llm.local_model import resolve_local_model, rich_progress
 
     with rich_progress(console=err) as progress:
         resolve_local_model(settings.model or "local", settings.home, progress)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError, GatewayError, KernelDied, KernelStartError
-from ..outputs import DisplayMap, OutputCollector
+from ..notebook.outputs import DisplayMap, OutputCollector
 from ..results import CellResult
 from ..settings import Settings
 from .base import Isolation, OutputCallback, SyncExecutor, check_timeout

@@ -15,7 +15,7 @@ How a cell runs:
 - For the duration of the cell the shell's display publisher, displayhook, traceback
   display and the current ``sys.stdout``/``sys.stderr`` writes are *teed*: everything
   still appears inline as usual, and a copy is turned into nbformat outputs through
-  the same :class:`~kernel_agent.outputs.OutputCollector` the kernel executor uses
+  the same :class:`~kernel_agent.notebook.outputs.OutputCollector` the kernel executor uses
   (synthetic iopub-shaped messages, so stream coalescing, ``clear_output``, display
   updates and size bounds behave the same).
 - ``user_expressions`` are evaluated with ``shell.user_expressions`` after the cell,
@@ -53,7 +53,7 @@ from nbformat import NotebookNode
 
 from ..errors import ConfigError, KernelError
 from ..namespace import NAMESPACE_EXPRESSION, VariableInfo, parse_summary
-from ..outputs import DisplayMap, OutputCollector
+from ..notebook.outputs import DisplayMap, OutputCollector
 from ..results import CellError, CellResult
 from ..syncify import call_in_consumer
 from .base import Isolation, OutputCallback, check_timeout

@@ -26,7 +26,7 @@ from jupyter_client.kernelspec import NoSuchKernel
 from jupyter_client.manager import AsyncKernelManager
 
 from ..errors import ConfigError, KernelDied, KernelNotFound, KernelStartError
-from ..outputs import DisplayMap, OutputCollector
+from ..notebook.outputs import DisplayMap, OutputCollector
 from ..results import CellResult
 from ..sandbox.env import kernel_environment
 from .base import Isolation, OutputCallback, SyncExecutor, check_timeout

@@ -83,7 +83,7 @@ class Hosted:
 
     @property
     def clean_notebook(self) -> Path:
-        from ..clean import clean_path_for
+        from ..notebook.clean import clean_path_for
 
         return clean_path_for(self.notebook)
 

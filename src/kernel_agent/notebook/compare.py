@@ -1,6 +1,6 @@
 """Do two lists of cell outputs say the same thing? Pure functions, no kernel.
 
-Used by :mod:`kernel_agent.verify` to compare a cell's stored outputs with the
+Used by :mod:`kernel_agent.notebook.verify` to compare a cell's stored outputs with the
 outputs of re-executing it. What is *not* a difference:
 
 - memory addresses (``0x7f3a...``), UUIDs and long random hex ids, timestamps
@@ -31,10 +31,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import one_line
-from .images import RASTER_MIMES
+from ..errors import one_line
+from ..images import RASTER_MIMES
+from ..results import strip_ansi
 from .outputs import resolve_control_chars
-from .results import strip_ansi
 
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage

@@ -17,8 +17,8 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from .errors import ConfigError
-from .settings import Settings
+from ..errors import ConfigError
+from ..settings import Settings
 
 __all__ = [
     "PROVIDERS",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kernel_agent.errors import ConfigError
-from kernel_agent.llm_protocol import (
+from kernel_agent.llm.protocol import (
     RUN_CELL_TOOL,
     choose_protocol,
     image_part,
@@ -13,7 +13,7 @@ from kernel_agent.llm_protocol import (
     split_code,
     user_message,
 )
-from kernel_agent.llm_stream import (
+from kernel_agent.llm.stream import (
     Completion,
     ReasoningDelta,
     StreamAccumulator,

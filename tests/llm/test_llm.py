@@ -36,7 +36,7 @@ from kernel_agent.errors import (
     LLMModelNotFound,
     LLMResponseError,
 )
-from kernel_agent.llm import (
+from kernel_agent.llm.client import (
     RUN_CELL_TOOL,
     Completion,
     ContextLengthExceeded,
@@ -48,7 +48,7 @@ from kernel_agent.llm import (
     Usage,
     should_fall_back_to_fenced,
 )
-from kernel_agent.llm_protocol import image_part, split_code, user_message
+from kernel_agent.llm.protocol import image_part, split_code, user_message
 from kernel_agent.settings import Settings
 
 pytestmark = pytest.mark.timeout(30)

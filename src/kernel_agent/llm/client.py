@@ -15,7 +15,7 @@ on 429, 408/409, 5xx, dropped connections and empty replies. Failures become the
 
 :meth:`LLMClient.stream_chat` yields :class:`TextDelta` (and :class:`ReasoningDelta`,
 :class:`ToolCallDelta`, :class:`Retrying`) as they come, then one :class:`Completion`.
-The pure pieces live in :mod:`kernel_agent.llm_stream` and :mod:`kernel_agent.llm_protocol`
+The pure pieces live in :mod:`kernel_agent.llm.stream` and :mod:`kernel_agent.llm.protocol`
 and are re-exported here.
 """
 
@@ -30,7 +30,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from .errors import (
+from ..errors import (
     ConfigError,
     LLMAuthError,
     LLMConnectionError,
@@ -39,13 +39,14 @@ from .errors import (
     LLMResponseError,
     one_line,
 )
-from .llm_protocol import (
+from ..settings import Settings
+from .protocol import (
     RUN_CELL_TOOL,
     ProtocolName,
     choose_protocol,
     parse_model_spec,
 )
-from .llm_stream import (
+from .stream import (
     Completion,
     ReasoningDelta,
     StreamAccumulator,
@@ -54,7 +55,6 @@ from .llm_stream import (
     ToolCallDelta,
     Usage,
 )
-from .settings import Settings
 
 __all__ = [
     "DEFAULT_BASE_URL",

@@ -13,8 +13,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from .images import IMAGE_MIMES
-from .results import CellResult, strip_ansi
+from ..images import IMAGE_MIMES
+from ..results import CellResult, strip_ansi
 
 __all__ = ["CellView", "render_cell", "budget_text", "html_to_text", "image_size"]
 

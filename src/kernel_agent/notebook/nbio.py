@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-from .errors import NotebookError, one_line
+from ..errors import NotebookError, one_line
 
 __all__ = ["read_notebook", "validate_notebook"]
 
