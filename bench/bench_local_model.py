@@ -18,8 +18,8 @@ from pathlib import Path
 
 from openai import OpenAI
 
-from kernel_agent.local_model import BUNDLED_MODEL, ensure_model
-from kernel_agent.local_server import LocalModelServer
+from kernel_agent.llm.local_model import BUNDLED_MODEL, ensure_model
+from kernel_agent.llm.local_server import LocalModelServer
 
 # different prompts, so llama.cpp's prompt-prefix reuse does not hide the prompt cost
 PROMPTS = [

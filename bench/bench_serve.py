@@ -95,7 +95,7 @@ def first_execute(url: str, n: int, warm: bool) -> list[float]:
 
 
 def overhead(url: str, n: int) -> tuple[float, float]:
-    executor, _, _ = make_executor(Settings.from_env(cwd=Path(tempfile.mkdtemp())))
+    executor = make_executor(Settings.from_env(cwd=Path(tempfile.mkdtemp())))
     kernel = KernelSession("python3", cwd=tempfile.mkdtemp(), launcher=executor.launcher)
     kernel.start()
     via, raw = [], []

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import nbformat
 
+from kernel_agent.notebook.transcript import Transcript
 from kernel_agent.results import CellResult
-from kernel_agent.transcript import Transcript
 
 SIZES = (10, 100, 1000)
 PNG_BYTES = 22_500  # ~30 KB once base64-encoded, as nbformat stores it

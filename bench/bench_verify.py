@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from nbfactory import PLOT_STEPS, Step, build_transcript  # noqa: E402
 
-from kernel_agent.clean import write_pair  # noqa: E402
-from kernel_agent.compare import compare_outputs  # noqa: E402
-from kernel_agent.verify import verify_notebook  # noqa: E402
+from kernel_agent.notebook.clean import write_pair  # noqa: E402
+from kernel_agent.notebook.compare import compare_outputs  # noqa: E402
+from kernel_agent.notebook.verify import verify_notebook  # noqa: E402
 
 REPEAT = 3
 CASES = {

@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             page = args.page
             if page.suffix == ".ipynb":
-                from kernel_agent.export import export_notebook
+                from kernel_agent.notebook.export import export_notebook
 
                 page = export_notebook(page, to="html", output=Path(tmp) / f"{page.stem}.html")
             screenshot(page, args.png, window_size=(width, height))

@@ -26,17 +26,26 @@ fixtures (the class name must start with ``Test`` for pytest to collect it)::
 
 ``fresh_executor`` must accept ``interrupt_grace=``. Tests on the shared executor
 use names of their own, so they can run in any order.
+
+:class:`ExecutorContract` is what every executor does, the in-process one included;
+:class:`KernelContract` adds what a kernel in a process of its own does (timeouts that
+restart it, restarts, death). A kernel backend subclasses :class:`KernelContract`.
 """
 
 from __future__ import annotations
 
 import base64
+import json
+import os
 import struct
 import time
 import zlib
 from typing import Any
 
-__all__ = ["ExecutorContract", "tiny_png"]
+from kernel_agent.executors.base import AsyncExecutor, Isolation
+from kernel_agent.sandbox import KernelLauncher
+
+__all__ = ["ExecutorContract", "KernelContract", "tiny_png"]
 
 
 def tiny_png() -> bytes:
@@ -71,6 +80,26 @@ class ExecutorContract:
         assert executor.kernelspec["language"] == "python"
         assert executor.kernelspec["display_name"]
         assert executor.language_info["name"] == "python"
+
+    def test_declares_the_whole_executor_interface(self, executor: Any) -> None:
+        assert isinstance(executor.aio, AsyncExecutor)
+        isolation = executor.isolation
+        assert isinstance(isolation, Isolation)
+        assert isolation.mode in ("bwrap", "none", "remote", "unknown") and isolation.note
+        metadata = isolation.to_metadata()
+        assert (metadata["mode"], metadata["note"]) == (isolation.mode, isolation.note)
+        json.dumps(metadata)  # goes into the notebook as it is
+        launcher = executor.make_launcher()
+        assert launcher is None or isinstance(launcher, KernelLauncher)
+
+    def test_kernel_cwd_is_where_the_code_runs(self, executor: Any) -> None:
+        result = executor.execute("import os as _contract_os\nprint(_contract_os.getcwd())")
+        where = _stdout(result).strip()
+        if executor.kernel_cwd is None:  # a kernel on another machine
+            assert executor.cwd is None and where
+        else:
+            assert os.path.realpath(where) == os.path.realpath(executor.kernel_cwd)
+            assert executor.cwd is not None
 
     # ------------------------------------------------------------ state and results
     def test_state_persists_across_cells(self, executor: Any) -> None:
@@ -130,7 +159,9 @@ class ExecutorContract:
     def test_on_output_sees_outputs_as_they_arrive(self, executor: Any) -> None:
         seen: list[Any] = []
         result = executor.execute("print('a', flush=True)\n1 + 1", on_output=seen.append)
-        assert [o.output_type for o in seen] == ["stream", "execute_result"]
+        kinds = [o.output_type for o in seen]  # a stream may come in several pieces
+        assert kinds[-1] == "execute_result" and set(kinds[:-1]) == {"stream"}
+        assert "".join(o.text for o in seen[:-1]) == "a\n"
         assert result.outputs[-1].data["text/plain"] == "2"
 
     def test_large_output_arrives_whole(self, executor: Any) -> None:
@@ -147,6 +178,10 @@ class ExecutorContract:
         assert _stdout(result) == "before\n"
         assert result.outputs[-1].output_type == "error"
         assert executor.execute("'fine'").ok
+
+
+class KernelContract(ExecutorContract):
+    """What a kernel in a process of its own does besides: timeouts, restarts, death."""
 
     # ------------------------------------------------------------ timeout, interrupt, death
     def test_timeout_interrupts_and_keeps_state(self, fresh_executor: Any) -> None:

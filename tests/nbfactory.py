@@ -1,7 +1,7 @@
 """Build kernel-agent transcripts by hand from real kernel results (test helper).
 
 :func:`build_transcript` runs each :class:`Step` in one real ``KernelSession`` and
-records it through :class:`~kernel_agent.transcript.Transcript` with the per-cell
+records it through :class:`~kernel_agent.notebook.transcript.Transcript` with the per-cell
 metadata the agent writes, so clean/verify/export tests work on genuine outputs.
 """
 

@@ -20,7 +20,7 @@ from kernel_agent.agent.levers import (
 from kernel_agent.agent.protocols import FencedProtocol, ToolsProtocol
 from kernel_agent.agent.state import TaskState, Turn
 from kernel_agent.errors import ConfigError
-from kernel_agent.llm_stream import Completion, ToolCall
+from kernel_agent.llm.stream import Completion, ToolCall
 from kernel_agent.results import CellError, CellResult
 from kernel_agent.settings import Settings
 

@@ -138,7 +138,7 @@ def test_1_the_kernel_cannot_rename_or_replace_the_notebook_dir(fake_llm, tmp_pa
 
 def test_1_notebook_mode_comes_from_the_file_itself_never_a_link(tmp_path: Path) -> None:
     """A link at the clean notebook's path to a 06777 file once gave -rwsrwsrwx root."""
-    from kernel_agent.transcript import write_notebook_atomic
+    from kernel_agent.notebook.transcript import write_notebook_atomic
 
     target = tmp_path / "setuid-target"
     target.write_text("x")
@@ -275,7 +275,7 @@ def test_4_a_planted_ipykernel_launcher_is_not_imported(tmp_path: Path, mode: st
 
 @needs_bwrap
 def test_4_verify_does_not_run_a_launcher_planted_in_the_users_dir(tmp_path: Path) -> None:
-    from kernel_agent.verify import verify_notebook
+    from kernel_agent.notebook.verify import verify_notebook
 
     marker = tmp_path / "verify-marker"
     (tmp_path / "ipykernel_launcher.py").write_text(PLANTED.format(marker=str(marker)))

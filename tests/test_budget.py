@@ -22,9 +22,9 @@ from kernel_agent.agent import Agent
 from kernel_agent.agent.budget import Budget
 from kernel_agent.errors import ConfigError
 from kernel_agent.events import RunFinished, Usage, tokens_text
-from kernel_agent.export import provenance_markdown
-from kernel_agent.llm import Completion, LLMClient
-from kernel_agent.llm_stream import Usage as CallUsage
+from kernel_agent.llm.client import Completion, LLMClient
+from kernel_agent.llm.stream import Usage as CallUsage
+from kernel_agent.notebook.export import provenance_markdown
 from kernel_agent.render import summary_line
 from kernel_agent.settings import Settings, parse_prices
 from kernel_agent.tokens import chat_text, estimate
@@ -274,7 +274,7 @@ def test_budget_units():
 def test_the_local_model_is_counted_with_its_own_tokenizer(model_home, tmp_path):
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("the local model needs llama-cpp-python: pip install -e '.[local]'")
-    from kernel_agent.local_server import local_endpoint
+    from kernel_agent.llm.local_server import local_endpoint
 
     settings = Settings.from_env(env={}, model="local", home=model_home, max_tokens=8)
     messages = [

@@ -12,9 +12,9 @@ import pytest
 from nbfactory import PLOT_STEPS, build_transcript, require_chromium
 
 from kernel_agent.chromium import screenshot
-from kernel_agent.clean import write_pair
 from kernel_agent.errors import ExportError
-from kernel_agent.export import export_notebook
+from kernel_agent.notebook.clean import write_pair
+from kernel_agent.notebook.export import export_notebook
 
 pytestmark = pytest.mark.timeout(180)
 

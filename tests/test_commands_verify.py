@@ -9,9 +9,9 @@ import nbformat
 import pytest
 from nbfactory import PLOT_STEPS, build_transcript
 
-from kernel_agent.clean import write_pair
 from kernel_agent.cli import main
 from kernel_agent.errors import ConfigError, KernelNotFound, NotebookError, VerifyMismatch
+from kernel_agent.notebook.clean import write_pair
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from executor_contract import ExecutorContract
+from executor_contract import KernelContract
 from gateway_server import KernelGateway, free_port
 
 from kernel_agent.errors import ConfigError, GatewayError
@@ -75,7 +75,7 @@ def _value(result: Any) -> str:
     return str(result.outputs[-1].data["text/plain"])
 
 
-class TestGatewayContract(ExecutorContract):
+class TestGatewayContract(KernelContract):
     death_bound = TIME_TO_DEAD + 2.0
 
     @pytest.fixture
@@ -373,11 +373,15 @@ def test_make_gateway_executor_reads_settings(gateway: KernelGateway) -> None:
         {"KERNEL_AGENT_GATEWAY_URL": gateway.url, "KERNEL_AGENT_GATEWAY_TOKEN": gateway.token},
         startup_timeout=30.0,
     )
-    session = make_gateway_executor(settings, blocking=True)
+    session = make_gateway_executor(settings)
     assert session.url == gateway.url and session.kernel_name == "python3"
     assert session.startup_timeout == 30.0
-    with session:
-        assert _value(session.execute("2 + 2")) == "4"
+
+    async def two_and_two() -> Any:
+        async with session:
+            return await session.execute("2 + 2")
+
+    assert _value(asyncio.run(two_and_two())) == "4"
 
 
 def test_make_gateway_executor_needs_a_url() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from executor_contract import ExecutorContract
 from inkernel import execute
 from IPython.core.interactiveshell import InteractiveShell
 from nbformat.v4 import new_code_cell, new_notebook
@@ -60,6 +61,40 @@ def drive(executor: InProcessExecutor, *cells: tuple[str, float | None]) -> list
     finally:
         loop.close()
     return [results, pieces]
+
+
+class _Driven:
+    """The in-process executor driven as the magic drives it (its loop in a background
+    thread, the code in this one), with the blocking ``execute`` the contract calls."""
+
+    def __init__(self, aio: InProcessExecutor) -> None:
+        self.aio = aio
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.aio, name)
+
+    def execute(self, code: str, timeout: float | None = None, **kwargs: Any) -> Any:
+        async def one() -> AsyncIterator[Any]:
+            yield await self.aio.execute(code, timeout, **kwargs)
+
+        loop = BackgroundLoop()
+        try:
+            (result,) = loop.iterate(one())
+        finally:
+            loop.close()
+        return result
+
+
+class TestInProcessContract(ExecutorContract):
+    """The shared contract; restarts and kernel death do not apply to the user's own shell."""
+
+    @pytest.fixture
+    def executor(self, shell: InteractiveShell) -> _Driven:
+        return _Driven(InProcessExecutor(shell))
+
+    @pytest.fixture
+    def fresh_executor(self, shell: InteractiveShell) -> Any:
+        return lambda **_: _Driven(InProcessExecutor(shell))
 
 
 def test_implements_the_executor_protocol(executor: InProcessExecutor) -> None:

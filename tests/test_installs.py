@@ -18,10 +18,10 @@ from fake_openai import FakeLLM, run_cell, text
 from kernel_agent.agent import Agent
 from kernel_agent.errors import ConfigError
 from kernel_agent.events import RunFinished
+from kernel_agent.notebook.verify import verify_notebook
 from kernel_agent.sandbox import bwrap_problem
 from kernel_agent.settings import Settings
 from kernel_agent.tools.installs import InstallPolicy
-from kernel_agent.verify import verify_notebook
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -13,6 +13,7 @@ from typing import Any
 import nbformat
 import pytest
 from conftest import PINNED_KERNEL_ENV, kernel_env
+from executor_contract import KernelContract
 from nbclient import NotebookClient
 
 from kernel_agent.errors import ConfigError, KernelNotFound, KernelStartError
@@ -25,6 +26,18 @@ pytestmark = pytest.mark.timeout(120)
 def texts(result: Any) -> list[str]:
     """Each output as text: stream text, or the text/plain of a display or result."""
     return [o.text if o.output_type == "stream" else o.data["text/plain"] for o in result.outputs]
+
+
+class TestLocalKernelContract(KernelContract):
+    """The shared executor contract on a local kernel (no launcher: the tests' own)."""
+
+    @pytest.fixture
+    def executor(self, kernel: Any) -> Any:
+        return kernel
+
+    @pytest.fixture
+    def fresh_executor(self, fresh_kernel: Any) -> Any:
+        return fresh_kernel
 
 
 # ------------------------------------------------------------------ basics

@@ -28,9 +28,9 @@ def test_public_names_import_lazily():
 
 
 def test_agent_readme_example(fake_llm, tmp_path):
-    from kernel_agent import Agent, Settings
-
     import random
+
+    from kernel_agent import Agent, Settings
 
     random.seed(1)
     rolls = [random.randint(1, 6) for _ in range(1000)]

@@ -15,7 +15,7 @@ import pytest
 
 from kernel_agent.errors import ConfigError, SandboxError
 from kernel_agent.executors.factory import make_executor
-from kernel_agent.executors.kernel import KernelSession
+from kernel_agent.executors.kernel import AsyncKernelSession, KernelSession
 from kernel_agent.sandbox import (
     BwrapLauncher,
     KernelLauncher,
@@ -116,17 +116,20 @@ def test_unsandboxed_root_says_nproc_is_not_enforced(tmp_path: Path) -> None:
 
 
 def test_factory_wires_the_launcher(tmp_path: Path) -> None:
-    session, metadata, warning = make_executor(settings(tmp_path, sandbox="none"))
+    session = make_executor(settings(tmp_path, sandbox="none"))
+    assert isinstance(session, AsyncKernelSession)
     assert isinstance(session.launcher, KernelLauncher)
+    assert session.make_launcher() is session.launcher  # a verifying kernel gets the same kind
+    metadata = session.isolation.to_metadata()
     assert metadata["note"] == session.launcher.status.note
     assert metadata["mode"] == "none" and metadata["requested"] == "none"
-    assert warning is None  # asked for explicitly: no loud fall-back warning
+    assert session.isolation.warning is None  # asked for explicitly: no loud fall-back warning
 
 
 @needs_bwrap
 def test_factory_records_the_sandbox_for_the_notebook(tmp_path: Path) -> None:
-    session, metadata, warning = make_executor(settings(tmp_path, sandbox="auto"))
-    assert metadata["mode"] == "bwrap" and warning is None
+    isolation = make_executor(settings(tmp_path, sandbox="auto")).isolation
+    assert isolation.to_metadata()["mode"] == "bwrap" and isolation.warning is None
 
 
 @needs_bwrap

@@ -6,7 +6,22 @@ Public names are imported lazily so that ``kernel-agent --help`` starts fast.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported on first use
+    from .agent import Agent as Agent
+    from .agent import AsyncAgent as AsyncAgent
+    from .errors import KernelAgentError as KernelAgentError
+    from .events import RunResult as RunResult
+    from .executors.gateway import GatewaySession as GatewaySession
+    from .executors.kernel import AsyncKernelSession as AsyncKernelSession
+    from .executors.kernel import KernelSession as KernelSession
+    from .notebook.export import export_notebook as export_notebook
+    from .notebook.transcript import Transcript as Transcript
+    from .notebook.verify import verify_notebook as verify_notebook
+    from .results import CellError as CellError
+    from .results import CellResult as CellResult
+    from .settings import Settings as Settings
 
 __version__ = "0.1.0"
 
@@ -19,11 +34,11 @@ _EXPORTS = {
     "AsyncKernelSession": "kernel_agent.executors.kernel",
     "CellResult": "kernel_agent.results",
     "CellError": "kernel_agent.results",
-    "Transcript": "kernel_agent.transcript",
+    "Transcript": "kernel_agent.notebook.transcript",
     "Settings": "kernel_agent.settings",
     "GatewaySession": "kernel_agent.executors.gateway",
-    "verify_notebook": "kernel_agent.verify",
-    "export_notebook": "kernel_agent.export",
+    "verify_notebook": "kernel_agent.notebook.verify",
+    "export_notebook": "kernel_agent.notebook.export",
 }
 
 __all__ = [*_EXPORTS, "__version__", "load_ipython_extension", "unload_ipython_extension"]

@@ -14,8 +14,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .errors import ExportError
-from .nbio import one_line
+from .errors import ExportError, one_line
 
 __all__ = ["find_chromium", "screenshot", "print_pdf", "CHROMIUM_FLAGS"]
 

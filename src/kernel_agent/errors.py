@@ -20,12 +20,16 @@
     │   └── ExportError            a notebook cannot be exported (e.g. no PDF toolchain)
     └── VerifyMismatch             re-execution did not reproduce the stored outputs
 
-Each carries a one-line message; ``exit_code`` is what the CLI exits with.
+Each carries a one-line message (:func:`one_line` makes one from any text);
+``exit_code`` is what the CLI exits with.
 """
 
 from __future__ import annotations
 
+from .results import strip_ansi
+
 __all__ = [
+    "one_line",
     "KernelAgentError",
     "ConfigError",
     "KernelError",
@@ -126,3 +130,10 @@ class ExportError(NotebookError):
 
 class VerifyMismatch(KernelAgentError):
     exit_code = 7
+
+
+def one_line(text: object, limit: int = 200) -> str:
+    """``text`` as one line for a message: ANSI escapes gone, whitespace runs (newlines
+    included) made single spaces, cut to ``limit`` characters ending in "..."."""
+    flat = " ".join(strip_ansi(str(text)).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."

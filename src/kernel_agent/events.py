@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .llm_stream import Completion, least_exact
+from .llm.stream import Completion, Usage, tokens_text
 from .results import CellResult
 
 __all__ = [
@@ -31,68 +31,6 @@ __all__ = [
 
 
 @dataclass
-class Usage:
-    """A run's token counts, summed over its model calls.
-
-    ``source`` is the least exact source of any call's counts: ``"reported"`` by the
-    endpoint, ``"counted"`` with the model's tokenizer, or ``"estimated"`` from the text
-    (see :mod:`kernel_agent.tokens`); ``""`` before the first call.
-    """
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-    source: str = ""
-
-    @property
-    def reported(self) -> bool:
-        """True when every count came from the endpoint itself."""
-        return self.source == "reported"
-
-    def add(self, other: Any) -> None:
-        if other is None:
-            return
-        self.source = least_exact(self.source, getattr(other, "source", "reported"))
-        self.prompt_tokens += getattr(other, "prompt_tokens", 0) or 0
-        self.completion_tokens += getattr(other, "completion_tokens", 0) or 0
-        self.total_tokens += getattr(other, "total_tokens", 0) or 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": self.total_tokens,
-            "source": self.source,
-            "reported": self.reported,
-        }
-
-    def text(self) -> str:
-        return tokens_text(self.as_dict())
-
-
-def tokens_text(usage: dict[str, Any]) -> str:
-    """Token counts for people: real counts plainly, counted or estimated ones labelled.
-
-    ``usage`` is :meth:`Usage.as_dict` as a notebook stores it (older notebooks have only
-    ``reported``).
-    """
-    source = usage.get("source")
-    if source is None and usage.get("reported") is False:  # a notebook from before counting
-        return "tokens not reported by the endpoint"
-    if source == "":
-        return "no tokens (no model call finished)"
-    total = usage.get("total_tokens")
-    if total is None:
-        total = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
-    given, taken = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
-    split = f"{given:,} prompt + {taken:,} completion"
-    if source == "estimated":
-        return f"~{total:,} tokens ({split}; estimated from the text length)"
-    if source == "counted":
-        return f"{total:,} tokens ({split}; counted with the model's tokenizer)"
-    return f"{total:,} tokens ({split})"
-
-
 @dataclass
 class RunResult:
     """What ``Agent.run_to_end`` returns."""
@@ -103,7 +41,7 @@ class RunResult:
     status: str
     notebook: Path | None
     cells: list[CellResult] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default_factory=lambda: Usage(source=""))
     duration_s: float = 0.0
     model_time_s: float = 0.0
     kernel_time_s: float = 0.0

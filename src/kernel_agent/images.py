@@ -10,7 +10,27 @@ import base64
 import io
 from dataclasses import dataclass
 
-__all__ = ["BoundedImage", "bound_image", "from_data_url"]
+__all__ = [
+    "IMAGE_EXTENSIONS",
+    "IMAGE_MIMES",
+    "RASTER_MIMES",
+    "BoundedImage",
+    "bound_image",
+    "from_data_url",
+]
+
+#: Image types stored as base64 pixels, that a model with vision can be shown.
+RASTER_MIMES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+#: Every image type a cell's output bundle may hold (SVG is text), in order of preference.
+IMAGE_MIMES = (*RASTER_MIMES, "image/svg+xml")
+#: The file extension each image type is saved with.
+IMAGE_EXTENSIONS = {
+    "image/png": "png",
+    "image/jpeg": "jpg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+    "image/svg+xml": "svg",
+}
 
 #: Longest side in pixels, and the most bytes one image may take once encoded.
 MAX_SIDE = 1024
@@ -55,11 +75,7 @@ def bound_image(
         with Image.open(io.BytesIO(raw)) as img:
             img.load()
             width, height = img.size
-            if (
-                max(width, height) <= max_side
-                and len(raw) <= max_bytes
-                and mime in ("image/png", "image/jpeg", "image/gif", "image/webp")
-            ):
+            if max(width, height) <= max_side and len(raw) <= max_bytes and mime in RASTER_MIMES:
                 return BoundedImage(mime, data, width, height, scaled=False)
             picture = img.convert("RGBA" if img.mode in ("RGBA", "LA", "P") else "RGB")
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):

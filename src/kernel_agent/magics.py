@@ -20,15 +20,36 @@ import re
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
 from .approval import ask_until_decided, read_code_until_dot
+from .commands.run import add_model_options, option_flags
 from .errors import ConfigError, KernelAgentError
-from .llm_protocol import split_code
+from .events import (
+    Answer,
+    CellFinished,
+    CellSkipped,
+    CellStarted,
+    Event,
+    ModelDelta,
+    ModelReply,
+    ModelRetracted,
+    Notice,
+    RunFinished,
+    RunResult,
+    RunStarted,
+)
+from .llm.protocol import split_code
+from .namespace import VariableInfo
+from .settings import Settings
+
+if TYPE_CHECKING:
+    from .agent import Agent
 
 __all__ = ["AgentMagics", "AgentResult", "load_ipython_extension", "unload_ipython_extension"]
 
@@ -36,20 +57,10 @@ UNSANDBOXED = (
     "%agent runs the model's code UNSANDBOXED, in this kernel: it can read and change "
     "your variables, files and environment (API keys included)."
 )
-#: Settings flags that pick or isolate a kernel: meaningless when the code runs in this one.
-_KERNEL_ONLY = {
-    "kernel_name": "--kernel",
-    "cwd": "--cwd",
-    "sandbox": "--sandbox",
-    "gateway_url": "--gateway-url",
-    "gateway_token": "--gateway-token",
-    "gateway_kernel_id": "--gateway-kernel-id",
-    "keep_kernel": "--keep-kernel",
-}
-_SETTING_NAMES = (
-    "model base_url api_key protocol temperature top_p presence_penalty frequency_penalty "
-    "max_tokens vision cell_timeout max_steps"
-).split()
+#: The run flags that pick or isolate a kernel (field -> flag): meaningless when the
+#: code runs in this one; and the settings fields the other run flags set.
+_KERNEL_ONLY = option_flags("kernel")
+_SETTING_NAMES = tuple(option_flags("model", "loop"))
 _MAGIC_NAMES = ("approve", "notebook_dir", "quiet", "next_input")
 _PRE = "font-family:monospace;font-size:12.5px;margin:0;background:transparent"
 
@@ -77,7 +88,7 @@ class AgentResult:
     #: the successful cells only (their code depends on what you defined before the run)
     clean_notebook: Path | None
     #: the full :class:`~kernel_agent.events.RunResult` (outputs, usage, timings)
-    run: Any = field(repr=False)
+    run: RunResult = field(repr=False)
 
     @property
     def ok(self) -> bool:
@@ -112,7 +123,6 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser(prog: str, *, task: bool) -> argparse.ArgumentParser:
     """The options of ``%agent`` (``task=True``) and ``%agent_config``: the CLI's names."""
-    from .commands.run import add_model_options
 
     parser = _Parser(prog=prog, add_help=True, allow_abbrev=False)
     if task:
@@ -198,12 +208,6 @@ class AgentMagics(Magics):
         agent = Agent(
             settings, executor=executor, notebook=notebook, approve=approve, namespace=namespace
         )
-        agent.aio.sandbox = {
-            "mode": "none",
-            "reason": "in-process: %agent runs the code in this kernel, on your own variables",
-            "note": "none: %agent runs the code in this kernel, on your own variables",
-        }
-        agent.aio._sandbox_warning = "kernel is not sandboxed: %agent runs code in this kernel"
         try:
             for event in agent.run(_with_context(task, namespace)):
                 view(event)
@@ -242,9 +246,7 @@ class AgentMagics(Magics):
         return options
 
     @staticmethod
-    def _settings(options: dict[str, Any]) -> Any:
-        from .settings import Settings
-
+    def _settings(options: dict[str, Any]) -> Settings:
         values = {name: options.get(name) for name in _SETTING_NAMES}
         if options.get("notebook_dir") is not None:
             values["notebook_dir"] = options["notebook_dir"]
@@ -314,7 +316,7 @@ class AgentMagics(Magics):
 
 
 # ---------------------------------------------------------------------- helpers
-def _with_context(task: str, namespace: dict[str, Any], limit: int = 30) -> str:
+def _with_context(task: str, namespace: dict[str, VariableInfo], limit: int = 30) -> str:
     """The task, plus what the user's namespace already holds (the model cannot see it)."""
     if not namespace:
         return task
@@ -324,14 +326,14 @@ def _with_context(task: str, namespace: dict[str, Any], limit: int = 30) -> str:
     return f"{task}\n\n(Variables already defined in this session: {shown}{more}.)"
 
 
-def _so_far(agent: Any) -> str:
+def _so_far(agent: Agent) -> str:
     transcript = agent.transcript
     if transcript is None or not any(c.cell_type == "code" for c in transcript.cells):
         return ""
     return f" (transcript so far: {transcript.path})"
 
 
-def _approver(view: _View) -> Any:
+def _approver(view: _View) -> Callable[[str, int], tuple[str, str | None]]:
     from IPython.core.error import StdinNotImplementedError
 
     def approve(code: str, step: int) -> tuple[str, str | None]:
@@ -365,7 +367,7 @@ class _View:
         self._shown_at = 0.0
         self._asked: tuple[int, str] | None = None
 
-    def __call__(self, event: Any) -> None:
+    def __call__(self, event: Event) -> None:
         handler = getattr(self, f"_on_{type(event).__name__}", None)
         if handler is not None:
             handler(event)
@@ -422,7 +424,7 @@ class _View:
         return True
 
     # events
-    def _on_RunStarted(self, event: Any) -> None:
+    def _on_RunStarted(self, event: RunStarted) -> None:
         if self.quiet:
             return
         plain = f"kernel-agent · {event.model} · {event.protocol} · transcript {event.notebook}"
@@ -432,11 +434,11 @@ class _View:
             plain,
         )
 
-    def _on_ModelDelta(self, event: Any) -> None:
+    def _on_ModelDelta(self, event: ModelDelta) -> None:
         if not self.quiet:
             self._stream(event.text)
 
-    def _on_ModelRetracted(self, event: Any) -> None:
+    def _on_ModelRetracted(self, event: ModelRetracted) -> None:
         """A retry streams the reply again: drop the failed attempt's text."""
         self._text = ""
         if not self.rich:
@@ -444,31 +446,31 @@ class _View:
         elif self._handle is not None:
             self._handle.update({"text/markdown": "", "text/plain": ""}, raw=True)
 
-    def _on_ModelReply(self, event: Any) -> None:
+    def _on_ModelReply(self, event: ModelReply) -> None:
         self._end_stream(event.text)
 
-    def _on_CellStarted(self, event: Any) -> None:
+    def _on_CellStarted(self, event: CellStarted) -> None:
         self._end_stream(split_code(self._text, None)[1])
         if not self.quiet:
             self.code(event.step, event.code)
 
-    def _on_CellFinished(self, event: Any) -> None:
+    def _on_CellFinished(self, event: CellFinished) -> None:
         result = event.result
         if result.status != "ok" and not self.quiet:
             self.line(f"cell {event.step}: {result.status}: {result.error}")
 
-    def _on_CellSkipped(self, event: Any) -> None:
+    def _on_CellSkipped(self, event: CellSkipped) -> None:
         self.line(f"cell {event.step} skipped")
 
-    def _on_Notice(self, event: Any) -> None:
+    def _on_Notice(self, event: Notice) -> None:
         if event.level == "warning" or not self.quiet:
             self.line(f"kernel-agent: {event.text}")
 
-    def _on_Answer(self, event: Any) -> None:
+    def _on_Answer(self, event: Answer) -> None:
         if not self._end_stream(event.text) and event.text:
             self.show(event.text, event.text)
 
-    def _on_RunFinished(self, event: Any) -> None:
+    def _on_RunFinished(self, event: RunFinished) -> None:
         result = event.result
         self.line(
             f"{result.status} · {len(result.cells)} cells · {result.usage.text()} · "

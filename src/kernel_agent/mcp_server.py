@@ -453,11 +453,11 @@ async def serve_stdio(session: Session, *, heartbeat_s: float = 5.0) -> None:
     async with stdio_server() as (read, write):
         await session.start()
         try:
-            if session.sandbox_warning:
-                _say(session.sandbox_warning)
+            if session.isolation.warning:
+                _say(session.isolation.warning)
             _say(
                 f"serving on stdio; notebook {session.notebook_path}; "
-                f"sandbox: {session.sandbox.get('note', '')}"
+                f"sandbox: {session.isolation.note}"
             )
             server = build_server(session, heartbeat_s=heartbeat_s, transport="stdio")
             await server.run(read, write, server.create_initialization_options())
@@ -504,8 +504,8 @@ async def serve_http(
 
     await session.start()
     try:
-        if session.sandbox_warning:
-            _say(session.sandbox_warning)
+        if session.isolation.warning:
+            _say(session.isolation.warning)
         server = build_server(session, heartbeat_s=heartbeat_s, transport="http")
         app: Any = server.streamable_http_app(host=host, streamable_http_path="/mcp")
         if token is not None:
@@ -516,7 +516,7 @@ async def serve_http(
         _say(
             f"serving on http://{shown}:{port}/mcp "
             f"({'bearer token required' if token else 'NO AUTH'}); "
-            f"notebook {session.notebook_path}; sandbox: {session.sandbox.get('note', '')}"
+            f"notebook {session.notebook_path}; sandbox: {session.isolation.note}"
         )
         await web.serve()
     finally:

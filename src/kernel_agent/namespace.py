@@ -8,10 +8,22 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["NAMESPACE_EXPRESSION", "VariableInfo", "parse_summary", "diff_namespaces", "describe"]
+if TYPE_CHECKING:
+    from .executors.base import AsyncExecutor
+
+__all__ = [
+    "NAMESPACE_EXPRESSION",
+    "VariableInfo",
+    "describe",
+    "diff_namespaces",
+    "namespace_probe",
+    "parse_summary",
+    "probe_namespace",
+]
 
 _SUMMARY_SOURCE = r"""
 def _describe(v):
@@ -56,6 +68,25 @@ NAMESPACE_EXPRESSION = (
     "(lambda g: (exec(" + repr(_SUMMARY_SOURCE) + ", g), g['result'])[1])"
     "({'ns': get_ipython().user_ns})"
 )
+
+
+def namespace_probe(language_info: Mapping[str, Any]) -> dict[str, str] | None:
+    """The ``user_expressions`` that make a kernel report its variables with a cell's
+    reply; None for a kernel that is not Python."""
+    return {"ns": NAMESPACE_EXPRESSION} if language_info.get("name") == "python" else None
+
+
+async def probe_namespace(executor: AsyncExecutor) -> dict[str, Any]:
+    """The kernel's answer to the probe now, as a reply's ``user_expressions``.
+
+    An empty cell carries it, so no execution count is used. A kernel skips user
+    expressions after a cell that failed: this asks again. ``{}`` when not Python.
+    """
+    expressions = namespace_probe(executor.language_info)
+    if expressions is None:
+        return {}
+    probe = await executor.execute("", timeout=30, user_expressions=expressions)
+    return probe.user_expressions
 
 
 @dataclass(frozen=True)

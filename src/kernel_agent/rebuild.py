@@ -5,10 +5,15 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .events import Event, Notice, StateRebuilt
-from .namespace import NAMESPACE_EXPRESSION, VariableInfo, parse_summary
+from .namespace import VariableInfo, namespace_probe, parse_summary
+
+if TYPE_CHECKING:
+    from .executors.base import AsyncExecutor
+    from .notebook.transcript import Transcript
+    from .settings import Settings
 
 __all__ = ["Rebuild", "rebuild_state"]
 
@@ -23,9 +28,9 @@ class Rebuild:
 
 async def rebuild_state(
     state_cells: list[tuple[str, float]],
-    executor: Any,
-    transcript: Any,
-    settings: Any,
+    executor: AsyncExecutor,
+    transcript: Transcript,
+    settings: Settings,
     lost: dict[str, VariableInfo],
     out: Rebuild,
 ) -> AsyncIterator[Event]:
@@ -43,7 +48,7 @@ async def rebuild_state(
         yield Notice(
             f"kernel restarted: rebuilding its state by replaying {len(cells)} cells", "warning"
         )
-        python = executor.language_info.get("name") == "python"
+        expressions = namespace_probe(executor.language_info)
         for code, duration in cells:
             if duration > settings.rebuild_max_cell_s:
                 skipped += 1
@@ -51,7 +56,7 @@ async def rebuild_state(
             result = await executor.execute(
                 code,
                 timeout=settings.cell_timeout,
-                user_expressions={"ns": NAMESPACE_EXPRESSION} if python else None,
+                user_expressions=expressions,
             )
             meta = {"status": result.status, "replay": True, "exec_s": round(result.duration, 3)}
             transcript.freeze(transcript.add_code(code, result, meta))

@@ -33,6 +33,7 @@ from .events import (
     RunResult,
     RunStarted,
 )
+from .images import IMAGE_EXTENSIONS
 from .results import strip_ansi
 from .safefs import UnsafePath, write_beneath
 
@@ -51,9 +52,6 @@ def visible(text: str) -> str:
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
-_IMAGE_EXT = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/svg+xml": "svg"}
-
-
 def save_images(result_outputs: list[Any], folder: Path, step: int) -> list[Path]:
     """Write the images of one cell next to the notebook; returns their paths.
 
@@ -62,7 +60,7 @@ def save_images(result_outputs: list[Any], folder: Path, step: int) -> list[Path
     """
     paths = []
     for index, out in enumerate(result_outputs):
-        for mime, ext in _IMAGE_EXT.items():
+        for mime, ext in IMAGE_EXTENSIONS.items():
             data = out.get("data", {}).get(mime)
             if data is None:
                 continue
@@ -173,7 +171,7 @@ class EventRenderer:
             self.console.print(traceback, style="red", markup=False, highlight=False)
         else:
             data = out.get("data", {})
-            image = next((m for m in _IMAGE_EXT if m in data), None)
+            image = next((m for m in IMAGE_EXTENSIONS if m in data), None)
             if image:
                 self.console.print(f"[magenta][{image} image][/]")
             elif "text/plain" in data:

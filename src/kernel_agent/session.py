@@ -18,17 +18,18 @@ import asyncio
 import os
 import time
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, NotebookError
-from .executors.base import AsyncExecutor
+from .executors.base import AsyncExecutor, Isolation, OutputCallback
 from .images import BoundedImage, bound_image, from_data_url
-from .llm_view import budget_text, render_cell
-from .namespace import NAMESPACE_EXPRESSION, VariableInfo, describe, parse_summary
+from .llm.view import budget_text, render_cell
+from .namespace import VariableInfo, describe, namespace_probe, parse_summary, probe_namespace
+from .notebook.transcript import Transcript
 from .rebuild import Rebuild, rebuild_state
 from .results import CellResult
 from .safefs import (
@@ -42,7 +43,11 @@ from .safefs import (
     write_stream_beneath,
 )
 from .settings import Settings
-from .transcript import Transcript
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+    from .notebook.verify import VerifyReport
 
 __all__ = ["Session", "CellRun", "default_session_notebook"]
 
@@ -87,8 +92,7 @@ class Session:
     ``notebook`` is where the transcript goes; ``front_end`` names who drives the
     session (notebook metadata and the default file name); ``metadata`` is added to
     the notebook's ``metadata.kernel_agent``. A caller that hands over an executor it
-    started itself (a warm pool) passes ``own_executor=True`` (the session stops it)
-    and the executor's ``sandbox`` metadata.
+    started itself (a warm pool) passes ``own_executor=True`` (the session stops it).
     """
 
     def __init__(
@@ -100,7 +104,6 @@ class Session:
         executor: AsyncExecutor | None = None,
         metadata: Mapping[str, Any] | None = None,
         own_executor: bool | None = None,
-        sandbox: Mapping[str, Any] | None = None,
         session_id: str | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
@@ -111,12 +114,8 @@ class Session:
         )
         self.executor = executor
         self._own_executor = executor is None if own_executor is None else own_executor
-        self.sandbox: dict[str, Any] = (
-            dict(sandbox)
-            if sandbox
-            else {"mode": "unknown", "note": "executor supplied by the caller"}
-        )
-        self.sandbox_warning: str | None = None
+        #: what isolates the kernel (from the executor once started)
+        self.isolation = Isolation("unknown", note="not started")
         self.transcript: Transcript | None = None
         self._metadata = dict(metadata or {})
         self._namespace: dict[str, VariableInfo] = {}
@@ -126,7 +125,7 @@ class Session:
         self._clients: list[dict[str, Any]] = []
         self._background: set[asyncio.Future[Any]] = set()
         #: (transcript cells, report) of the last verification
-        self._verified: tuple[int, Any] | None = None
+        self._verified: tuple[int, VerifyReport] | None = None
 
     # ---------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -134,8 +133,9 @@ class Session:
         if self.executor is None:
             from .executors.factory import make_executor
 
-            self.executor, self.sandbox, self.sandbox_warning = make_executor(self.settings)
-        if not getattr(self.executor, "language_info", None):
+            self.executor = make_executor(self.settings)
+        self.isolation = self.executor.isolation
+        if not self.executor.language_info:
             await self.executor.start()
         if self.transcript is None:
             self.transcript = Transcript(
@@ -151,7 +151,7 @@ class Session:
                         "work_dir": str(self.work_dir),
                         "clients": self._clients,
                     },
-                    "sandbox": self.sandbox,
+                    "sandbox": self.isolation.to_metadata(),
                 },
             )
             self.transcript.save()
@@ -182,19 +182,14 @@ class Session:
     def work_dir(self) -> Path:
         """The directory the kernel works in (the file tools' root): its private work dir
         when it has one, else the directory it was started in."""
-        cwd = (
-            getattr(self.executor, "kernel_cwd", None)
-            or getattr(self.executor, "cwd", None)
-            or self.settings.cwd
-            or Path.cwd()
-        )
-        return Path(cwd).resolve()
+        work = self.executor.kernel_cwd if self.executor is not None else None
+        return Path(work or self.settings.cwd or Path.cwd()).resolve()
 
     @property
     def view_dir(self) -> Path:
         """The user's directory the kernel sees (read-only when sandboxed)."""
-        cwd = getattr(self.executor, "cwd", None) or self.settings.cwd or Path.cwd()
-        return Path(cwd).resolve()
+        view = self.executor.cwd if self.executor is not None else None
+        return Path(view or self.settings.cwd or Path.cwd()).resolve()
 
     @property
     def python(self) -> bool:
@@ -228,7 +223,7 @@ class Session:
         timeout: float | None = None,
         *,
         provenance: Mapping[str, Any] | None = None,
-        on_output: Callable[[Any], Any] | None = None,
+        on_output: OutputCallback | None = None,
     ) -> CellRun:
         """Run ``code`` in the kernel, record it, and report what it did.
 
@@ -269,7 +264,7 @@ class Session:
         code: str,
         timeout: float | None,
         provenance: Mapping[str, Any] | None,
-        on_output: Callable[[Any], Any] | None,
+        on_output: OutputCallback | None,
         requested: float,
     ) -> CellRun:
         executor, transcript = self._started()
@@ -277,14 +272,12 @@ class Session:
         meta["wait_s"] = round(time.monotonic() - requested, 3)
         cell = transcript.add_code(code, None, meta)
         index = len(transcript.cells) - 1
-        expressions = {"ns": NAMESPACE_EXPRESSION} if self.python else None
+        expressions = namespace_probe(executor.language_info)
         result = await executor.execute(
             code, timeout=timeout, on_output=on_output, user_expressions=expressions
         )
-        if self.python and result.status == "error" and not result.user_expressions:
-            # the kernel skips user_expressions after an error: ask with an empty cell
-            probe = await executor.execute("", timeout=30, user_expressions=expressions)
-            result.user_expressions = probe.user_expressions
+        if expressions and result.status == "error" and not result.user_expressions:
+            result.user_expressions = await probe_namespace(executor)
         cell.outputs = list(result.outputs)
         cell.execution_count = result.execution_count
         meta.update(
@@ -380,12 +373,8 @@ class Session:
                 await agent.close()
             if self.python and self.executor is not None:  # the agent changed the namespace
                 try:
-                    probe = await self.executor.execute(
-                        "", timeout=30, user_expressions={"ns": NAMESPACE_EXPRESSION}
-                    )
-                    self._namespace = (
-                        parse_summary(probe.user_expressions.get("ns")) or self._namespace
-                    )
+                    answer = await probe_namespace(self.executor)
+                    self._namespace = parse_summary(answer.get("ns")) or self._namespace
                 except Exception:  # noqa: BLE001 - a summary is a nicety
                     pass
 
@@ -395,10 +384,8 @@ class Session:
         if not self.python:
             raise ConfigError("variables can only be listed in a Python kernel")
         async with self._lock:
-            probe = await executor.execute(
-                "", timeout=30, user_expressions={"ns": NAMESPACE_EXPRESSION}
-            )
-        summary = parse_summary(probe.user_expressions.get("ns"))
+            answer = await probe_namespace(executor)
+        summary = parse_summary(answer.get("ns"))
         if summary is None:
             raise ConfigError("the kernel did not report its variables")
         self._namespace = summary
@@ -460,7 +447,7 @@ class Session:
         transcript = self._recorded()
         nb = transcript.nb
         if clean:
-            from .clean import clean_notebook
+            from .notebook.clean import clean_notebook
 
             nb = clean_notebook(nb)
         if not nb.cells:
@@ -484,32 +471,31 @@ class Session:
     # --------------------------------------------------------- clean, verify, export
     def write_clean(self) -> Path:
         """Write the clean notebook beside the transcript (both linked); returns its path."""
-        from .clean import clean_path_for, write_pair
+        from .notebook.clean import clean_path_for, write_pair
 
         transcript = self._recorded()
         _, clean = write_pair(transcript, transcript.path, clean_path_for(transcript.path))
         if self._verified is not None and self._verified[0] == len(transcript.cells):
-            from .verify import record_verdict
+            from .notebook.verify import record_verdict
 
             record_verdict(clean, self._verified[1])  # nothing ran since: the verdict still holds
         return clean
 
-    async def verify(self) -> Any:
+    async def verify(self) -> VerifyReport:
         """Write the clean notebook and re-run it in a fresh kernel; returns the VerifyReport.
 
         The verdict is recorded in both notebooks' metadata.
         """
-        from .verify import async_verify_notebook, record_verdict
+        from .notebook.verify import async_verify_notebook, record_verdict
 
         executor, transcript = self._started()
         clean = self.write_clean()
-        make = getattr(executor, "make_launcher", None)
         report = await async_verify_notebook(
             clean,
             timeout=self.settings.cell_timeout,
             cwd=self.work_dir,
             env_passthrough=self.settings.env_passthrough,
-            launcher=make() if callable(make) else None,
+            launcher=executor.make_launcher(),
         )
         record_verdict(clean, report)
         transcript.update_run_metadata(verify=report.to_metadata())
@@ -518,7 +504,7 @@ class Session:
 
     async def export(self, to: str = "html", clean: bool = True) -> Path:
         """Export the clean notebook (or the transcript) to ``to``; returns the file written."""
-        from .export import export_notebook
+        from .notebook.export import export_notebook
 
         transcript = self._recorded()
         source = self.write_clean() if clean else transcript.save()
@@ -614,7 +600,7 @@ class Session:
         )
 
 
-def _cell_text(index: int, cell: Any, budget: int) -> str:
+def _cell_text(index: int, cell: NotebookNode, budget: int) -> str:
     """One notebook cell as text for a model: header, source, output summary."""
     meta = cell.get("metadata", {}).get("kernel_agent") or {}
     if cell.cell_type != "code":

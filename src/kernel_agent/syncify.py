@@ -1,7 +1,8 @@
 """Blocking facades over the async core, so there is one implementation.
 
-- :func:`sync_facade` generates a blocking class from an async one (coroutine
-  methods block via ``jupyter_core.utils.run_sync``, nbclient's helper).
+- :class:`SyncFacade` is the base of a blocking class over an async one; each
+  coroutine method is declared once with :class:`blocking` (it blocks via
+  ``jupyter_core.utils.run_sync``, nbclient's helper), so type checkers see it.
 - :class:`BackgroundLoop` runs an event loop in a thread of its own, for objects
   whose async state (zmq sockets, HTTP clients) must live across many calls, and
   turns async generators into plain iterators. Work that must happen in the
@@ -19,11 +20,11 @@ import inspect
 import queue
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from jupyter_core.utils import run_sync
 
-__all__ = ["sync_facade", "BackgroundLoop", "call_in_consumer"]
+__all__ = ["SyncFacade", "blocking", "BackgroundLoop", "call_in_consumer"]
 
 T = TypeVar("T")
 
@@ -32,56 +33,68 @@ _consumer: contextvars.ContextVar[Callable[..., Awaitable[Any]] | None] = contex
 )
 
 
-def sync_facade(async_cls: type, *, name: str, doc: str | None = None) -> type:
-    """Build a class wrapping ``async_cls`` whose coroutine methods block.
+A = TypeVar("A")
+P = ParamSpec("P")
+F = TypeVar("F", bound="SyncFacade[Any]")
 
-    The facade owns one instance of ``async_cls`` (``facade.aio``); properties and
-    plain attributes are forwarded; ``start``/``shutdown`` give a context manager.
+
+class SyncFacade(Generic[A]):
+    """The blocking twin of an async class: it owns one instance of it, :attr:`aio`.
+
+    A subclass names the async class (``_async_class``) and declares each coroutine
+    method it offers with :class:`blocking`, so a type checker sees the real
+    signatures. Other attributes are read from :attr:`aio`; ``with`` calls ``start``
+    and ``shutdown``.
     """
 
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        object.__setattr__(self, "aio", async_cls(*args, **kwargs))
+    _async_class: ClassVar[Callable[..., Any]]
+    #: the async object every call goes to
+    aio: A
 
-    def __getattr__(self: Any, attr: str) -> Any:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        object.__setattr__(self, "aio", self._async_class(*args, **kwargs))
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr == "aio":  # not set yet (copy, pickle): do not recurse
+            raise AttributeError(attr)
         return getattr(self.aio, attr)
 
-    def __enter__(self: Any) -> Any:
+    def __enter__(self: F) -> F:
         self.start()
         return self
 
-    def __exit__(self: Any, *exc: object) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.shutdown()
 
-    namespace: dict[str, Any] = {
-        "__init__": __init__,
-        "__getattr__": __getattr__,
-        "__enter__": __enter__,
-        "__exit__": __exit__,
-        "__doc__": doc or f"Blocking facade of :class:`{async_cls.__name__}`.",
-    }
-    for attr, value in inspect.getmembers(async_cls):
-        if attr.startswith("__") or not inspect.iscoroutinefunction(value):
-            continue
-        namespace[attr] = _blocking(value)
-    for attr, _prop in inspect.getmembers(async_cls, lambda v: isinstance(v, property)):
-        namespace[attr] = _forwarded(attr)
-    return type(name, (), namespace)
 
+class blocking(Generic[P, T]):  # noqa: N801 (used like a decorator)
+    """A coroutine method of :attr:`SyncFacade.aio`, blocking on the facade.
 
-def _forwarded(attr: str) -> property:
-    """A read-only property that reads ``attr`` of the async object."""
-    return property(lambda self: getattr(self.aio, attr))
+    ``execute = blocking(AsyncExecutor.execute)`` takes its signature from ``method``
+    and calls the method of that name on the facade's async object, so one
+    declaration on a base class serves every backend.
+    """
 
+    def __init__(self, method: Callable[Concatenate[Any, P], Awaitable[T]]) -> None:
+        self.name = method.__name__
+        self.__doc__ = method.__doc__
 
-def _blocking(method: Any) -> Any:
-    runner = run_sync(method)
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
 
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return runner(self.aio, *args, **kwargs)
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> blocking[P, T]: ...
 
-    call.__name__ = method.__name__
-    call.__doc__ = method.__doc__
-    return call
+    @overload
+    def __get__(self, obj: SyncFacade[Any], owner: type | None = None) -> Callable[P, T]: ...
+
+    def __get__(
+        self, obj: SyncFacade[Any] | None, owner: type | None = None
+    ) -> blocking[P, T] | Callable[P, T]:
+        if obj is None:
+            return self
+        runner: Callable[P, T] = run_sync(getattr(obj.aio, self.name))
+        return runner
 
 
 async def call_in_consumer(fn: Callable[..., T], *args: Any) -> T:

@@ -19,7 +19,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .llm_stream import Completion, Usage
+from .llm.stream import Completion, Usage
 
 __all__ = ["CHARS_PER_TOKEN", "TokenCounter", "chat_text", "estimate"]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..llm_view import render_cell
+from ..llm.view import render_cell
 from ..prompts import prompt
 from .levers import Lever
 from .state import Ask, TaskState

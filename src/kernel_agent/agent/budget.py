@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
-from ..llm_stream import Usage
-from ..llm_view import render_cell
+from ..llm.stream import Usage
+from ..llm.view import render_cell
 from ..results import CellResult
 from ..settings import Price, Settings
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..llm_protocol import image_part, tool_result_message, user_message
+from ..llm.protocol import image_part, tool_result_message, user_message
 
 __all__ = ["History", "Message"]
 

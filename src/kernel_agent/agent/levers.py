@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..grounding import ungrounded_numbers
-from ..llm_view import render_cell
+from ..llm.view import render_cell
 from ..prompts import prompt
 from ..results import CellResult
 from ..settings import Settings

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import hints
-from ..endpoint import Endpoint, open_endpoint
 from ..errors import ConfigError, NotebookError
 from ..events import (
     Answer,
@@ -43,10 +42,12 @@ from ..events import (
     Usage,
 )
 from ..executors.base import AsyncExecutor
-from ..llm import LLMClient, choose_protocol, should_fall_back_to_fenced
-from ..llm_stream import Completion, TextDelta, ToolCallDelta
-from ..llm_view import render_cell
-from ..namespace import NAMESPACE_EXPRESSION, VariableInfo, describe, parse_summary
+from ..llm.client import LLMClient, choose_protocol, should_fall_back_to_fenced
+from ..llm.endpoint import Endpoint, open_endpoint
+from ..llm.stream import Completion, TextDelta, ToolCallDelta
+from ..llm.view import render_cell
+from ..namespace import VariableInfo, describe, namespace_probe, parse_summary, probe_namespace
+from ..notebook.transcript import Transcript
 from ..prompts import prompt
 from ..rebuild import Rebuild, rebuild_state
 from ..results import CellResult
@@ -54,7 +55,6 @@ from ..settings import Settings
 from ..syncify import BackgroundLoop, call_in_consumer
 from ..tools.host import HostSide
 from ..tracing import make_tracer
-from ..transcript import Transcript
 from .briefing import probe_libraries
 from .budget import Budget, BudgetStop, stopped_answer
 from .history import History
@@ -66,7 +66,7 @@ __all__ = ["AsyncAgent", "Agent", "default_notebook_path"]
 
 #: ``approve(code, step)`` returns ("run", code) (the code possibly edited), ("skip", None)
 #: or ("quit", None).
-ApproveFn = Callable[[str, int], Any]
+ApproveFn = Callable[[str, int], "tuple[str, str | None] | str"]
 #: ``extend(stop)`` is asked when a budget would stop the run: True raises that budget
 ExtendFn = Callable[[BudgetStop], bool]
 
@@ -118,21 +118,17 @@ class AsyncAgent:
         self.transcript: Transcript | None = None
         self.history = History()
         self.cells: list[CellResult] = []
-        self.usage = Usage()
+        self.usage = Usage(source="")
         self.levers: list[Lever] = levers_for(self.settings)
         if self.settings.ask_result:
             self.levers.append(ResultCheck(self.host.result_missing))
         self._tracer = make_tracer(self.settings, tracer_provider, lambda: self.history.messages)
-        #: what isolates the kernel (notebook metadata); ``note`` is the short form
-        self.sandbox: dict[str, Any] = {
-            "mode": "unknown",
-            "note": "executor supplied by the caller",
-        }
-        self._sandbox_warning: str | None = None
+        #: the isolation's warning is said once per agent, not once per task
+        self._warned = False
         #: what the kernel holds already (``namespace``: variables the user made before
         #: the run), so the note after the first cell lists only what the model changed
         self._namespace: dict[str, VariableInfo] = dict(namespace or {})
-        self._endpoint_cm: Any = None
+        self._endpoint_cm: contextlib.AbstractAsyncContextManager[Endpoint] | None = None
         self.endpoint: Endpoint | None = None
         self._llm: LLMClient | None = None
         self.protocol: Protocol = FencedProtocol()
@@ -157,14 +153,14 @@ class AsyncAgent:
         if self.executor is None:
             from ..executors.factory import make_executor
 
-            self.executor, self.sandbox, self._sandbox_warning = make_executor(self.settings)
+            self.executor = make_executor(self.settings)
         fresh = not getattr(self.executor, "language_info", None)
         if fresh:
             self.host.prepare(self.executor)
         starting = []
         if self.endpoint is None:
             starting.append(self._open_endpoint())
-        if not getattr(self.executor, "language_info", None):
+        if not self.executor.language_info:
             starting.append(self.executor.start())
         failures = [
             r
@@ -188,7 +184,7 @@ class AsyncAgent:
                 metadata={
                     "model": self.endpoint.label,
                     "protocol": self.protocol.name,
-                    "sandbox": self.sandbox,
+                    "sandbox": self.executor.isolation.to_metadata(),
                     "started": _now_iso(),
                     **self.host.run_metadata(),
                 },
@@ -240,12 +236,7 @@ class AsyncAgent:
             "system",
             language=language,
             kernel_display=self.executor.kernelspec.get("display_name", language),
-            cwd=str(
-                getattr(self.executor, "kernel_cwd", None)
-                or getattr(self.executor, "cwd", "")
-                or self.settings.cwd
-                or Path.cwd()
-            ),
+            cwd=str(self._work_dir()),
             how_to_run=how,
             vision_note=vision,
             data_note=prompt("data_note_python") + "\n" if language == "python" else "",
@@ -280,11 +271,9 @@ class AsyncAgent:
         budget = Budget(self.settings, self.endpoint.model, local=self.endpoint.local)
         started = time.monotonic()
         first_cell = len(self.cells)
+        isolation = self.executor.isolation
         result = RunResult(
-            answer="",
-            status="error",
-            notebook=self.transcript.path,
-            isolation=str(self.sandbox.get("mode", "unknown")),
+            answer="", status="error", notebook=self.transcript.path, isolation=isolation.mode
         )
         self.transcript.add_markdown(f"**Task:** {task}", {"role": "task"})
         self.transcript.update_run_metadata(task=task)
@@ -293,13 +282,13 @@ class AsyncAgent:
             self.endpoint.label,
             self.protocol.name,
             self.transcript.path,
-            self.sandbox.get("note", ""),
+            isolation.note,
             kernel=str(self.executor.kernelspec.get("name", "")),
             base_url=self.endpoint.base_url or "",
         )
-        if self._sandbox_warning:
-            yield Notice(self._sandbox_warning, "warning")
-            self._sandbox_warning = None  # once per agent, not per task
+        if isolation.warning and not self._warned:
+            yield Notice(isolation.warning, "warning")
+            self._warned = True  # once per agent, not per task
         state = TaskState(task, step=self._step, libraries=self.libraries, budget=budget)
         notes = [
             n for n in [await lever.task_note(state, self.executor) for lever in self.levers] if n
@@ -356,20 +345,17 @@ class AsyncAgent:
         """Copy the files the kernel wrote in its private work dir beside the notebook."""
         from ..delivery import deliver_work_files
 
-        work = getattr(self.executor, "kernel_cwd", None)
-        if (
-            work is None
-            or self.transcript is None
-            or Path(work) == getattr(self.executor, "cwd", None)
-        ):
-            return None
-        delivered, skipped = deliver_work_files(Path(work), self.transcript.path)
+        transcript = self.transcript
+        work = self.executor.kernel_cwd if self.executor is not None else None
+        if work is None or transcript is None or self.executor is None or work == self.executor.cwd:
+            return None  # no private work dir: the kernel wrote in the user's own
+        delivered, skipped = deliver_work_files(work, transcript.path)
         result.files = delivered
         if delivered:
-            self.transcript.update_run_metadata(files=[p.name for p in delivered])
+            transcript.update_run_metadata(files=[p.name for p in delivered])
         if not delivered and not skipped:
             return None
-        where = self.transcript.path.with_name(f"{self.transcript.path.stem}_files") / "work"
+        where = transcript.path.with_name(f"{transcript.path.stem}_files") / "work"
         text = f"{len(delivered)} file(s) the kernel wrote are in {where}"
         if skipped:
             text += f"; left out: {'; '.join(skipped[:3])}"
@@ -377,7 +363,7 @@ class AsyncAgent:
 
     async def _write_clean(self, result: RunResult) -> AsyncIterator[Event]:
         """Write the clean notebook beside the transcript; verify it if asked."""
-        from ..clean import clean_path_for, write_pair
+        from ..notebook.clean import clean_path_for, write_pair
 
         assert self.transcript is not None
         full, clean = write_pair(
@@ -386,18 +372,16 @@ class AsyncAgent:
         result.clean_notebook = clean
         if not self.settings.verify:
             return
-        from ..verify import async_verify_notebook, record_verdict
+        from ..notebook.verify import async_verify_notebook, record_verdict
 
         yield Notice(f"verifying {clean} in a fresh kernel")
         report = await async_verify_notebook(
             clean,
             timeout=self.settings.cell_timeout,
             # the kernel's own work dir: the verifying kernel sees what it saw
-            cwd=getattr(self.executor, "kernel_cwd", None)
-            or getattr(self.executor, "cwd", None)
-            or self.settings.cwd,
+            cwd=self._work_dir(),
             env_passthrough=self.settings.env_passthrough,
-            launcher=self._verify_launcher(),
+            launcher=self.executor.make_launcher() if self.executor is not None else None,
         )
         record_verdict(clean, report)
         result.verify = report.to_metadata()
@@ -405,10 +389,10 @@ class AsyncAgent:
         level = "info" if report.reproduced else "warning"
         yield Notice(f"verify: {report.summary()}", level)
 
-    def _verify_launcher(self) -> Any:
-        """The sandbox launcher for verification, the same kind the agent's kernel used."""
-        make = getattr(self.executor, "make_launcher", None)
-        return make() if callable(make) else None
+    def _work_dir(self) -> Path:
+        """Where the kernel's code runs (a remote kernel's: ours, as the settings say)."""
+        work = self.executor.kernel_cwd if self.executor is not None else None
+        return work or Path(self.settings.cwd or Path.cwd())
 
     async def _loop(self, st: TaskState, result: RunResult) -> AsyncIterator[Event]:
         """Turns until an answer, a stop or a bound; then the answer goes into the transcript."""
@@ -450,7 +434,8 @@ class AsyncAgent:
         gen_s = time.monotonic() - gen_started
         result.model_time_s += gen_s
         assert completion is not None
-        self.usage.add(completion.usage)
+        if completion.usage is not None:
+            self.usage = self.usage + completion.usage
         if st.budget is not None:
             st.budget.record(completion.usage, gen_s)
         turn = self.protocol.parse(completion)
@@ -554,11 +539,11 @@ class AsyncAgent:
                 continue
             yield CellStarted(st.step, code)
             cell = None
-            async for event in self._execute(code, st.step):
-                if isinstance(event, CellResult):
-                    cell = event
+            async for item in self._execute(code, st.step):
+                if isinstance(item, CellResult):
+                    cell = item
                 else:
-                    yield event
+                    yield item
             assert cell is not None
             async for event in self._record(st, cell, index, completion, gen_s, call_id):
                 yield event
@@ -597,7 +582,11 @@ class AsyncAgent:
             "attempt": st.failures if cell.status != "ok" else 1,
             "restarted": cell.restarted,
             "model": self.endpoint.label if self.endpoint else "",
-            "tokens": _usage_counts(completion) if index == 0 else {},
+            "tokens": (
+                {**completion.usage.counts(), "source": completion.usage.source}
+                if index == 0 and completion.usage
+                else {}
+            ),
             "gen_s": round(gen_s, 3) if index == 0 else 0.0,
             "exec_s": round(cell.duration, 3),
             **self.host.cell_metadata(),
@@ -636,7 +625,7 @@ class AsyncAgent:
 
         ``step`` is the number the next cell will have.
         """
-        from ..llm import Retrying
+        from ..llm.client import Retrying
 
         assert self._llm is not None
         while True:
@@ -701,17 +690,17 @@ class AsyncAgent:
             raise ConfigError(f"approval callback returned {action!r}; expected run, skip or quit")
         return action, edited if (action == "run" and edited) else code
 
-    async def _execute(self, code: str, step: int) -> AsyncIterator[Any]:
+    async def _execute(self, code: str, step: int) -> AsyncIterator[CellOutput | CellResult]:
         """Run one cell, yielding CellOutput events while it runs, then the CellResult."""
         assert self.executor is not None
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        python = self.executor.language_info.get("name") == "python"
+        queue: asyncio.Queue[CellOutput] = asyncio.Queue()
+        expressions = namespace_probe(self.executor.language_info)
         task = asyncio.ensure_future(
             self.executor.execute(
                 code,
                 timeout=self.settings.cell_timeout,
                 on_output=lambda out: queue.put_nowait(CellOutput(step, out)),
-                user_expressions={"ns": NAMESPACE_EXPRESSION} if python else None,
+                user_expressions=expressions,
             )
         )
         try:
@@ -730,13 +719,9 @@ class AsyncAgent:
                 with contextlib.suppress(BaseException):
                     await task
         result = task.result()
-        if python and result.status == "error" and not result.user_expressions:
-            # the kernel skips user_expressions after an error: ask again with an empty cell
-            # (no execution count is used), so the model still learns what the cell defined
-            probe = await self.executor.execute(
-                "", timeout=30, user_expressions={"ns": NAMESPACE_EXPRESSION}
-            )
-            result.user_expressions = probe.user_expressions
+        if expressions and result.status == "error" and not result.user_expressions:
+            # skipped after an error: asked again, so the model learns what the cell defined
+            result.user_expressions = await probe_namespace(self.executor)
         yield result
 
     def _view(
@@ -769,18 +754,6 @@ def _fenced(note: str) -> str:
     """A briefing note for the notebook: its first line as text, the rest verbatim."""
     head, _, body = note.partition("\n")
     return f"{head}\n\n```text\n{body}\n```" if body else head
-
-
-def _usage_counts(completion: Completion) -> dict[str, Any]:
-    usage = completion.usage
-    if usage is None:
-        return {}
-    return {
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        "total_tokens": usage.total_tokens,
-        "source": usage.source,
-    }
 
 
 def _now_iso() -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ..llm_view import render_cell
+from ..llm.view import render_cell
 from ..prompts import prompt
 from ..results import CellResult
 from .levers import Lever, normalize_code

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..llm_protocol import RUN_CELL_TOOL, ProtocolName, split_code
-from ..llm_stream import Completion
+from ..llm.protocol import RUN_CELL_TOOL, ProtocolName, split_code
+from ..llm.stream import Completion
 from .history import History, Message
 from .state import Turn
 

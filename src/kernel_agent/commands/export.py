@@ -29,7 +29,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..export import export_notebook
+    from ..notebook.export import export_notebook
 
     out = export_notebook(
         args.notebook, to=args.to, output=args.output, provenance=not args.no_provenance

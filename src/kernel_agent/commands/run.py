@@ -8,118 +8,148 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..approval import ask_until_decided, read_code_until_dot
 from ..errors import ConfigError
 
-__all__ = ["register", "add_model_options", "settings_from_args"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..settings import Settings
+
+__all__ = ["OPTIONS", "register", "add_model_options", "option_flags", "settings_from_args"]
+
+
+#: Every option :func:`add_model_options` adds, by group: (flags, argparse keywords).
+#: Each sets the :class:`~kernel_agent.settings.Settings` field named by its dest. The
+#: "kernel" group picks or isolates a kernel; "model" and "loop" apply to any executor.
+OPTIONS: dict[str, tuple[tuple[tuple[str, ...], dict[str, Any]], ...]] = {
+    "model": (
+        (
+            ("--model", "-m"),
+            {"help": "model name, provider:model, 'local' or 'local:PATH.gguf' "
+             "(env KERNEL_AGENT_MODEL)"},
+        ),
+        (("--base-url",), {"help": "OpenAI-compatible endpoint (env OPENAI_BASE_URL)"}),
+        (("--api-key",), {"help": "API key (env OPENAI_API_KEY)"}),
+        (
+            ("--protocol",),
+            {"choices": ("auto", "tools", "fenced"), "help": "how the model runs code"},
+        ),
+        (("--temperature",), {"type": float}),
+        (("--top-p",), {"type": float}),
+        (("--presence-penalty",), {"type": float}),
+        (("--frequency-penalty",), {"type": float}),
+        (("--max-tokens",), {"type": int}),
+        (
+            ("--vision",),
+            {"action": "store_true", "default": None, "help": "send images to the model"},
+        ),
+    ),
+    "kernel": (
+        (
+            ("--kernel",),
+            {"dest": "kernel_name", "help": "Jupyter kernelspec name (default python3)"},
+        ),
+        (
+            ("--cwd",),
+            {"type": Path, "help": "the directory the kernel sees, read-only, from its own "
+             "work dir (default: here)"},
+        ),
+        (
+            ("--file",),
+            {"dest": "files", "action": "append", "type": Path, "metavar": "PATH",
+             "help": "an input file for the kernel's work dir, read-only (repeatable)"},
+        ),
+        (
+            ("--sandbox",),
+            {"choices": ("auto", "bwrap", "none"), "help": "isolate the kernel (default auto)"},
+        ),
+        (
+            ("--gateway-url",),
+            {"help": "Jupyter Kernel/Enterprise Gateway URL (env KERNEL_AGENT_GATEWAY_URL)"},
+        ),
+        (("--gateway-token",), {"help": "gateway token (env KERNEL_AGENT_GATEWAY_TOKEN)"}),
+        (
+            ("--gateway-kernel-id",),
+            {"help": "attach to this existing gateway kernel (kept afterwards)"},
+        ),
+        (
+            ("--keep-kernel",),
+            {"action": "store_true", "default": None,
+             "help": "leave the gateway kernel running after the run (prints its id)"},
+        ),
+    ),
+    "loop": (
+        (("--cell-timeout",), {"type": float, "help": "seconds before a cell is interrupted"}),
+        (("--max-steps",), {"type": int, "help": "most cells per task (default 20)"}),
+    ),
+    "budgets (a task stops before a model call that would cross one)": (
+        (("--max-total-tokens",), {"type": int, "metavar": "N", "help": "tokens per task"}),
+        (("--max-wall-time",), {"type": float, "metavar": "S", "help": "seconds per task"}),
+        (
+            ("--max-cost",),
+            {"type": float, "metavar": "USD", "help": "dollars per task (needs a price)"},
+        ),
+        (
+            ("--price",),
+            {"dest": "prices", "action": "append", "metavar": "MODEL=IN/OUT",
+             "help": "dollars per million input/output tokens of MODEL, over the built-in "
+             "table (repeatable; env KERNEL_AGENT_PRICES)"},
+        ),
+    ),
+    "traces (OpenTelemetry: pip install 'kernel-agent[otel]')": (
+        (
+            ("--trace",),
+            {"metavar": "otlp|console|jsonl:PATH",
+             "help": "export spans of the run, its model calls and its cells "
+             "(env OTEL_* or KERNEL_AGENT_TRACE)"},
+        ),
+        (
+            ("--trace-content",),
+            {"action": "store_true", "default": None,
+             "help": "put prompts, replies and code into the spans (off by default)"},
+        ),
+    ),
+}  # fmt: skip
+
+
+def option_flags(*groups: str) -> dict[str, str]:
+    """Settings field -> its flag, for the options of ``groups`` (default: all)."""
+    return {
+        kw.get("dest") or flags[0].lstrip("-").replace("-", "_"): flags[0]
+        for group in groups or tuple(OPTIONS)
+        for flags, kw in OPTIONS[group]
+    }
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
-    """Flags shared by everything that talks to a model and a kernel."""
-    m = parser.add_argument_group("model")
-    m.add_argument(
-        "--model",
-        "-m",
-        help="model name, provider:model, 'local' or 'local:PATH.gguf' (env KERNEL_AGENT_MODEL)",
-    )
-    m.add_argument("--base-url", help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")
-    m.add_argument("--api-key", help="API key (env OPENAI_API_KEY)")
-    m.add_argument(
-        "--protocol", choices=("auto", "tools", "fenced"), help="how the model runs code"
-    )
-    m.add_argument("--temperature", type=float)
-    m.add_argument("--top-p", type=float)
-    m.add_argument("--presence-penalty", type=float)
-    m.add_argument("--frequency-penalty", type=float)
-    m.add_argument("--max-tokens", type=int)
-    m.add_argument("--vision", action="store_true", default=None, help="send images to the model")
-    k = parser.add_argument_group("kernel")
-    k.add_argument("--kernel", dest="kernel_name", help="Jupyter kernelspec name (default python3)")
-    k.add_argument(
-        "--cwd",
-        type=Path,
-        help="the directory the kernel sees, read-only, from its own work dir (default: here)",
-    )
-    k.add_argument(
-        "--file",
-        dest="files",
-        action="append",
-        type=Path,
-        metavar="PATH",
-        help="an input file for the kernel's work dir, read-only (repeatable)",
-    )
-    k.add_argument("--cell-timeout", type=float, help="seconds before a cell is interrupted")
-    k.add_argument(
-        "--sandbox", choices=("auto", "bwrap", "none"), help="isolate the kernel (default auto)"
-    )
-    k.add_argument(
-        "--gateway-url", help="Jupyter Kernel/Enterprise Gateway URL (env KERNEL_AGENT_GATEWAY_URL)"
-    )
-    k.add_argument("--gateway-token", help="gateway token (env KERNEL_AGENT_GATEWAY_TOKEN)")
-    k.add_argument(
-        "--gateway-kernel-id", help="attach to this existing gateway kernel (kept afterwards)"
-    )
-    k.add_argument(
-        "--keep-kernel",
-        action="store_true",
-        default=None,
-        help="leave the gateway kernel running after the run (prints its id)",
-    )
-    a = parser.add_argument_group("loop")
-    a.add_argument("--max-steps", type=int, help="most cells per task (default 20)")
-    b = parser.add_argument_group("budgets (a task stops before a model call that would cross one)")
-    b.add_argument("--max-total-tokens", type=int, metavar="N", help="tokens per task")
-    b.add_argument("--max-wall-time", type=float, metavar="S", help="seconds per task")
-    b.add_argument("--max-cost", type=float, metavar="USD", help="dollars per task (needs a price)")
-    b.add_argument(
-        "--price",
-        dest="prices",
-        action="append",
-        metavar="MODEL=IN/OUT",
-        help="dollars per million input/output tokens of MODEL, over the built-in table "
-        "(repeatable; env KERNEL_AGENT_PRICES)",
-    )
-    t = parser.add_argument_group("traces (OpenTelemetry: pip install 'kernel-agent[otel]')")
-    t.add_argument(
-        "--trace",
-        metavar="otlp|console|jsonl:PATH",
-        help="export spans of the run, its model calls and its cells (env OTEL_* or "
-        "KERNEL_AGENT_TRACE)",
-    )
-    t.add_argument(
-        "--trace-content",
-        action="store_true",
-        default=None,
-        help="put prompts, replies and code into the spans (off by default)",
-    )
+    """Flags shared by everything that talks to a model and a kernel (:data:`OPTIONS`)."""
+    for title, options in OPTIONS.items():
+        group = parser.add_argument_group(title)
+        for flags, kw in options:
+            group.add_argument(*flags, **kw)
 
 
-def settings_from_args(args: argparse.Namespace) -> Any:
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """Settings from the environment, overridden by the :data:`OPTIONS` given (and --verify)."""
     from ..settings import Settings
 
-    names = (
-        "model base_url api_key protocol temperature top_p presence_penalty frequency_penalty "
-        "max_tokens vision kernel_name cwd cell_timeout sandbox gateway_url gateway_token "
-        "gateway_kernel_id keep_kernel max_steps verify tool_timeout install "
-        "max_total_tokens max_wall_time max_cost trace trace_content"
-    ).split()
     if getattr(args, "api_key", None):
         print(
             "kernel-agent: warning: an API key given with --api-key is visible to other users "
             "of this machine (in the process list); prefer the OPENAI_API_KEY environment variable",
             file=sys.stderr,
         )
-    values = {n: getattr(args, n, None) for n in names}
-    if getattr(args, "files", None):
-        values["files"] = tuple(args.files)
-    if getattr(args, "tools", None):
-        values["tools"] = tuple(args.tools)
-    if getattr(args, "ask_result", None):
-        values["ask_result"] = True
-    if getattr(args, "prices", None):  # over the environment's, which are over the built-ins
+    run_only = ("verify", "tool_timeout", "install")  # flags of `run` alone
+    values = {n: getattr(args, n, None) for n in (*option_flags(), *run_only)}
+    values["files"] = tuple(values["files"] or ()) or None
+    values["tools"] = tuple(args.tools) if getattr(args, "tools", None) else None
+    values["ask_result"] = True if getattr(args, "ask_result", None) else None
+    if values.pop("prices", None):  # over the environment's, which are over the built-ins
         values["prices"] = ",".join([os.environ.get("KERNEL_AGENT_PRICES", ""), *args.prices])
     return Settings.from_env(**values)
 
@@ -243,13 +273,13 @@ def run_command(args: argparse.Namespace) -> int:
     return status
 
 
-def _prepare_local_model(settings: Any, err: Any) -> None:
+def _prepare_local_model(settings: Settings, err: Console) -> None:
     """Assemble the bundled model up front, with a progress bar (a no-op once it is cached)."""
-    from ..endpoint import is_local
+    from ..llm.endpoint import is_local
 
     if not is_local(settings):
         return
-    from ..local_model import resolve_local_model, rich_progress
+    from ..llm.local_model import resolve_local_model, rich_progress
 
     with rich_progress(console=err) as progress:
         resolve_local_model(settings.model or "local", settings.home, progress)
@@ -281,7 +311,7 @@ def _ask(question: str) -> str:
     return line.rstrip("\n")
 
 
-def _prompt_task(err: Any) -> str | None:
+def _prompt_task(err: Console) -> str | None:
     while True:
         try:
             line = _ask("kernel-agent> ")
@@ -298,7 +328,7 @@ def _prompt_task(err: Any) -> str | None:
             return line
 
 
-def _terminal_approver(err: Any) -> Any:
+def _terminal_approver(err: Console) -> Callable[[str, int], tuple[str, str | None]]:
     from rich.syntax import Syntax
 
     from ..render import visible

@@ -61,9 +61,9 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"timeout must be positive, got {args.timeout:g}")
     if args.image_tolerance is not None and not 0 <= args.image_tolerance <= 1:
         raise ConfigError(f"image tolerance must be between 0 and 1, got {args.image_tolerance:g}")
+    from ..notebook.verify import record_verdict, verify_notebook
     from ..sandbox import make_launcher
     from ..settings import Settings
-    from ..verify import record_verdict, verify_notebook
 
     cwd = args.notebook.resolve().parent
     launcher = make_launcher(Settings.from_env(sandbox=args.sandbox), cwd)

@@ -12,7 +12,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Literal, Protocol
 
-from ..outputs import OutputCollector
+from ..notebook.outputs import OutputCollector
 from ..results import CellError, CellResult
 
 __all__ = ["Outcome", "CellBackend", "finish_cell", "take_reply", "now"]

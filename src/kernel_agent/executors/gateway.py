@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError, GatewayError, KernelDied, KernelStartError
-from ..outputs import DisplayMap, OutputCollector
+from ..notebook.outputs import DisplayMap, OutputCollector
 from ..results import CellResult
-from ..syncify import sync_facade
-from .base import check_timeout
+from ..settings import Settings
+from .base import Isolation, OutputCallback, SyncExecutor, check_timeout
 from .cell import Outcome, finish_cell, now, take_reply
 from .gateway_client import (
     AuthRefused,
@@ -131,8 +131,7 @@ class AsyncGatewaySession:
     ) -> None:
         if not url:
             raise ConfigError("no gateway URL: set --gateway-url or KERNEL_AGENT_GATEWAY_URL")
-        if startup_timeout <= 0:
-            raise ConfigError(f"startup timeout must be positive, got {startup_timeout}")
+        check_timeout(startup_timeout, "startup timeout")
         self.rest = GatewayREST(url, token, request_timeout)
         self.url = self.rest.url
         self.kernel_name = kernel_name
@@ -218,6 +217,24 @@ class AsyncGatewaySession:
     async def __aexit__(self, *exc: object) -> None:
         await self.shutdown()
 
+    @property
+    def cwd(self) -> None:
+        """None: the kernel's files are on the gateway's machine."""
+        return None
+
+    @property
+    def kernel_cwd(self) -> None:
+        return None
+
+    @property
+    def isolation(self) -> Isolation:
+        """Whatever the gateway gives its kernels; nothing this side can tell."""
+        return Isolation("remote", "Jupyter gateway", f"remote kernel on {self.url}")
+
+    def make_launcher(self) -> None:
+        """None: a verifying kernel is a local one, with no launcher of ours."""
+        return None
+
     async def is_alive(self) -> bool:
         if self.kernel_id is None:
             return False
@@ -252,7 +269,7 @@ class AsyncGatewaySession:
         self,
         code: str,
         timeout: float | None = None,
-        on_output: Callable[[Any], Any] | None = None,
+        on_output: OutputCallback | None = None,
         user_expressions: dict[str, str] | None = None,
     ) -> CellResult:
         """Run ``code`` and return its :class:`CellResult` (see ``AsyncKernelSession.execute``).
@@ -627,37 +644,24 @@ class AsyncGatewaySession:
             log.warning("could not delete gateway kernel %s: %s", self.kernel_id, exc)
 
 
-GatewaySession = sync_facade(
-    AsyncGatewaySession,
-    name="GatewaySession",
-    doc="""A kernel on a Jupyter Kernel/Enterprise Gateway with a blocking API.
+class GatewaySession(SyncExecutor[AsyncGatewaySession]):
+    """A kernel on a Jupyter Kernel/Enterprise Gateway with a blocking API.
 
     ``with GatewaySession(url, token, "python3") as k: r = k.execute(code)``.
-    Same arguments and methods as :class:`AsyncGatewaySession`.
-    """,
-)
+    Same arguments and members as :class:`AsyncGatewaySession`.
+    """
+
+    _async_class = AsyncGatewaySession
 
 
 def make_gateway_executor(
-    settings: Any,
-    kernel_name: str | None = None,
-    *,
-    kernel_id: str | None = None,
-    keep_kernel: bool | None = None,
-    blocking: bool = False,
-) -> Any:
-    """An executor for ``settings.gateway_url`` / ``settings.gateway_token``.
-
-    Returns an :class:`AsyncGatewaySession` (or a :class:`GatewaySession` if
-    ``blocking``); not started yet.
-    """
-    if not settings.gateway_url:
-        raise ConfigError("no gateway URL: set --gateway-url or KERNEL_AGENT_GATEWAY_URL")
-    cls = GatewaySession if blocking else AsyncGatewaySession
-    return cls(
-        settings.gateway_url,
+    settings: Settings, *, kernel_id: str | None = None, keep_kernel: bool | None = None
+) -> AsyncGatewaySession:
+    """An executor for ``settings.gateway_url`` / ``settings.gateway_token``; not started yet."""
+    return AsyncGatewaySession(
+        settings.gateway_url or "",
         settings.gateway_token,
-        kernel_name or settings.kernel_name,
+        settings.kernel_name,
         kernel_id=kernel_id,
         keep_kernel=keep_kernel,
         startup_timeout=settings.startup_timeout,

@@ -37,7 +37,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import websocket
 
-from ..errors import GatewayError
+from ..errors import GatewayError, one_line
 from .gateway_wire import MALFORMED, V1_PROTOCOL, decode, encode, peek_parent_id
 
 __all__ = [
@@ -72,18 +72,13 @@ def ws_url(base_url: str, path: str) -> str:
     return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + path, "", ""))
 
 
-def _one_line(text: str, limit: int = 200) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _http_message(exc: urllib.error.HTTPError) -> str:
     try:
         body = json.loads(exc.read() or b"{}")
         detail = body.get("message") or body.get("reason") or ""
     except (ValueError, OSError, AttributeError):
         detail = ""
-    return _one_line(f"HTTP {exc.code} {detail}".strip())
+    return one_line(f"HTTP {exc.code} {detail}".strip())
 
 
 class GatewayREST:
@@ -109,7 +104,7 @@ class GatewayREST:
         )
 
     def unreachable(self, reason: object) -> Unreachable:
-        return Unreachable(f"cannot reach the gateway at {self.url}: {_one_line(str(reason))}")
+        return Unreachable(f"cannot reach the gateway at {self.url}: {one_line(str(reason))}")
 
     def _call(self, method: str, path: str, body: Any, timeout: float | None) -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -303,7 +298,7 @@ class Channels:
             ) from None
         except (websocket.WebSocketException, OSError) as exc:
             raise Unreachable(
-                f"cannot open the kernel websocket {self.url}: {_one_line(str(exc))}"
+                f"cannot open the kernel websocket {self.url}: {one_line(str(exc))}"
             ) from None
         ws.settimeout(None)
         self.protocol = ws.getsubprotocol()
@@ -388,7 +383,7 @@ class Channels:
                 except MALFORMED as exc:
                     log.warning("dropped a malformed message from the gateway: %s", exc)
         except (websocket.WebSocketException, OSError) as exc:
-            reason = _one_line(str(exc)) or type(exc).__name__
+            reason = one_line(str(exc)) or type(exc).__name__
         finally:
             if self._ws is ws:
                 self.closed = True

@@ -15,7 +15,7 @@ How a cell runs:
 - For the duration of the cell the shell's display publisher, displayhook, traceback
   display and the current ``sys.stdout``/``sys.stderr`` writes are *teed*: everything
   still appears inline as usual, and a copy is turned into nbformat outputs through
-  the same :class:`~kernel_agent.outputs.OutputCollector` the kernel executor uses
+  the same :class:`~kernel_agent.notebook.outputs.OutputCollector` the kernel executor uses
   (synthetic iopub-shaped messages, so stream coalescing, ``clear_output``, display
   updates and size bounds behave the same).
 - ``user_expressions`` are evaluated with ``shell.user_expressions`` after the cell,
@@ -46,16 +46,18 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from nbformat import NotebookNode
+
 from ..errors import ConfigError, KernelError
 from ..namespace import NAMESPACE_EXPRESSION, VariableInfo, parse_summary
-from ..outputs import DisplayMap, OutputCollector
+from ..notebook.outputs import DisplayMap, OutputCollector
 from ..results import CellError, CellResult
 from ..syncify import call_in_consumer
-from .base import check_timeout
+from .base import Isolation, OutputCallback, check_timeout
+from .cell import now
 
 __all__ = ["InProcessExecutor", "PYTHON_KERNELSPEC"]
 
@@ -67,10 +69,6 @@ PYTHON_KERNELSPEC = {
 }
 
 _BINARY_PREFIXES = ("image/", "application/pdf", "application/octet-stream")
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 class InProcessExecutor:
@@ -107,6 +105,24 @@ class InProcessExecutor:
         """The shell's working directory (it is the user's process)."""
         return Path.cwd()
 
+    @property
+    def kernel_cwd(self) -> Path:
+        return self.cwd
+
+    @property
+    def isolation(self) -> Isolation:
+        """None at all: the code runs in the user's own process, on their variables."""
+        return Isolation(
+            "none",
+            "in-process: %agent runs the code in this kernel, on your own variables",
+            "none: %agent runs the code in this kernel, on your own variables",
+            warning="kernel is not sandboxed: %agent runs code in this kernel",
+        )
+
+    def make_launcher(self) -> None:
+        """None: a verifying kernel is a plain local one."""
+        return None
+
     def namespace_summary(self) -> dict[str, VariableInfo]:
         """The user's variables, summarised as the agent summarises them after each cell."""
         answer = self.shell.user_expressions({"ns": NAMESPACE_EXPRESSION})["ns"]
@@ -139,7 +155,7 @@ class InProcessExecutor:
         self,
         code: str,
         timeout: float | None = None,
-        on_output: Callable[[Any], Any] | None = None,
+        on_output: OutputCallback | None = None,
         user_expressions: dict[str, str] | None = None,
     ) -> CellResult:
         """Run ``code`` in the shell's thread and return its :class:`CellResult`.
@@ -152,7 +168,7 @@ class InProcessExecutor:
         if on_output is not None:
             loop = asyncio.get_running_loop()
 
-            def notify(node: Any) -> None:
+            def notify(node: NotebookNode) -> None:
                 loop.call_soon_threadsafe(on_output, node)
 
         return await call_in_consumer(self.run_cell, code, timeout, notify, user_expressions)
@@ -161,7 +177,7 @@ class InProcessExecutor:
         self,
         code: str,
         timeout: float | None = None,
-        on_output: Callable[[Any], Any] | None = None,
+        on_output: OutputCallback | None = None,
         user_expressions: dict[str, str] | None = None,
     ) -> CellResult:
         """The blocking body of :meth:`execute`; call it in the shell's thread."""
@@ -178,7 +194,7 @@ class InProcessExecutor:
         sink.feed("execute_input", {"code": code, "execution_count": count})
         saved_exec_result = getattr(shell.displayhook, "exec_result", None)
         deadline = _Deadline(timeout)
-        started = _now()
+        started = now()
         self._running = deadline
         try:
             with _tee(shell, sink):
@@ -191,7 +207,7 @@ class InProcessExecutor:
             self._running = None
             shell.displayhook.exec_result = saved_exec_result
         expressions = shell.user_expressions(user_expressions) if user_expressions else {}
-        ended = _now()
+        ended = now()
         failure = result.error_before_exec or result.error_in_exec
         status, error = "ok", None
         if failure is not None:

@@ -18,7 +18,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import zmq
 from jupyter_client.blocking import BlockingKernelClient
@@ -26,13 +26,15 @@ from jupyter_client.kernelspec import NoSuchKernel
 from jupyter_client.manager import AsyncKernelManager
 
 from ..errors import ConfigError, KernelDied, KernelNotFound, KernelStartError
-from ..outputs import DisplayMap, OutputCollector
+from ..notebook.outputs import DisplayMap, OutputCollector
 from ..results import CellResult
 from ..sandbox.env import kernel_environment
-from ..syncify import sync_facade
-from .base import check_timeout
+from .base import Isolation, OutputCallback, SyncExecutor, check_timeout
 from .cell import Outcome, finish_cell, take_reply
 from .cell import now as _now
+
+if TYPE_CHECKING:
+    from ..sandbox import KernelLauncher
 
 __all__ = ["AsyncKernelSession", "KernelSession"]
 
@@ -59,15 +61,14 @@ class AsyncKernelSession:
         max_output_chars: int = 1_000_000,
         interrupt_grace: float = 3.0,
         restart_on_death: bool = True,
-        launcher: Any = None,
+        launcher: KernelLauncher | None = None,
     ) -> None:
         if not kernel_name:
             raise ConfigError("kernel name is empty")
         self.cwd = Path(cwd).resolve() if cwd is not None else Path.cwd()
         if not self.cwd.is_dir():
             raise ConfigError(f"working directory does not exist: {self.cwd}")
-        if startup_timeout <= 0:
-            raise ConfigError(f"startup timeout must be positive, got {startup_timeout}")
+        check_timeout(startup_timeout, "startup timeout")
         self.kernel_name = kernel_name
         self.env = kernel_environment(env, env_passthrough)
         self.startup_timeout = startup_timeout
@@ -205,7 +206,7 @@ class AsyncKernelSession:
 
     def _kernel_said(self, km: AsyncKernelManager) -> str:
         """``"; it said: ..."`` from the kernel's log, for a start that failed."""
-        room = getattr(self.launcher, "room", lambda _km: None)(km)
+        room = self.launcher.room(km) if self.launcher is not None else None
         tail = room.log_tail() if room is not None else ""
         return f"; it said: {tail}" if tail else ""
 
@@ -216,8 +217,15 @@ class AsyncKernelSession:
             return Path(self.launcher.kernel_cwd(self._km, self.cwd))
         return self.cwd
 
+    @property
+    def isolation(self) -> Isolation:
+        """The launcher's sandbox status; a kernel started without one is not sandboxed."""
+        if self.launcher is None:
+            return Isolation("none", "started without a launcher", "none (no launcher)")
+        return Isolation.from_status(self.launcher.status)
+
     def _cleanup_launcher(self, km: AsyncKernelManager) -> None:
-        if self.launcher is not None and hasattr(self.launcher, "cleanup"):
+        if self.launcher is not None:
             self.launcher.cleanup(km)
 
     async def __aenter__(self) -> AsyncKernelSession:
@@ -230,7 +238,7 @@ class AsyncKernelSession:
     async def is_alive(self) -> bool:
         return self._km is not None and await self._km.is_alive()
 
-    def make_launcher(self) -> Any:
+    def make_launcher(self) -> KernelLauncher | None:
         """The launcher for another kernel of the same kind (a verification re-run).
 
         Launchers keep their state per kernel manager, so this session's serves.
@@ -261,7 +269,7 @@ class AsyncKernelSession:
         self,
         code: str,
         timeout: float | None = None,
-        on_output: Callable[[Any], Any] | None = None,
+        on_output: OutputCallback | None = None,
         user_expressions: dict[str, str] | None = None,
     ) -> CellResult:
         """Run ``code`` and return its :class:`CellResult`.
@@ -410,12 +418,11 @@ def _queued(socket: zmq.Socket) -> Iterator[list[bytes]]:
             return
 
 
-KernelSession = sync_facade(
-    AsyncKernelSession,
-    name="KernelSession",
-    doc="""A persistent Jupyter kernel with a blocking API.
+class KernelSession(SyncExecutor[AsyncKernelSession]):
+    """A persistent Jupyter kernel with a blocking API.
 
     ``with KernelSession(kernel_name="python3", cwd=workdir) as k: r = k.execute(code)``.
-    Same arguments and methods as :class:`AsyncKernelSession`.
-    """,
-)
+    Same arguments and members as :class:`AsyncKernelSession`.
+    """
+
+    _async_class = AsyncKernelSession

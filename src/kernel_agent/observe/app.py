@@ -230,7 +230,7 @@ def create_app(directory: Path) -> FastAPI:
         stat = path.stat()
         key = (str(path), stat.st_mtime_ns, stat.st_size)
         if key not in rendered:
-            from ..export import notebook_html
+            from ..notebook.export import notebook_html
 
             rendered[key] = await asyncio.to_thread(notebook_html, path)
         return HTMLResponse(rendered[key], headers={"Content-Security-Policy": _NOTEBOOK_CSP})

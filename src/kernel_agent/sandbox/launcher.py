@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, SandboxError
+from ..settings import Settings
 from .cgroups import cgroup_support, create_cgroup
 from .limits import ResourceLimits, exec_wrapper_argv
 from .mounts import TMP, MountPlan, can_search, interpreter_paths
@@ -503,7 +504,7 @@ def _behind_relay(
 
 
 # ------------------------------------------------------------------ the factory
-def make_launcher(settings: Any, cwd: str | Path | None = None) -> KernelLauncher:
+def make_launcher(settings: Settings, cwd: str | Path | None = None) -> KernelLauncher:
     """The launcher ``settings.sandbox`` asks for.
 
     ``none``: limits only. ``bwrap``: the sandbox or :class:`SandboxError`.
@@ -513,14 +514,14 @@ def make_launcher(settings: Any, cwd: str | Path | None = None) -> KernelLaunche
     Refuses (:class:`ConfigError`) a kernel directory that is ``/``, ``/tmp``, a
     system directory or the home directory.
     """
-    requested = getattr(settings, "sandbox", "auto")
+    requested = settings.sandbox
     limits = ResourceLimits.from_settings(settings)
-    files = tuple(Path(f).expanduser().resolve() for f in getattr(settings, "files", ()) or ())
+    files = tuple(Path(f).expanduser().resolve() for f in settings.files)
     for file in files:
         if not file.is_file():
             raise ConfigError(f"no such file: {file}")
     as_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    view = Path(cwd or getattr(settings, "cwd", None) or os.getcwd()).resolve()
+    view = Path(cwd or settings.cwd or os.getcwd()).resolve()
     why = check_view_dir(view)
     if why:
         raise ConfigError(
@@ -539,7 +540,7 @@ def make_launcher(settings: Any, cwd: str | Path | None = None) -> KernelLaunche
             ),
             files,
         )
-    problem, bwrap, drop = bwrap_problem(getattr(settings, "bwrap_path", None))
+    problem, bwrap, drop = bwrap_problem(settings.bwrap_path)
     if problem is not None or bwrap is None:
         if requested == "bwrap":
             raise SandboxError(f"the bwrap sandbox is not available: {problem}")
@@ -549,7 +550,7 @@ def make_launcher(settings: Any, cwd: str | Path | None = None) -> KernelLaunche
                 "pass --sandbox none to run the kernel unsandboxed as root anyway"
             )
         return KernelLauncher(SandboxStatus(requested, "none", problem or "", limits), files)
-    cpu_cores = getattr(settings, "cpu_cores", None)
+    cpu_cores = settings.cpu_cores
     group = cgroup_support(limits, cpu_cores)
     bounds = f"{group} and rlimits" if group else "rlimits"
     reason = f"no network, read-only view of {view}, a private work dir and /tmp, own PID namespace"
@@ -557,5 +558,5 @@ def make_launcher(settings: Any, cwd: str | Path | None = None) -> KernelLaunche
     status = SandboxStatus(requested, "bwrap", reason, limits, who, bounds=bounds)
     return BwrapLauncher(
         status, bwrap, drop,
-        tmpfs_mb=getattr(settings, "tmpfs_mb", 512), cpu_cores=cpu_cores, files=files,
+        tmpfs_mb=settings.tmpfs_mb, cpu_cores=cpu_cores, files=files,
     )  # fmt: skip

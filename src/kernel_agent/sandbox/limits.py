@@ -16,6 +16,10 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 __all__ = ["ResourceLimits", "exec_wrapper_argv"]
 
@@ -58,12 +62,12 @@ class ResourceLimits:
     max_processes: int | None = None
 
     @classmethod
-    def from_settings(cls, settings: object) -> ResourceLimits:
+    def from_settings(cls, settings: Settings) -> ResourceLimits:
         return cls(
-            memory_mb=getattr(settings, "memory_limit_mb", None),
-            cpu_time_s=getattr(settings, "cpu_time_limit_s", None),
-            file_size_mb=getattr(settings, "file_size_limit_mb", None),
-            max_processes=getattr(settings, "max_processes", None),
+            memory_mb=settings.memory_limit_mb,
+            cpu_time_s=settings.cpu_time_limit_s,
+            file_size_mb=settings.file_size_limit_mb,
+            max_processes=settings.max_processes,
         )
 
     def rlimits(self) -> dict[str, int]:

@@ -83,7 +83,7 @@ class Hosted:
 
     @property
     def clean_notebook(self) -> Path:
-        from ..clean import clean_path_for
+        from ..notebook.clean import clean_path_for
 
         return clean_path_for(self.notebook)
 
@@ -176,14 +176,12 @@ class SessionManager:
         folder = self.state_dir / "sessions" / sid
         folder.mkdir(parents=True, exist_ok=True)
         pooled = self.pool.take() if self.pool.matches(settings) else None
-        executor, sandbox, _ = pooled if pooled else (None, None, None)
         session = Session(
             settings,
             notebook=folder / "notebook.ipynb",
             front_end="serve",
-            executor=executor,
+            executor=pooled,
             own_executor=True,
-            sandbox=sandbox,
             session_id=sid,
             metadata={"source": "serve"},
         )
@@ -204,7 +202,7 @@ class SessionManager:
             session=session,
             settings=settings,
             work_dir=str(session.work_dir),
-            sandbox=str(session.sandbox.get("note", "")),
+            sandbox=session.isolation.note,
         )
         self.sessions[sid] = hosted
         self._save_index()

@@ -10,15 +10,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
 
+from ..executors.base import AsyncExecutor
 from ..settings import Settings
 
 __all__ = ["WarmPool"]
 
 log = logging.getLogger(__name__)
-#: (executor, sandbox metadata, warning or None), as make_executor returns them
-Pooled = tuple[Any, dict[str, Any], "str | None"]
 
 
 class WarmPool:
@@ -27,7 +25,7 @@ class WarmPool:
     def __init__(self, settings: Settings, size: int) -> None:
         self.settings = settings
         self.size = size
-        self._ready: list[Pooled] = []
+        self._ready: list[AsyncExecutor] = []
         self._filler: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -44,7 +42,7 @@ class WarmPool:
     def start(self) -> None:
         self._kick()
 
-    def take(self) -> Pooled | None:
+    def take(self) -> AsyncExecutor | None:
         """A started kernel, or None when the pool is empty (the caller starts one)."""
         item = self._ready.pop(0) if self._ready else None
         self._kick()
@@ -58,7 +56,7 @@ class WarmPool:
         from ..executors.factory import make_executor
 
         while not self._closed and len(self._ready) < self.size:
-            executor, sandbox, warning = make_executor(self.settings)
+            executor = make_executor(self.settings)
             try:
                 await executor.start()
             except BaseException as exc:
@@ -71,7 +69,7 @@ class WarmPool:
             if self._closed:
                 await executor.shutdown()
                 return
-            self._ready.append((executor, sandbox, warning))
+            self._ready.append(executor)
 
     async def wait_full(self, timeout: float = 60) -> None:
         """Until the pool holds ``size`` kernels (tests, benchmarks)."""
@@ -87,6 +85,6 @@ class WarmPool:
             with contextlib.suppress(BaseException):
                 await self._filler
         ready, self._ready = self._ready, []
-        for executor, _, _ in ready:
+        for executor in ready:
             with contextlib.suppress(Exception):
                 await executor.shutdown()

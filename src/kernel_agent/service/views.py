@@ -30,7 +30,7 @@ async def notebook_file(
         raise NotFound(f"session {sid} has no {'clean ' if clean else ''}notebook")
     if fmt == "ipynb":
         return source, _MEDIA[fmt]
-    from ..export import export_notebook
+    from ..notebook.export import export_notebook
 
     out = source.parent / "export" / f"{source.stem}.html"
     await asyncio.to_thread(export_notebook, source, "html", out)
@@ -42,7 +42,7 @@ _LIVE: dict[str, tuple[tuple[int, int], str]] = {}
 
 async def live_html(manager: SessionManager, sid: str) -> str:
     """The session's transcript rendered by nbconvert, re-rendered only when it changed."""
-    from ..export import export_notebook
+    from ..notebook.export import export_notebook
 
     hosted = manager.get(sid)
     path = hosted.notebook

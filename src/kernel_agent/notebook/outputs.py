@@ -22,7 +22,7 @@ from typing import Any
 from nbformat import NotebookNode
 from nbformat.v4 import output_from_msg
 
-from .results import CellError
+from ..results import CellError
 
 __all__ = ["OutputCollector", "resolve_control_chars", "truncation_marker", "DisplayMap"]
 

@@ -10,8 +10,8 @@ import pytest
 from nbfactory import PLOT_STEPS, Step, build_transcript
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from kernel_agent.clean import clean_notebook, clean_path_for, write_pair
 from kernel_agent.errors import ConfigError
+from kernel_agent.notebook.clean import clean_notebook, clean_path_for, write_pair
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kernel_agent.outputs import OutputCollector, resolve_control_chars, truncation_marker
+from kernel_agent.notebook.outputs import OutputCollector, resolve_control_chars, truncation_marker
 
 
 def msg(msg_type: str, **content: Any) -> dict[str, Any]:

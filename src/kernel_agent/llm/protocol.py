@@ -4,7 +4,7 @@ Two protocols:
 
 - ``"tools"``: the model calls the :data:`RUN_CELL_TOOL` function, ``run_cell(code)``;
 - ``"fenced"``: the model writes a fenced ``python`` block, found by
-  :func:`extract_code_blocks` (for models and servers without tool calls).
+  :func:`split_code` (for models and servers without tool calls).
 
 :func:`choose_protocol` picks one; :func:`parse_model_spec` reads ``provider:model``.
 """
@@ -17,15 +17,14 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from .errors import ConfigError
-from .settings import Settings
+from ..errors import ConfigError
+from ..settings import Settings
 
 __all__ = [
     "PROVIDERS",
     "RUN_CELL_TOOL",
     "ProtocolName",
     "choose_protocol",
-    "extract_code_blocks",
     "image_part",
     "parse_model_spec",
     "split_code",
@@ -105,24 +104,16 @@ _OPEN_LATE = re.compile(
 _TAG = re.compile(r"[\w+#.-]+")
 
 
-def extract_code_blocks(
+def split_code(
     text: str, language: str | None = "python", *, include_unclosed: bool = True
-) -> list[str]:
-    """The contents of the fenced code blocks in ``text`` written in ``language``.
+) -> tuple[list[str], str]:
+    """(the code blocks in ``text`` written in ``language``, the prose around every block).
 
     For ``"python"``: blocks tagged ``python``, ``py``, ``python3``, ``ipython`` and bare
     ````` ``` ````` blocks; ``language=None`` takes every block. Tolerates ``~~~`` fences,
     longer fences, indented fences (list items), ``{python}`` tags, an opening fence at the
     end of a sentence, a closing fence glued to the last code line, and (unless
     ``include_unclosed=False``) an unclosed block at the end of truncated output.
-    """
-    return split_code(text, language, include_unclosed=include_unclosed)[0]
-
-
-def split_code(
-    text: str, language: str | None = "python", *, include_unclosed: bool = True
-) -> tuple[list[str], str]:
-    """(the code blocks :func:`extract_code_blocks` finds, the prose around every block).
 
     The prose is ``text`` with each fenced block taken out, whatever its language or
     fence (so a ``~~~python`` block run as a cell does not also stay in the prose).

@@ -1,8 +1,8 @@
 """The LLM adapter: one async client for any OpenAI-compatible chat-completions endpoint.
 
 :class:`LLMClient` wraps ``openai.AsyncOpenAI`` (with the library's own retries off) and
-adds its own retry loop with exponential backoff on 429, 408/409, 5xx, dropped
-connections and empty replies. Failures become the one-line errors of
+adds one retry loop of its own, in :meth:`LLMClient.stream_chat`, with exponential backoff
+on 429, 408/409, 5xx, dropped connections and empty replies. Failures become the one-line errors of
 :mod:`kernel_agent.errors`::
 
     LLMError                       429 that outlasted the retries, quota exhausted
@@ -15,7 +15,7 @@ connections and empty replies. Failures become the one-line errors of
 
 :meth:`LLMClient.stream_chat` yields :class:`TextDelta` (and :class:`ReasoningDelta`,
 :class:`ToolCallDelta`, :class:`Retrying`) as they come, then one :class:`Completion`.
-The pure pieces live in :mod:`kernel_agent.llm_stream` and :mod:`kernel_agent.llm_protocol`
+The pure pieces live in :mod:`kernel_agent.llm.stream` and :mod:`kernel_agent.llm.protocol`
 and are re-exported here.
 """
 
@@ -24,34 +24,31 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from .errors import (
+from ..errors import (
     ConfigError,
     LLMAuthError,
     LLMConnectionError,
     LLMError,
     LLMModelNotFound,
     LLMResponseError,
+    one_line,
 )
-from .llm_protocol import (
+from ..settings import Settings
+from ..tokens import TokenCounter
+from .protocol import (
     RUN_CELL_TOOL,
     ProtocolName,
     choose_protocol,
-    extract_code_blocks,
-    image_part,
     parse_model_spec,
-    tool_result_message,
-    user_message,
 )
-from .llm_stream import (
+from .stream import (
     Completion,
     ReasoningDelta,
     StreamAccumulator,
@@ -59,10 +56,7 @@ from .llm_stream import (
     ToolCall,
     ToolCallDelta,
     Usage,
-    completion_from_response,
 )
-from .settings import Settings
-from .tokens import TokenCounter
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -80,18 +74,12 @@ __all__ = [
     "ToolsRejected",
     "Usage",
     "choose_protocol",
-    "extract_code_blocks",
-    "image_part",
-    "is_local_url",
     "parse_model_spec",
     "should_fall_back_to_fenced",
-    "tool_result_message",
-    "user_message",
 ]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _MAX_DELAY = 60.0
-_T = TypeVar("_T")
 
 
 class ToolsRejected(LLMResponseError):
@@ -100,12 +88,6 @@ class ToolsRejected(LLMResponseError):
 
 class ContextLengthExceeded(LLMResponseError):
     """The conversation no longer fits the model's context window."""
-
-
-def is_local_url(url: str | None) -> bool:
-    """True for a loopback endpoint (a local server that needs no real API key)."""
-    host = urlsplit(url or DEFAULT_BASE_URL).hostname or ""
-    return host in ("localhost", "0.0.0.0", "::1") or host.startswith("127.")
 
 
 def should_fall_back_to_fenced(err: BaseException) -> bool:
@@ -217,7 +199,7 @@ class LLMClient:
         ``temperature``, ``seed``). Retried failures yield :class:`Retrying` first;
         the last failure raises an :class:`~kernel_agent.errors.LLMError`.
         """
-        params = self._params(messages, tools, stream=True)
+        params = self._params(messages, tools)
         params.update({k: v for k, v in sampling.items() if v is not None})
         attempt = 0
         while True:
@@ -247,54 +229,18 @@ class LLMClient:
                 yield Retrying(attempt, self.max_retries, delay, failure.message, yielded)
                 await asyncio.sleep(delay)
 
-    async def complete(
-        self,
-        messages: Sequence[dict[str, Any]],
-        tools: Sequence[dict[str, Any]] | None = None,
-        *,
-        stream: bool = True,
-    ) -> Completion:
-        """The whole reply at once: drains :meth:`stream_chat`, or asks without streaming."""
-        if stream:
-            async with aclosing(self.stream_chat(messages, tools)) as events:
-                async for event in events:
-                    if isinstance(event, Completion):
-                        return event
-            raise LLMResponseError(f"the endpoint at {self.base_url} ended the reply early")
-        params = self._params(messages, tools, stream=False)
-
-        async def ask() -> Completion:
-            response = await self._client.chat.completions.create(**params)
-            if not getattr(response, "choices", None):
-                raise _EmptyReply()
-            return completion_from_response(response)
-
-        return await self._with_retries(ask, tools=bool(tools))
-
-    async def list_models(self) -> list[str]:
-        """The model ids the endpoint lists (``GET /models``)."""
-
-        async def ask() -> list[str]:
-            return [m.id async for m in self._client.models.list()]
-
-        return await self._with_retries(ask, tools=False)
-
     # -- internals -------------------------------------------------------------------
 
     def _params(
-        self,
-        messages: Sequence[dict[str, Any]],
-        tools: Sequence[dict[str, Any]] | None,
-        *,
-        stream: bool,
+        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None
     ) -> dict[str, Any]:
+        """The body of a streamed request."""
         params: dict[str, Any] = {"model": self.model, "messages": list(messages), **self._sampling}
         if tools:
             params["tools"] = list(tools)
-        if stream:
-            params["stream"] = True
-            if self._stream_options:
-                params["stream_options"] = {"include_usage": True}
+        params["stream"] = True
+        if self._stream_options:
+            params["stream_options"] = {"include_usage": True}
         return params
 
     async def _open_stream(self, params: dict[str, Any]) -> Any:
@@ -327,18 +273,6 @@ class LLMClient:
     async def _post_json(self, url: str, body: dict[str, Any]) -> Any:
         """POST ``body`` to ``url`` (absolute) with this client's auth; the JSON answer."""
         return await self._client.post(url, body=body, cast_to=object, options={"timeout": 10.0})
-
-    async def _with_retries(self, call: Callable[[], Awaitable[_T]], *, tools: bool) -> _T:
-        attempt = 0
-        while True:
-            try:
-                return await call()
-            except Exception as err:
-                failure = self._failure(err, tools=tools)
-                if not failure.retryable or attempt >= self.max_retries:
-                    raise failure.error(attempt + 1) from err
-                await asyncio.sleep(self._delay(attempt, failure))
-                attempt += 1
 
     def _delay(self, attempt: int, failure: _Failure) -> float:
         delay: float = min(self.backoff * 2.0**attempt, _MAX_DELAY)
@@ -374,7 +308,7 @@ class LLMClient:
         if isinstance(err, ValueError):  # a chunk that is not JSON
             return _Failure(
                 LLMResponseError,
-                f"the endpoint at {url} sent an unreadable reply: {_line(str(err))}",
+                f"the endpoint at {url} sent an unreadable reply: {one_line(str(err), 300)}",
             )
         raise err
 
@@ -422,21 +356,16 @@ _CONTEXT = re.compile(
 _TOOLS = re.compile(r"tool|function", re.I)
 
 
-def _line(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _detail(err: openai.APIError) -> str:
     """The server's own message, without openai's "Error code: 404 - {...}" wrapping."""
     body = err.body
     if isinstance(body, dict):
         message = body.get("message") or body.get("detail") or body.get("error")
         if isinstance(message, str):
-            return _line(message)
+            return one_line(message, 300)
     if isinstance(body, str) and body.strip() and not body.lstrip().startswith("<"):
-        return _line(body)
-    return "" if isinstance(err, openai.APIStatusError) else _line(err.message)
+        return one_line(body, 300)
+    return "" if isinstance(err, openai.APIStatusError) else one_line(err.message, 300)
 
 
 def _cause(err: BaseException) -> str:
@@ -444,7 +373,7 @@ def _cause(err: BaseException) -> str:
     inner: BaseException = err
     while inner.__cause__ is not None or inner.__context__ is not None:
         inner = inner.__cause__ or inner.__context__  # type: ignore[assignment]
-    text = _line(str(inner)) or type(inner).__name__
+    text = one_line(str(inner), 300) or type(inner).__name__
     return text if inner is not err else "connection failed"
 
 

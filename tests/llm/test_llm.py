@@ -7,6 +7,7 @@ import json
 import socket
 import time
 from collections.abc import Sequence
+from contextlib import aclosing
 from typing import Any
 
 import pytest
@@ -35,7 +36,7 @@ from kernel_agent.errors import (
     LLMModelNotFound,
     LLMResponseError,
 )
-from kernel_agent.llm import (
+from kernel_agent.llm.client import (
     RUN_CELL_TOOL,
     Completion,
     ContextLengthExceeded,
@@ -45,10 +46,9 @@ from kernel_agent.llm import (
     ToolCallDelta,
     ToolsRejected,
     Usage,
-    extract_code_blocks,
     should_fall_back_to_fenced,
-    user_message,
 )
+from kernel_agent.llm.protocol import image_part, split_code, user_message
 from kernel_agent.settings import Settings
 
 pytestmark = pytest.mark.timeout(30)
@@ -82,6 +82,19 @@ def run(client: LLMClient, coro_fn: Any) -> Any:
     return asyncio.run(go())
 
 
+async def complete(
+    client: LLMClient,
+    messages: Sequence[dict[str, Any]],
+    tools: Sequence[dict[str, Any]] | None = None,
+) -> Completion:
+    """The whole reply: :meth:`LLMClient.stream_chat` drained, retries included."""
+    async with aclosing(client.stream_chat(messages, tools)) as events:
+        async for event in events:
+            if isinstance(event, Completion):
+                return event
+    raise AssertionError("the stream ended without a Completion")
+
+
 def final(events: list[Any]) -> Completion:
     assert isinstance(events[-1], Completion)
     assert sum(isinstance(e, Completion) for e in events) == 1
@@ -110,17 +123,10 @@ def test_streamed_text_arrives_in_pieces(fake_llm: FakeLLM) -> None:
     assert "tools" not in req
 
 
-def test_non_streamed_text(fake_llm: FakeLLM) -> None:
-    fake_llm.enqueue(text("plain answer", usage=(11, 2)))
-    done = run(client_for(fake_llm), lambda c: c.complete(HI, stream=False))
-    assert done.text == "plain answer" and done.usage == Usage(11, 2, 13)
-    assert "stream" not in fake_llm.requests[0]
-
-
 def test_fenced_code_reply(fake_llm: FakeLLM) -> None:
     fake_llm.enqueue(fenced("import pandas as pd\nprint(pd.__version__)"))
-    done = run(client_for(fake_llm, protocol="fenced"), lambda c: c.complete(HI))
-    assert extract_code_blocks(done.text) == ["import pandas as pd\nprint(pd.__version__)"]
+    done = run(client_for(fake_llm, protocol="fenced"), lambda c: complete(c, HI))
+    assert split_code(done.text)[0] == ["import pandas as pd\nprint(pd.__version__)"]
 
 
 def test_tool_call_split_across_chunks(fake_llm: FakeLLM) -> None:
@@ -163,7 +169,7 @@ def test_malformed_tool_arguments_reported(fake_llm: FakeLLM) -> None:
     client = client_for(fake_llm)
 
     async def twice(c: LLMClient) -> list[Completion]:
-        return [await c.complete(HI, [RUN_CELL_TOOL]), await c.complete(HI, [RUN_CELL_TOOL])]
+        return [await complete(c, HI, [RUN_CELL_TOOL]), await complete(c, HI, [RUN_CELL_TOOL])]
 
     bad_json, not_object = run(client, twice)
     (tc,) = bad_json.tool_calls
@@ -179,20 +185,20 @@ def test_usage_collected_and_summed(fake_llm: FakeLLM) -> None:
     fake_llm.enqueue(text("one", usage=(10, 1)), text("two", usage=(20, 2)))
 
     async def both(c: LLMClient) -> list[Completion]:
-        return [await c.complete(HI), await c.complete(HI)]
+        return [await complete(c, HI), await complete(c, HI)]
 
     first, second = run(client_for(fake_llm), both)
     assert first.usage == Usage(10, 1, 11) and second.usage == Usage(20, 2, 22)
-    assert Usage.total([first.usage, second.usage]) == Usage(30, 3, 33)
+    assert first.usage + second.usage == Usage(30, 3, 33)
 
 
 def test_sampling_params_forwarded_only_when_set(fake_llm: FakeLLM) -> None:
     fake_llm.enqueue("a", "b")
     run(
         client_for(fake_llm, temperature=0.0, top_p=0.9, max_tokens=256, presence_penalty=0.5),
-        lambda c: c.complete(HI),
+        lambda c: complete(c, HI),
     )
-    run(client_for(fake_llm, frequency_penalty=0.1), lambda c: c.complete(HI))
+    run(client_for(fake_llm, frequency_penalty=0.1), lambda c: complete(c, HI))
     first, second = fake_llm.requests
     assert (
         first["temperature"],
@@ -207,7 +213,7 @@ def test_sampling_params_forwarded_only_when_set(fake_llm: FakeLLM) -> None:
 
 def test_model_spec_prefix_stripped_and_dummy_key(fake_llm: FakeLLM) -> None:
     fake_llm.enqueue("ok")
-    run(client_for(fake_llm, model="openai:gpt-4o-mini", api_key=None), lambda c: c.complete(HI))
+    run(client_for(fake_llm, model="openai:gpt-4o-mini", api_key=None), lambda c: complete(c, HI))
     req = fake_llm.requests[0]
     assert req["model"] == "gpt-4o-mini"
     assert req.headers["authorization"].startswith("Bearer ")
@@ -218,23 +224,16 @@ def test_callable_reply_sees_the_request(fake_llm: FakeLLM) -> None:
         return f"you said {req.last_user_text!r} with {len(req.messages)} messages"
 
     fake_llm.enqueue(answer)
-    done = run(client_for(fake_llm), lambda c: c.complete(HI))
+    done = run(client_for(fake_llm), lambda c: complete(c, HI))
     assert done.text == "you said 'hi' with 2 messages"
 
 
 def test_images_reach_the_server(fake_llm: FakeLLM) -> None:
-    from kernel_agent.llm import image_part
-
     fake_llm.enqueue("a bar chart")
     msg = user_message("what is this?", [image_part(b"PNGDATA")])
-    run(client_for(fake_llm, vision=True), lambda c: c.complete([msg]))
+    run(client_for(fake_llm, vision=True), lambda c: complete(c, [msg]))
     content = fake_llm.requests[0]["messages"][0]["content"]
     assert content[1]["image_url"]["url"].startswith("data:image/png;base64,")
-
-
-def test_list_models(fake_llm: FakeLLM) -> None:
-    fake_llm.models = ["fake-model", "other"]
-    assert run(client_for(fake_llm), lambda c: c.list_models()) == ["fake-model", "other"]
 
 
 # -- retries ---------------------------------------------------------------------------
@@ -310,7 +309,7 @@ def test_unreachable_port_fails_quickly() -> None:
     client = LLMClient(Settings(model="m", base_url=url), max_retries=2, backoff=0.01)
     started = time.monotonic()
     with pytest.raises(LLMConnectionError) as info:
-        run(client, lambda c: c.complete(HI))
+        run(client, lambda c: complete(c, HI))
     assert time.monotonic() - started < 5
     msg = str(info.value)
     assert url in msg and "3 attempts" in msg and "\n" not in msg
@@ -344,7 +343,7 @@ def test_404_model_not_found(fake_llm: FakeLLM) -> None:
 def test_404_without_model_means_wrong_url(fake_llm: FakeLLM) -> None:
     client = LLMClient(Settings(model="m", base_url=fake_llm.base_url[: -len("/v1")]), backoff=0.01)
     with pytest.raises(LLMConnectionError, match="/v1"):
-        run(client, lambda c: c.complete(HI))
+        run(client, lambda c: complete(c, HI))
 
 
 def test_tools_rejected_means_fall_back(fake_llm: FakeLLM) -> None:
@@ -358,15 +357,13 @@ def test_tools_rejected_means_fall_back(fake_llm: FakeLLM) -> None:
 
 
 def test_context_length_exceeded(fake_llm: FakeLLM) -> None:
-    fake_llm.enqueue(
-        error(
-            400,
-            "This model's maximum context length is 8192 tokens.",
-            code="context_length_exceeded",
-        )
+    too_long = error(
+        400, "This model's maximum context length is 8192 tokens.", code="context_length_exceeded"
     )
+    fake_llm.enqueue(too_long, too_long)  # a 400 is asked again once, without stream_options
     with pytest.raises(ContextLengthExceeded, match="too long"):
-        run(client_for(fake_llm), lambda c: c.complete(HI, stream=False))
+        run(client_for(fake_llm), lambda c: complete(c, HI))
+    assert ["stream_options" in r for r in fake_llm.requests] == [True, False]
 
 
 def test_stream_options_rejected_once_then_dropped(fake_llm: FakeLLM) -> None:
@@ -376,7 +373,7 @@ def test_stream_options_rejected_once_then_dropped(fake_llm: FakeLLM) -> None:
     fake_llm.enqueue(rejection, "no usage from me", "still fine")
 
     async def twice(c: LLMClient) -> list[Completion]:
-        return [await c.complete(HI), await c.complete(HI)]
+        return [await complete(c, HI), await complete(c, HI)]
 
     first, second = run(client_for(fake_llm), twice)
     assert first.text == "no usage from me"
@@ -386,9 +383,10 @@ def test_stream_options_rejected_once_then_dropped(fake_llm: FakeLLM) -> None:
 
 
 def test_400_is_a_response_error(fake_llm: FakeLLM) -> None:
-    fake_llm.enqueue(error(400, "bad request body"))
+    fake_llm.enqueue(error(400, "bad request body"), error(400, "bad request body"))
     with pytest.raises(LLMResponseError, match=r"rejected the request \(400\): bad request body"):
-        run(client_for(fake_llm), lambda c: c.complete(HI, stream=False))
+        run(client_for(fake_llm), lambda c: complete(c, HI))
+    assert len(fake_llm.requests) == 2  # once more without stream_options, never retried
 
 
 def test_error_event_inside_stream(fake_llm: FakeLLM) -> None:
@@ -400,16 +398,8 @@ def test_error_event_inside_stream(fake_llm: FakeLLM) -> None:
 
 def test_request_bodies_are_json_round_trippable(fake_llm: FakeLLM) -> None:
     fake_llm.enqueue("x")
-    run(client_for(fake_llm), lambda c: c.complete(HI, [RUN_CELL_TOOL]))
+    run(client_for(fake_llm), lambda c: complete(c, HI, [RUN_CELL_TOOL]))
     assert (
         json.loads(json.dumps(fake_llm.requests[0].body))["tools"][0]["function"]["name"]
         == "run_cell"
     )
-
-
-def test_is_local_url() -> None:
-    from kernel_agent.llm import is_local_url
-
-    assert is_local_url("http://127.0.0.1:8080/v1") and is_local_url("http://localhost/v1")
-    assert is_local_url("http://[::1]:1/v1")
-    assert not is_local_url("https://api.openai.com/v1") and not is_local_url(None)

@@ -1,6 +1,6 @@
 """Do two lists of cell outputs say the same thing? Pure functions, no kernel.
 
-Used by :mod:`kernel_agent.verify` to compare a cell's stored outputs with the
+Used by :mod:`kernel_agent.notebook.verify` to compare a cell's stored outputs with the
 outputs of re-executing it. What is *not* a difference:
 
 - memory addresses (``0x7f3a...``), UUIDs and long random hex ids, timestamps
@@ -27,12 +27,17 @@ import difflib
 import io
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..errors import one_line
+from ..images import RASTER_MIMES
+from ..results import strip_ansi
 from .outputs import resolve_control_chars
-from .results import strip_ansi
+
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
 
 __all__ = [
     "ImageTolerance",
@@ -43,6 +48,11 @@ __all__ = [
     "compare_outputs",
     "render_outputs",
 ]
+
+#: One output of a cell: an nbformat NotebookNode, or a plain dict of the same shape.
+Output = Mapping[str, Any]
+#: An image as a bundle holds it (base64 text, maybe split in lines) or as raw bytes.
+ImageData = str | list[str] | bytes
 
 _SUBSTITUTIONS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"Cell In\s?\[\s*\d*\s*\]"), "Cell In[N]"),
@@ -77,7 +87,6 @@ _SUBSTITUTIONS: list[tuple[re.Pattern[str], str]] = [
 _SVG_IDS = re.compile(r"(\bid=\"|url\(#|href=\"#)[^\")]+")
 _SVG_DATE = re.compile(r"<dc:date>.*?</dc:date>", re.S)
 _TRUNCATED = re.compile(r"\n\[kernel-agent: output truncated, [\d,]+ characters omitted\]\n")
-_IMAGE_MIMES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
 def normalize_text(text: str) -> str:
@@ -129,7 +138,7 @@ class ImageComparison:
     fraction: float = 0.0
 
 
-def _decode_image(data: Any) -> Any:
+def _decode_image(data: ImageData) -> PILImage:
     from PIL import Image
 
     raw = data if isinstance(data, bytes) else base64.b64decode("".join(str(data).split()))
@@ -141,7 +150,7 @@ def _decode_image(data: Any) -> Any:
 
 
 def compare_images(
-    stored: Any, fresh: Any, tolerance: ImageTolerance | None = None
+    stored: ImageData, fresh: ImageData, tolerance: ImageTolerance | None = None
 ) -> ImageComparison:
     """Compare two images (base64 text or bytes) by decoded pixels."""
     import numpy as np
@@ -176,9 +185,9 @@ class CellComparison:
     diff: list[str] = field(default_factory=list)
 
 
-def _streams_and_rich(outputs: Iterable[Any]) -> tuple[dict[str, str], list[Any]]:
+def _streams_and_rich(outputs: Iterable[Output]) -> tuple[dict[str, str], list[Output]]:
     streams: dict[str, str] = {}
-    rich: list[Any] = []
+    rich: list[Output] = []
     for out in outputs:
         if out.get("output_type") == "stream":
             name = out.get("name", "stdout")
@@ -188,7 +197,7 @@ def _streams_and_rich(outputs: Iterable[Any]) -> tuple[dict[str, str], list[Any]
     return {k: resolve_control_chars(v) for k, v in streams.items()}, rich
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
 
@@ -203,7 +212,7 @@ def _same_stream(stored: str, fresh: str) -> bool:
     return False
 
 
-def _mime_text(mime: str, value: Any) -> str:
+def _mime_text(mime: str, value: object) -> str:
     if mime == "image/svg+xml":
         return _normalize_svg(_text(value))
     if isinstance(value, (dict, list)) and not mime.startswith("text/"):
@@ -211,7 +220,9 @@ def _mime_text(mime: str, value: Any) -> str:
     return normalize_text(_text(value))
 
 
-def _compare_rich(number: int, stored: Any, fresh: Any, tolerance: ImageTolerance) -> list[str]:
+def _compare_rich(
+    number: int, stored: Output, fresh: Output, tolerance: ImageTolerance
+) -> list[str]:
     where = f"output {number}"
     kind, other = stored.get("output_type"), fresh.get("output_type")
     if kind != other:
@@ -223,8 +234,8 @@ def _compare_rich(number: int, stored: Any, fresh: Any, tolerance: ImageToleranc
             normalize_text(fresh.get("evalue", "")),
         ):
             problems.append(
-                f"{where}: error {stored.get('ename')}: {_one(stored.get('evalue', ''))} "
-                f"became {fresh.get('ename')}: {_one(fresh.get('evalue', ''))}"
+                f"{where}: error {stored.get('ename')}: {one_line(stored.get('evalue', ''), 80)} "
+                f"became {fresh.get('ename')}: {one_line(fresh.get('evalue', ''), 80)}"
             )
         elif _traceback(stored) != _traceback(fresh):
             problems.append(f"{where}: the traceback of {stored.get('ename')} differs")
@@ -239,7 +250,7 @@ def _compare_rich(number: int, stored: Any, fresh: Any, tolerance: ImageToleranc
             + (f"; new {', '.join(came)}" if came else "")
         )
     for mime in sorted(set(data) & set(new)):
-        if mime in _IMAGE_MIMES:
+        if mime in RASTER_MIMES:
             result = compare_images(data[mime], new[mime], tolerance)
             if not result.same:
                 problems.append(f"{where}: {mime} {result.reason}")
@@ -248,17 +259,12 @@ def _compare_rich(number: int, stored: Any, fresh: Any, tolerance: ImageToleranc
     return problems
 
 
-def _traceback(out: Any) -> str:
+def _traceback(out: Output) -> str:
     return normalize_text("\n".join(_text(line) for line in out.get("traceback", [])))
 
 
-def _one(text: str, limit: int = 80) -> str:
-    first = (strip_ansi(str(text)).strip().splitlines() or [""])[0]
-    return first if len(first) <= limit else first[: limit - 3] + "..."
-
-
 def compare_outputs(
-    stored: Iterable[Any], fresh: Iterable[Any], tolerance: ImageTolerance | None = None
+    stored: Iterable[Output], fresh: Iterable[Output], tolerance: ImageTolerance | None = None
 ) -> CellComparison:
     """Compare a cell's stored outputs with its re-executed ones."""
     tolerance = tolerance or ImageTolerance()
@@ -279,7 +285,7 @@ def compare_outputs(
 
 
 # ----------------------------------------------------------------- diffing
-def render_outputs(outputs: Iterable[Any]) -> list[str]:
+def render_outputs(outputs: Iterable[Output]) -> list[str]:
     """Normalised text lines standing for ``outputs``, for a human-readable diff."""
     streams, rich = _streams_and_rich(outputs)
     lines: list[str] = []
@@ -292,7 +298,7 @@ def render_outputs(outputs: Iterable[Any]) -> list[str]:
             lines.append(f"[error] {out.get('ename')}: {normalize_text(out.get('evalue', ''))}")
             continue
         for mime, value in sorted(out.get("data", {}).items()):
-            if mime in _IMAGE_MIMES:
+            if mime in RASTER_MIMES:
                 lines.append(f"[{kind} {mime} {_image_size(value)}]")
             else:
                 lines.append(f"[{kind} {mime}]")
@@ -300,7 +306,7 @@ def render_outputs(outputs: Iterable[Any]) -> list[str]:
     return lines
 
 
-def _image_size(value: Any) -> str:
+def _image_size(value: ImageData) -> str:
     try:
         width, height = _decode_image(value).size
     except Exception:
@@ -308,7 +314,7 @@ def _image_size(value: Any) -> str:
     return f"{width}x{height}"
 
 
-def short_diff(stored: Iterable[Any], fresh: Iterable[Any], limit: int = 24) -> list[str]:
+def short_diff(stored: Iterable[Output], fresh: Iterable[Output], limit: int = 24) -> list[str]:
     """A unified diff of :func:`render_outputs`, at most ``limit`` lines."""
     lines = list(
         difflib.unified_diff(

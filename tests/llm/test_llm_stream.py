@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 
 from kernel_agent.errors import ConfigError
-from kernel_agent.llm_protocol import (
+from kernel_agent.llm.protocol import (
     RUN_CELL_TOOL,
     choose_protocol,
-    extract_code_blocks,
     image_part,
     parse_model_spec,
+    split_code,
     user_message,
 )
-from kernel_agent.llm_stream import (
+from kernel_agent.llm.stream import (
     Completion,
     ReasoningDelta,
     StreamAccumulator,
@@ -21,7 +21,6 @@ from kernel_agent.llm_stream import (
     ToolCall,
     ToolCallDelta,
     Usage,
-    completion_from_response,
     parse_tool_arguments,
 )
 from kernel_agent.settings import Settings
@@ -32,6 +31,10 @@ pytestmark = pytest.mark.timeout(10)
 def chunk(delta: dict | None = None, finish: str | None = None, usage: dict | None = None) -> dict:
     choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
     return {"id": "x", "model": "m", "choices": choices, "usage": usage}
+
+
+def code_blocks(text: str, language: str | None = "python", **kw: bool) -> list[str]:
+    return split_code(text, language, **kw)[0]
 
 
 def feed_all(chunks: list[dict]) -> tuple[list, Completion]:
@@ -189,34 +192,9 @@ def test_usage_last_wins_and_sums() -> None:
     assert result.usage == Usage(1, 5, 6)
     assert result.truncated
     assert Usage(1, 2, 3) + Usage(10, 20, 30) == Usage(11, 22, 33)
-    assert Usage.total([Usage(1, 1, 2), None, Usage(2, 2, 4)]) == Usage(3, 3, 6)
-
-
-def test_completion_from_response_dict() -> None:
-    response = {
-        "model": "m",
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "tool_calls",
-                "message": {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": "c1",
-                            "type": "function",
-                            "function": {"name": "run_cell", "arguments": '{"code": "2"}'},
-                        }
-                    ],
-                },
-            }
-        ],
-        "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7},
-    }
-    result = completion_from_response(response)
-    assert result.text == "" and result.tool_calls[0].code == "2"
-    assert result.usage == Usage(3, 4, 7) and result.finish_reason == "tool_calls"
+    assert Usage(source="") + Usage(1, 1, 2) == Usage(1, 1, 2)  # "" is no call yet
+    assert not (Usage(source="") + Usage(source="")).reported
+    assert (Usage(1, 1, 2) + Usage(1, 1, 2, source="counted")).source == "counted"
 
 
 # -- fenced code -----------------------------------------------------------------------
@@ -230,29 +208,29 @@ def test_extract_python_blocks() -> None:
         "Short tag:\n```py\ny = 3\n```\n"
         "Output:\n```text\n1\n```\n"
     )
-    assert extract_code_blocks(text) == ["import pandas as pd\nprint(1)", "x = 2", "y = 3"]
-    assert extract_code_blocks(text, "bash") == ["ls", "x = 2"]
-    assert len(extract_code_blocks(text, None)) == 5
+    assert code_blocks(text) == ["import pandas as pd\nprint(1)", "x = 2", "y = 3"]
+    assert code_blocks(text, "bash") == ["ls", "x = 2"]
+    assert len(code_blocks(text, None)) == 5
 
 
 def test_extract_unclosed_trailing_block() -> None:
     text = "Here:\n```python\nfor i in range(3):\n    print(i)\n"
-    assert extract_code_blocks(text) == ["for i in range(3):\n    print(i)"]
-    assert extract_code_blocks(text, include_unclosed=False) == []
+    assert code_blocks(text) == ["for i in range(3):\n    print(i)"]
+    assert code_blocks(text, include_unclosed=False) == []
 
 
 def test_extract_tolerates_model_quirks() -> None:
-    assert extract_code_blocks(
-        "1. Load:\n   ```python\n   df = 1\n   if df:\n       pass\n   ```"
-    ) == ["df = 1\nif df:\n    pass"]
-    assert extract_code_blocks("Sure! ```python\nprint(2)\n```") == ["print(2)"]
-    assert extract_code_blocks("```python\nprint(3)```") == ["print(3)"]
-    assert extract_code_blocks("~~~{python}\nprint(4)\n~~~") == ["print(4)"]
-    assert extract_code_blocks("````python\nprint('```')\n````") == ["print('```')"]
-    assert extract_code_blocks("```Python3 title=x\nprint(5)\n```") == ["print(5)"]
-    assert extract_code_blocks("```python\na = 1\n```python\nb = 2\n```") == ["a = 1", "b = 2"]
-    assert extract_code_blocks("```python\n\n```\nno code here") == []
-    assert extract_code_blocks("inline ```code``` is not a block") == []
+    assert code_blocks("1. Load:\n   ```python\n   df = 1\n   if df:\n       pass\n   ```") == [
+        "df = 1\nif df:\n    pass"
+    ]
+    assert code_blocks("Sure! ```python\nprint(2)\n```") == ["print(2)"]
+    assert code_blocks("```python\nprint(3)```") == ["print(3)"]
+    assert code_blocks("~~~{python}\nprint(4)\n~~~") == ["print(4)"]
+    assert code_blocks("````python\nprint('```')\n````") == ["print('```')"]
+    assert code_blocks("```Python3 title=x\nprint(5)\n```") == ["print(5)"]
+    assert code_blocks("```python\na = 1\n```python\nb = 2\n```") == ["a = 1", "b = 2"]
+    assert code_blocks("```python\n\n```\nno code here") == []
+    assert code_blocks("inline ```code``` is not a block") == []
 
 
 # -- specs, protocols, messages ----------------------------------------------------------

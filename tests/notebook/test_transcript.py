@@ -18,8 +18,8 @@ from nbformat import NotebookNode
 
 import kernel_agent
 from kernel_agent.errors import NotebookError
+from kernel_agent.notebook.transcript import Transcript, write_notebook_atomic
 from kernel_agent.results import CellResult
-from kernel_agent.transcript import Transcript, write_notebook_atomic
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -173,7 +173,7 @@ CRASH_SCRIPT = textwrap.dedent(
     from datetime import datetime, timezone
     import nbformat
     from kernel_agent.results import CellResult
-    from kernel_agent.transcript import Transcript
+    from kernel_agent.notebook.transcript import Transcript
 
     spec = {"name": "python3", "display_name": "P", "language": "python"}
     t = Transcript(sys.argv[1], kernelspec=spec)

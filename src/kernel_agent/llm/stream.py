@@ -2,8 +2,7 @@
 
 :class:`StreamAccumulator` is fed chunks (``openai`` ``ChatCompletionChunk`` objects or
 plain dicts of the same shape) and returns the deltas each one carries; ``result()``
-gives the assembled :class:`Completion`. :func:`completion_from_response` does the same
-for a non-streamed ``ChatCompletion``.
+gives the assembled :class:`Completion`.
 
 Tolerated server quirks: tool-call deltas without ``index`` (their position is used),
 ``id``/``name`` repeated on every chunk, missing tool-call ids (one is made up), usage
@@ -14,7 +13,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,8 +25,8 @@ __all__ = [
     "ToolCallDelta",
     "USAGE_SOURCES",
     "Usage",
-    "completion_from_response",
     "least_exact",
+    "tokens_text",
     "parse_tool_arguments",
 ]
 
@@ -73,9 +71,10 @@ def least_exact(a: str, b: str) -> str:
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts; ``a + b`` and ``Usage.total(items)`` sum them.
+    """Token counts of one reply or of a whole run; ``a + b`` sums them.
 
-    ``source`` says where they come from (:data:`USAGE_SOURCES`); a sum keeps the least exact.
+    ``source`` says where they come from (:data:`USAGE_SOURCES`); a sum keeps the least
+    exact. ``""`` means no model call has finished yet: a run starts from ``Usage(source="")``.
     """
 
     prompt_tokens: int = 0
@@ -91,13 +90,26 @@ class Usage:
             least_exact(self.source, other.source),
         )
 
-    @classmethod
-    def total(cls, items: Iterable[Usage | None]) -> Usage:
-        out = cls()
-        for item in items:
-            if item is not None:
-                out = out + item
-        return out
+    @property
+    def reported(self) -> bool:
+        """True when every count came from the endpoint itself."""
+        return self.source == "reported"
+
+    def counts(self) -> dict[str, int]:
+        """The three counts, for a cell's metadata."""
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        """The counts, ``source`` and ``reported``, for the run's metadata."""
+        return {**self.counts(), "source": self.source, "reported": self.reported}
+
+    def text(self) -> str:
+        """The counts for people (see :func:`tokens_text`)."""
+        return tokens_text(self.as_dict())
 
     @classmethod
     def from_obj(cls, obj: Any) -> Usage | None:
@@ -106,6 +118,29 @@ class Usage:
         prompt = int(_get(obj, "prompt_tokens") or 0)
         completion = int(_get(obj, "completion_tokens") or 0)
         return cls(prompt, completion, int(_get(obj, "total_tokens") or prompt + completion))
+
+
+def tokens_text(usage: dict[str, Any]) -> str:
+    """Token counts for people: real counts plainly, counted or estimated ones labelled.
+
+    ``usage`` is :meth:`Usage.as_dict` as a notebook stores it (older notebooks have only
+    ``reported``).
+    """
+    source = usage.get("source")
+    if source is None and usage.get("reported") is False:  # a notebook from before counting
+        return "tokens not reported by the endpoint"
+    if source == "":
+        return "no tokens (no model call finished)"
+    total = usage.get("total_tokens")
+    if total is None:
+        total = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
+    given, taken = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+    split = f"{given:,} prompt + {taken:,} completion"
+    if source == "estimated":
+        return f"~{total:,} tokens ({split}; estimated from the text length)"
+    if source == "counted":
+        return f"{total:,} tokens ({split}; counted with the model's tokenizer)"
+    return f"{total:,} tokens ({split})"
 
 
 @dataclass(frozen=True)
@@ -205,11 +240,9 @@ class StreamAccumulator:
         self._usage: Usage | None = None
         self._finish: str | None = None
         self._model: str | None = None
-        self.chunks = 0
         self.saw_choice = False
 
     def feed(self, chunk: Any) -> list[Delta]:
-        self.chunks += 1
         self._model = _get(chunk, "model") or self._model
         usage = Usage.from_obj(_get(chunk, "usage"))
         if usage is not None:
@@ -267,30 +300,3 @@ class StreamAccumulator:
             reasoning="".join(self._reasoning),
             model=self._model,
         )
-
-
-def completion_from_response(response: Any) -> Completion:
-    """A :class:`Completion` from a non-streamed ``ChatCompletion`` (object or dict)."""
-    choices = _get(response, "choices") or []
-    if not choices:
-        return Completion(
-            usage=Usage.from_obj(_get(response, "usage")), model=_get(response, "model")
-        )
-    choice = choices[0]
-    message = _get(choice, "message")
-    calls = []
-    for tc in _get(message, "tool_calls") or []:
-        fn = _get(tc, "function")
-        raw = _get(fn, "arguments") or ""
-        args, error = parse_tool_arguments(raw)
-        call_id = _get(tc, "id") or _made_up_id()
-        calls.append(ToolCall(call_id, _get(fn, "name") or "", raw, args, error))
-    thought = _get(message, "reasoning_content") or _get(message, "reasoning")
-    return Completion(
-        text=_get(message, "content") or "",
-        tool_calls=tuple(calls),
-        usage=Usage.from_obj(_get(response, "usage")),
-        finish_reason=_get(choice, "finish_reason"),
-        reasoning=thought if isinstance(thought, str) else "",
-        model=_get(response, "model"),
-    )

@@ -24,12 +24,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, BinaryIO
 
-from .errors import ConfigError, LocalModelError
+from ..errors import ConfigError, LocalModelError
+from ..syncify import SyncFacade, blocking
 from .local_model import BUNDLED_MODEL, ProgressFn, is_local_model, resolve_local_model
-from .syncify import sync_facade
 
 if TYPE_CHECKING:
-    from .settings import Settings
+    from ..settings import Settings
 
 __all__ = [
     "AsyncLocalModelServer",
@@ -205,11 +205,13 @@ class AsyncLocalModelServer:
         return f"{last} (log: {self.log_path})"
 
 
-LocalModelServer = sync_facade(
-    AsyncLocalModelServer,
-    name="LocalModelServer",
-    doc="Blocking :class:`AsyncLocalModelServer`; use it as a context manager.",
-)
+class LocalModelServer(SyncFacade[AsyncLocalModelServer]):
+    """Blocking :class:`AsyncLocalModelServer`; use it as a context manager."""
+
+    _async_class = AsyncLocalModelServer
+    start = blocking(AsyncLocalModelServer.start)
+    shutdown = blocking(AsyncLocalModelServer.shutdown)
+    is_alive = blocking(AsyncLocalModelServer.is_alive)
 
 
 def server_arguments(
@@ -257,7 +259,7 @@ def _require_llama_cpp() -> None:
 
 
 def _default_log_dir() -> Path:
-    from .settings import default_home
+    from ..settings import default_home
 
     return default_home() / "logs"
 

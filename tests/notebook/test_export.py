@@ -9,10 +9,10 @@ import nbformat
 import pytest
 from nbfactory import PLOT_STEPS, build_transcript, require_chromium
 
-from kernel_agent.clean import write_pair
 from kernel_agent.errors import ConfigError, ExportError, NotebookError
-from kernel_agent.export import export_notebook, provenance_markdown
-from kernel_agent.verify import record_verdict, verify_notebook
+from kernel_agent.notebook.clean import write_pair
+from kernel_agent.notebook.export import export_notebook, provenance_markdown
+from kernel_agent.notebook.verify import record_verdict, verify_notebook
 
 pytestmark = pytest.mark.timeout(180)
 

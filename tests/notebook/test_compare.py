@@ -8,7 +8,7 @@ import io
 import pytest
 from nbformat.v4 import new_output
 
-from kernel_agent.compare import (
+from kernel_agent.notebook.compare import (
     ImageTolerance,
     compare_images,
     compare_outputs,

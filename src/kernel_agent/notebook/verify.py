@@ -3,7 +3,7 @@
 :func:`verify_notebook` (blocking) and :func:`async_verify_notebook` run every code
 cell with nbclient in a new kernel of the notebook's kernelspec (or ``kernel_name``),
 compare each cell's new outputs with the stored ones through
-:func:`kernel_agent.compare.compare_outputs`, and return a :class:`VerifyReport`
+:func:`kernel_agent.notebook.compare.compare_outputs`, and return a :class:`VerifyReport`
 with a result per code cell and the first cell that differs.
 
 The kernel can be put in the sandbox the agent uses: pass the same ``launcher``
@@ -29,10 +29,10 @@ from typing import Any, Literal
 
 from nbformat import NotebookNode
 
+from ..errors import KernelNotFound, KernelStartError, VerifyMismatch, one_line
+from ..sandbox.env import kernel_environment
 from .compare import ImageTolerance, compare_outputs
-from .errors import KernelNotFound, KernelStartError, VerifyMismatch
-from .nbio import one_line, read_notebook
-from .sandbox.env import kernel_environment
+from .nbio import read_notebook
 from .transcript import write_notebook_atomic
 
 __all__ = [
@@ -125,7 +125,7 @@ class VerifyReport:
         return text
 
     def to_metadata(self) -> dict[str, Any]:
-        """What goes under ``metadata.kernel_agent.verify``."""
+        """What goes under ``metadata.kernel_agent.notebook.verify``."""
         first = self.first_difference
         return {
             "verdict": self.verdict,
@@ -204,8 +204,8 @@ async def async_verify_notebook(
         "env": kernel_environment(env, env_passthrough),
     }
     if launcher is None:  # sandboxed as a run would be: never a bare kernel in the user's dir
-        from .sandbox import make_launcher
-        from .settings import Settings
+        from ..sandbox import make_launcher
+        from ..settings import Settings
 
         launcher = make_launcher(Settings.from_env(), workdir)
     # a notebook a run made with the host helpers: the same helpers (not listening), and
@@ -283,7 +283,7 @@ def verify_notebook(path: str | Path, **kwargs: Any) -> VerifyReport:
 
 
 def record_verdict(path: str | Path, report: VerifyReport) -> None:
-    """Store ``report.to_metadata()`` as ``metadata.kernel_agent.verify`` of ``path``."""
+    """Store ``report.to_metadata()`` as ``metadata.kernel_agent.notebook.verify`` of ``path``."""
     nb = read_notebook(path)
     nb.metadata.setdefault("kernel_agent", {})["verify"] = report.to_metadata()
     write_notebook_atomic(nb, path)
@@ -295,7 +295,7 @@ def _tolerance(value: ImageTolerance | float | None) -> ImageTolerance:
         return ImageTolerance()
     if isinstance(value, ImageTolerance):
         return value
-    from .errors import ConfigError
+    from ..errors import ConfigError
 
     # A float is the fraction of pixels allowed to differ; the mean difference may
     # be what that many fully different pixels give, so 0 means pixel-exact.

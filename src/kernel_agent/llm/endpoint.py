@@ -16,8 +16,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from .errors import ConfigError
-from .settings import Settings
+from ..errors import ConfigError
+from ..settings import Settings
 
 __all__ = ["Endpoint", "resolve_endpoint", "open_endpoint", "DEFAULT_OPENAI_MODEL"]
 

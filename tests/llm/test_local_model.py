@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from kernel_agent.errors import ConfigError, LocalModelError
-from kernel_agent.local_model import (
+from kernel_agent.llm.local_model import (
     BUNDLED_MODEL,
     BundledModel,
     ensure_model,
@@ -37,10 +37,10 @@ from kernel_agent.local_model import (
     resolve_local_model,
     rich_progress,
 )
-from kernel_agent.local_server import AsyncLocalModelServer, LocalModelServer, local_endpoint
+from kernel_agent.llm.local_server import AsyncLocalModelServer, LocalModelServer, local_endpoint
 from kernel_agent.settings import Settings
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "src"
 
 # -- fakes: small part packages ----------------------------------------------------
@@ -455,7 +455,7 @@ PARENT = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from kernel_agent.local_server import LocalModelServer
+    from kernel_agent.llm.local_server import LocalModelServer
 
     with LocalModelServer(Path(sys.argv[1]), log_dir=Path(sys.argv[2]), n_threads=1) as s:
         print(s.pid, flush=True)

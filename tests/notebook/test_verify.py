@@ -10,10 +10,10 @@ import pytest
 from jupyter_client.manager import AsyncKernelManager
 from nbfactory import PLOT_STEPS, Step, build_transcript, edit_png
 
-from kernel_agent.clean import write_pair
-from kernel_agent.compare import ImageTolerance
 from kernel_agent.errors import KernelNotFound, NotebookError, VerifyMismatch
-from kernel_agent.verify import record_verdict, verify_notebook
+from kernel_agent.notebook.clean import write_pair
+from kernel_agent.notebook.compare import ImageTolerance
+from kernel_agent.notebook.verify import record_verdict, verify_notebook
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -20,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .errors import ConfigError, LocalModelError
+from ..errors import ConfigError, LocalModelError
 
 __all__ = [
     "BUNDLED_MODEL",

@@ -13,13 +13,13 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from .results import CellResult, strip_ansi
+from ..images import IMAGE_MIMES
+from ..results import CellResult, strip_ansi
 
 __all__ = ["CellView", "render_cell", "budget_text", "html_to_text", "image_size"]
 
 _TAG = re.compile(r"<[^>]+>")
 _BLANKS = re.compile(r"\n\s*\n+")
-_IMAGE_MIMES = ("image/png", "image/jpeg", "image/gif", "image/svg+xml")
 
 
 @dataclass
@@ -99,7 +99,7 @@ def render_cell(result: CellResult, *, budget: int = 4000, vision: bool = False)
             )
         elif kind in ("display_data", "execute_result"):
             data = out.get("data", {})
-            for mime in _IMAGE_MIMES:
+            for mime in IMAGE_MIMES:
                 if mime in data:
                     size = image_size(mime, data[mime])
                     if vision and mime != "image/svg+xml":

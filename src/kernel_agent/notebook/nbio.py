@@ -14,15 +14,9 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-from .errors import NotebookError
+from ..errors import NotebookError, one_line
 
-__all__ = ["read_notebook", "validate_notebook", "one_line"]
-
-
-def one_line(text: object, limit: int = 160) -> str:
-    """The first line of ``text``, cut to ``limit`` characters."""
-    first = (str(text).strip().splitlines() or [""])[0].strip()
-    return first if len(first) <= limit else first[: limit - 3] + "..."
+__all__ = ["read_notebook", "validate_notebook"]
 
 
 def read_notebook(path: str | Path) -> NotebookNode:

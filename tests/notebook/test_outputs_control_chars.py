@@ -9,7 +9,7 @@ import time
 import pytest
 from nbclient.client import _RGX_CARRIAGERETURN
 
-from kernel_agent.outputs import resolve_control_chars
+from kernel_agent.notebook.outputs import resolve_control_chars
 
 _BACKSPACE = re.compile("[^\n\x08]\x08")
 

@@ -194,7 +194,7 @@ def write_pair(
     nb = getattr(transcript_nb, "nb", transcript_nb)
     full_path, clean_path = Path(full_path), Path(clean_path)
     if full_path.resolve() == clean_path.resolve():
-        from .errors import ConfigError
+        from ..errors import ConfigError
 
         raise ConfigError(f"the clean notebook cannot overwrite its transcript: {full_path}")
     clean = clean_notebook(nb)

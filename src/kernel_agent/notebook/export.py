@@ -31,10 +31,10 @@ from typing import Any, Literal
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell
 
-from .errors import ConfigError, ExportError
-from .events import tokens_text
-from .nbio import one_line, read_notebook
-from .safefs import write_beneath
+from ..errors import ConfigError, ExportError, one_line
+from ..events import tokens_text
+from ..safefs import write_beneath
+from .nbio import read_notebook
 from .transcript import _atomic_write_text
 
 __all__ = [
@@ -127,7 +127,7 @@ def _markdown(nb: NotebookNode, nb_path: Path, out: Path) -> None:
 
 def pdf_engine(preferred: PdfEngine = "auto") -> str | None:
     """The PDF toolchain to use, or None when ``preferred`` (or every one) is missing."""
-    from .chromium import find_chromium
+    from ..chromium import find_chromium
 
     available = {
         "chromium": lambda: find_chromium() is not None,
@@ -157,7 +157,7 @@ def _pdf(nb: NotebookNode, nb_path: Path, out: Path, preferred: PdfEngine) -> No
             "or xelatex and pandoc; none was found"
         )
     if engine == "chromium":
-        from .chromium import print_pdf
+        from ..chromium import print_pdf
 
         with tempfile.TemporaryDirectory(prefix="kernel-agent-export-") as tmp:
             page = Path(tmp) / f"{out.stem}.html"
@@ -241,7 +241,7 @@ def provenance_markdown(nb: NotebookNode, nb_path: Path | None = None) -> str | 
         )
     elif run.get("clean_notebook"):
         rows.append(("Notebook", f"full transcript; clean notebook: {run['clean_notebook']}"))
-    from . import __version__
+    from .. import __version__
 
     exported = datetime.now(timezone.utc).isoformat(timespec="seconds")
     source = f" from {nb_path.name}" if nb_path is not None else ""
