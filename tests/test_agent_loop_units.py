@@ -72,7 +72,8 @@ def test_a_failing_cell_is_followed_by_a_namespace_probe(fake_llm, tmp_path) -> 
     executor = FakeExecutor(FakeCell(error=("NameError", "name 'y' is not defined")))
     fake_llm.enqueue(run_cell("y"), text("y is not defined."))
     result, _ = run(fake_llm, tmp_path, executor, levers="none")
-    assert executor.codes == ["y", ""]  # the probe takes nothing from the script
+    assert executor.codes == ["y"]  # the probe takes nothing from the script
+    assert "ns" in executor.probes[-1] and "libraries" in executor.probes[0]
     assert result.cells[0].status == "error"
     assert "NameError" in fake_llm.requests[1]["messages"][-1]["content"]
 

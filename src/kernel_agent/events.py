@@ -31,7 +31,6 @@ __all__ = [
 
 
 @dataclass
-@dataclass
 class RunResult:
     """What ``Agent.run_to_end`` returns."""
 

@@ -71,8 +71,10 @@ class FakeExecutor:
         language: str = "python",
     ) -> None:
         self.script: deque[FakeCell] = deque(script)
-        #: the code of every cell asked for, in order (empty probes included)
+        #: the code of every cell asked for, in order (not the empty requests that only
+        #: evaluate ``user_expressions``: those are probes, listed in :attr:`probes`)
         self.codes: list[str] = []
+        self.probes: list[dict[str, str]] = []
         self.kernelspec: dict[str, Any] = {
             "name": f"fake-{language}",
             "display_name": f"Fake {language}",
@@ -130,10 +132,11 @@ class FakeExecutor:
         user_expressions: dict[str, str] | None = None,
     ) -> CellResult:
         check_timeout(timeout)
-        self.codes.append(code)
         started = datetime.now(timezone.utc)
         if not code.strip():
+            self.probes.append(dict(user_expressions or {}))
             return CellResult(code, "ok", None, [], None, started, started)
+        self.codes.append(code)
         cell = self.script.popleft() if self.script else FakeCell()
         self._count += 1
         outputs: list[NotebookNode] = []

@@ -212,7 +212,7 @@ async def async_verify_notebook(
     # the packages it installed, at the recorded versions, in a fresh read-only site
     init_code, site = None, None
     if (nb.metadata.get("language_info") or {}).get("name", "python") == "python":
-        from .tools.host import prepare_rerun
+        from ..tools.host import prepare_rerun
 
         init_code, site = await prepare_rerun(dict(nb.metadata.get("kernel_agent") or {}))
     mounts = getattr(launcher, "extra_ro_paths", None)
