@@ -41,6 +41,7 @@ from ..errors import ConfigError, GatewayError, KernelDied, KernelStartError
 from ..notebook.outputs import DisplayMap, OutputCollector
 from ..results import CellResult
 from ..settings import Settings
+from ..syncify import blocking
 from .base import Isolation, OutputCallback, SyncExecutor, check_timeout
 from .cell import Outcome, finish_cell, now, take_reply
 from .gateway_client import (
@@ -652,6 +653,8 @@ class GatewaySession(SyncExecutor[AsyncGatewaySession]):
     """
 
     _async_class = AsyncGatewaySession
+    inject = blocking(AsyncGatewaySession.inject)
+    send_comm = blocking(AsyncGatewaySession.send_comm)
 
 
 def make_gateway_executor(

@@ -29,6 +29,7 @@ from ..errors import ConfigError, KernelDied, KernelNotFound, KernelStartError
 from ..notebook.outputs import DisplayMap, OutputCollector
 from ..results import CellResult
 from ..sandbox.env import kernel_environment
+from ..syncify import blocking
 from .base import Isolation, OutputCallback, SyncExecutor, check_timeout
 from .cell import Outcome, finish_cell, take_reply
 from .cell import now as _now
@@ -426,3 +427,5 @@ class KernelSession(SyncExecutor[AsyncKernelSession]):
     """
 
     _async_class = AsyncKernelSession
+    inject = blocking(AsyncKernelSession.inject)
+    send_comm = blocking(AsyncKernelSession.send_comm)
