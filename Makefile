@@ -40,6 +40,9 @@ DENO := $(DENO_PREFIX)/node_modules/@deno/linux-x64-glibc/deno
 KERNELS_DIR ?= $(VENV)/share/jupyter/kernels
 
 $(DENO):
+	@command -v npm >/dev/null 2>&1 || { \
+		$(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q npm; }
 	npm install --no-save --no-package-lock --no-audit --no-fund --prefix $(DENO_PREFIX) \
 		@deno/linux-x64-glibc@$(DENO_VERSION)
 	chmod -R a+rX $(DENO_PREFIX)
