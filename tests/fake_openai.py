@@ -498,3 +498,20 @@ def _chunks(reply: Reply, model: str, usage: dict[str, int] | None) -> Iterator[
     yield chunk({}, reply.finish_reason)
     if usage is not None:
         yield {**env, "choices": [], "usage": usage}
+
+
+def scripted_settings(fake: FakeLLM, tmp_path: Any, **overrides: Any) -> Any:
+    """Settings for an agent talking to ``fake``: notebooks in ``tmp_path/nbs``, the kernel
+    seeing ``tmp_path``, unsandboxed unless ``sandbox=`` says otherwise; ``overrides`` win."""
+    from kernel_agent.settings import Settings
+
+    values: dict[str, Any] = {
+        "base_url": fake.base_url,
+        "model": "test-model",
+        "api_key": "sk-test",
+        "notebook_dir": tmp_path / "nbs",
+        "cwd": tmp_path,
+        "sandbox": "none",
+    }
+    values.update(overrides)
+    return Settings.from_env(env={}, **values)

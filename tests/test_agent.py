@@ -8,10 +8,19 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
-from fake_openai import FakeLLM, error, fenced, malformed_tool_call, run_cell, text
+from fake_openai import (
+    FakeLLM,
+    error,
+    fenced,
+    malformed_tool_call,
+    run_cell,
+    scripted_settings,
+    text,
+)
 
 from kernel_agent.agent import Agent
 from kernel_agent.errors import ConfigError, LLMAuthError
@@ -21,17 +30,8 @@ from kernel_agent.settings import Settings
 pytestmark = pytest.mark.timeout(120)
 
 
-def settings_for(fake: FakeLLM, tmp_path: Path, **kw) -> Settings:
-    base = dict(
-        base_url=fake.base_url,
-        model="test-model",
-        api_key="sk-test",
-        notebook_dir=tmp_path / "nbs",
-        cwd=tmp_path,
-        sandbox="none",
-    )
-    base.update(kw)
-    return Settings.from_env(env={}, **base)
+def settings_for(fake: FakeLLM, tmp_path: Path, **kw: Any) -> Settings:
+    return scripted_settings(fake, tmp_path, **kw)
 
 
 def run(fake: FakeLLM, tmp_path: Path, task: str = "do it", **kw):

@@ -13,7 +13,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from fake_openai import FakeLLM, fenced, run_cell, text
+from fake_openai import FakeLLM, fenced, run_cell, scripted_settings, text
 
 from kernel_agent.agent import Agent
 from kernel_agent.events import CellOutput, CellSkipped, Notice, RunFinished, RunStarted
@@ -25,17 +25,7 @@ pytestmark = pytest.mark.timeout(30)
 
 
 def settings_for(fake: FakeLLM, tmp_path: Path, **kw: Any) -> Settings:
-    base: dict[str, Any] = dict(
-        base_url=fake.base_url,
-        model="test-model",
-        api_key="sk-test",
-        notebook_dir=tmp_path / "nbs",
-        cwd=tmp_path,
-        sandbox="none",
-        clean_notebook=False,
-    )
-    base.update(kw)
-    return Settings.from_env(env={}, **base)
+    return scripted_settings(fake, tmp_path, **(dict(clean_notebook=False) | kw))
 
 
 def run(

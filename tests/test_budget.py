@@ -13,10 +13,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
-from fake_openai import FakeLLM, run_cell, text
+from fake_openai import FakeLLM, run_cell, scripted_settings, text
 
 from kernel_agent.agent import Agent
 from kernel_agent.agent.budget import Budget
@@ -32,18 +33,8 @@ from kernel_agent.tokens import chat_text, estimate
 pytestmark = pytest.mark.timeout(120)
 
 
-def settings_for(fake: FakeLLM, tmp_path: Path, **kw) -> Settings:
-    base = dict(
-        base_url=fake.base_url,
-        model="test-model",
-        api_key="sk-test",
-        notebook_dir=tmp_path / "nbs",
-        cwd=tmp_path,
-        sandbox="none",
-        clean_notebook=False,
-    )
-    base.update(kw)
-    return Settings.from_env(env={}, **base)
+def settings_for(fake: FakeLLM, tmp_path: Path, **kw: Any) -> Settings:
+    return scripted_settings(fake, tmp_path, **(dict(clean_notebook=False) | kw))
 
 
 def run(fake: FakeLLM, tmp_path: Path, task: str = "do it", extend=None, **kw):

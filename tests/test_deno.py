@@ -10,10 +10,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
-from fake_openai import fenced, text
+from fake_openai import FakeLLM, fenced, scripted_settings, text
 
 from kernel_agent.agent import Agent
 from kernel_agent.events import RunFinished
@@ -38,20 +39,12 @@ if _deno_spec() is None:
     pytest.skip(message, allow_module_level=True)
 
 
-def settings_for(fake, tmp_path: Path, **kw) -> Settings:
-    base = dict(
-        base_url=fake.base_url,
-        model="test-model",
-        api_key="sk-test",
-        protocol="fenced",
-        kernel_name="deno",
-        notebook_dir=tmp_path / "nbs",
-        cwd=tmp_path,
-        sandbox=SANDBOX,
-        levers="none",
+def settings_for(fake: FakeLLM, tmp_path: Path, **kw: Any) -> Settings:
+    return scripted_settings(
+        fake,
+        tmp_path,
+        **(dict(protocol="fenced", kernel_name="deno", sandbox=SANDBOX, levers="none") | kw),
     )
-    base.update(kw)
-    return Settings.from_env(env={}, **base)
 
 
 def test_the_agent_drives_deno_with_typescript_fences(fake_llm, tmp_path):

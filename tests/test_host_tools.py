@@ -10,10 +10,11 @@ import json
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
-from fake_openai import FakeLLM, run_cell, text
+from fake_openai import FakeLLM, run_cell, scripted_settings, text
 
 from kernel_agent.agent import Agent
 from kernel_agent.errors import ConfigError
@@ -54,19 +55,10 @@ def not_json() -> object:
     return {1, 2}
 
 
-def settings_for(fake: FakeLLM, tmp_path: Path, **kw) -> Settings:
-    base = dict(
-        base_url=fake.base_url,
-        model="test-model",
-        api_key="sk-test",
-        notebook_dir=tmp_path / "nbs",
-        cwd=tmp_path,
-        sandbox=SANDBOX,
-        tool_timeout=5.0,
-        levers="none",
+def settings_for(fake: FakeLLM, tmp_path: Path, **kw: Any) -> Settings:
+    return scripted_settings(
+        fake, tmp_path, **(dict(sandbox=SANDBOX, tool_timeout=5.0, levers="none") | kw)
     )
-    base.update(kw)
-    return Settings.from_env(env={}, **base)
 
 
 def run(fake: FakeLLM, tmp_path: Path, tools=(), **kw):

@@ -10,10 +10,11 @@ import base64
 import hashlib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
-from fake_openai import FakeLLM, run_cell, text
+from fake_openai import FakeLLM, run_cell, scripted_settings, text
 
 from kernel_agent.agent import Agent
 from kernel_agent.errors import ConfigError
@@ -64,18 +65,8 @@ def index(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPa
     return where
 
 
-def settings_for(fake: FakeLLM, tmp_path: Path, **kw) -> Settings:
-    base = dict(
-        base_url=fake.base_url,
-        model="test-model",
-        api_key="sk-test",
-        notebook_dir=tmp_path / "nbs",
-        cwd=tmp_path,
-        sandbox=SANDBOX,
-        levers="none",
-    )
-    base.update(kw)
-    return Settings.from_env(env={}, **base)
+def settings_for(fake: FakeLLM, tmp_path: Path, **kw: Any) -> Settings:
+    return scripted_settings(fake, tmp_path, **(dict(sandbox=SANDBOX, levers="none") | kw))
 
 
 def run(fake: FakeLLM, tmp_path: Path, approve=None, **kw):

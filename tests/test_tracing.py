@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai import FakeLLM, run_cell, text
+from fake_openai import FakeLLM, run_cell, scripted_settings, text
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -29,18 +29,7 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def settings_for(fake: FakeLLM, tmp_path: Path, **kw: Any) -> Settings:
-    base: dict[str, Any] = dict(
-        base_url=fake.base_url,
-        model="test-model",
-        api_key="sk-test",
-        notebook_dir=tmp_path / "nbs",
-        cwd=tmp_path,
-        sandbox="none",
-        clean_notebook=False,
-        temperature=0.25,
-    )
-    base.update(kw)
-    return Settings.from_env(env={}, **base)
+    return scripted_settings(fake, tmp_path, **(dict(clean_notebook=False, temperature=0.25) | kw))
 
 
 def traced_run(fake: FakeLLM, tmp_path: Path, **kw: Any) -> tuple[Any, list[Any]]:
