@@ -48,6 +48,9 @@ def test_data_is_deterministic_and_every_answer_is_finite(tmp_path):
         ("0.1", 0.1, 4, True),
         ("-0.709", -0.7091, 3, True),
         ("abc", 1.0, 2, False),
+        ("538641.89", 538641.885, 2, True),  # a tie rounds either way
+        ("538641.88", 538641.885, 2, True),
+        ("538641.87", 538641.885, 2, False),
     ],
 )
 def test_numbers_must_be_rounded_as_asked(written, value, decimals, ok):
