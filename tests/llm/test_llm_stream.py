@@ -281,3 +281,22 @@ def test_image_messages() -> None:
     assert user_message("hi") == {"role": "user", "content": "hi"}
     msg = user_message("look", [raw])
     assert msg["content"] == [{"type": "text", "text": "look"}, raw]
+
+
+def test_one_provider_table_drives_specs_endpoints_and_local_checks() -> None:
+    from kernel_agent.llm.endpoint import is_local, resolve_endpoint
+    from kernel_agent.llm.local_model import is_local_model
+    from kernel_agent.llm.providers import PROVIDERS
+    from kernel_agent.settings import Settings
+
+    for name, provider in PROVIDERS.items():
+        if provider.local:
+            continue
+        assert parse_model_spec(f"{name}:m") == (name, "m")
+        ep = resolve_endpoint(Settings(home=".", model=f"{name}:m", api_key="k"))
+        assert ep.provider == name and ep.model == "m" and ep.base_url == provider.base_url
+    assert parse_model_spec("ollama:qwen2.5:7b") == ("ollama", "qwen2.5:7b")
+    for spec in (None, "local", "local:/m.gguf"):
+        assert is_local_model(spec) and is_local(Settings(home=".", model=spec))
+    assert not is_local_model("localhost-model") and not is_local_model("ollama:local")
+    assert not is_local(Settings(home=".", api_key="k"))

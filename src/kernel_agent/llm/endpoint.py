@@ -18,15 +18,11 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..settings import Settings
+from .providers import PROVIDERS, is_local_spec
 
 __all__ = ["Endpoint", "resolve_endpoint", "open_endpoint", "DEFAULT_OPENAI_MODEL"]
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
-_PROVIDER_URLS = {
-    "ollama": "http://localhost:11434/v1",
-    "vllm": "http://localhost:8000/v1",
-    "llamacpp": "http://localhost:8080/v1",
-}
 _NO_KEY_NEEDED = "not-needed"
 
 
@@ -44,23 +40,23 @@ class Endpoint:
 
 
 def is_local(settings: Settings) -> bool:
-    model = settings.model
-    if model is None:
+    if settings.model is None:  # no model named: local unless a key or a URL says otherwise
         return not settings.api_key and not settings.base_url
-    return model == "local" or model.startswith("local:")
+    return is_local_spec(settings.model)
 
 
 def resolve_endpoint(settings: Settings) -> Endpoint:
     """The remote endpoint for ``settings`` (not the local model: see :func:`open_endpoint`)."""
     model = settings.model or DEFAULT_OPENAI_MODEL
     provider, _, name = model.partition(":") if ":" in model else ("", "", model)
-    if provider and provider not in (*_PROVIDER_URLS, "openai"):
+    if provider and (provider not in PROVIDERS or PROVIDERS[provider].local):
         # not a provider prefix (e.g. "qwen2.5:7b" for Ollama): the whole string is the name
         provider, name = "", model
     if not name:
         raise ConfigError(f"model name is empty in {model!r}")
-    base_url = settings.base_url or _PROVIDER_URLS.get(provider)
-    if provider == "openai" or (not provider and not base_url):
+    known = PROVIDERS.get(provider)
+    base_url = settings.base_url or (known.base_url if known else None)
+    if (known and known.needs_key) or (not provider and not base_url):
         provider = "openai"
         if not settings.api_key:
             raise ConfigError(

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import ConfigError, LocalModelError
+from .providers import is_local_spec
 
 __all__ = [
     "BUNDLED_MODEL",
@@ -117,7 +118,7 @@ def ensure_model(
 
 def is_local_model(spec: str | None) -> bool:
     """True for the specs served locally: None (the default), ``local``, ``local:PATH``."""
-    return spec is None or spec == "local" or spec.startswith("local:")
+    return is_local_spec(spec)
 
 
 def resolve_local_model(

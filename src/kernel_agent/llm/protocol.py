@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from ..errors import ConfigError
 from ..settings import Settings
+from .providers import PROVIDERS as _PROVIDER_TABLE
 
 __all__ = [
     "PROVIDERS",
@@ -34,7 +35,7 @@ __all__ = [
 
 ProtocolName = Literal["tools", "fenced"]
 
-PROVIDERS = ("openai", "local")
+PROVIDERS = tuple(_PROVIDER_TABLE)
 """Prefixes :func:`parse_model_spec` knows. Others stay part of the name (``llama3:8b``)."""
 
 RUN_CELL_TOOL: dict[str, Any] = {
