@@ -382,6 +382,8 @@ class AsyncAgent:
             cwd=self._work_dir(),
             env_passthrough=self.settings.env_passthrough,
             launcher=self.executor.make_launcher() if self.executor is not None else None,
+            # what this run installed, and nothing the notebook could add
+            install=self.host.rerun_policy(),
         )
         record_verdict(clean, report)
         result.verify = report.to_metadata()

@@ -8,13 +8,15 @@ differing cell and a short diff are printed and the exit code is
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import ConfigError
+from ..errors import ConfigError, one_line
 
-__all__ = ["register", "run", "print_report"]
+__all__ = ["register", "run", "print_report", "terminal_ask"]
 
 
 def register(subparsers: Any) -> None:
@@ -53,6 +55,13 @@ def register(subparsers: Any) -> None:
         choices=("auto", "bwrap", "none"),
         help="isolate the kernel, as runs do (default auto)",
     )
+    parser.add_argument(
+        "--install",
+        metavar="POLICY",
+        default="never",
+        help="whether to install the packages the notebook's metadata names (pip, wheels "
+        "only, onto this host): never (default: refuse), ask, allow:pkg1,pkg2 or any",
+    )
     parser.set_defaults(func=run)
 
 
@@ -64,6 +73,10 @@ def run(args: argparse.Namespace) -> int:
     from ..notebook.verify import record_verdict, verify_notebook
     from ..sandbox import make_launcher
     from ..settings import Settings
+    from ..tools.installs import InstallPolicy
+
+    # the flag only: KERNEL_AGENT_INSTALL is for runs, never for someone else's notebook
+    policy = InstallPolicy.parse(args.install)
 
     cwd = args.notebook.resolve().parent
     launcher = make_launcher(Settings.from_env(sandbox=args.sandbox), cwd)
@@ -77,12 +90,34 @@ def run(args: argparse.Namespace) -> int:
         write=args.write,
         cwd=cwd,
         launcher=launcher,
+        install=policy,
+        ask_install=terminal_ask(args.notebook) if policy.mode == "ask" else None,
     )
     print_report(report)
     if args.record:
         record_verdict(args.notebook, report)
     report.raise_for_mismatch()
     return 0
+
+
+def terminal_ask(notebook: Path) -> Callable[[str], Awaitable[bool]] | None:
+    """``--install ask``: a y/N question on the terminal (None without one)."""
+    if sys.stdin is None or not sys.stdin.isatty():
+        return None
+
+    async def ask(requirements: str) -> bool:
+        print(
+            f"{one_line(notebook.name, 80)} asks to install {requirements} "
+            "(wheels from your package index, into a scratch directory on this host). "
+            "Install? [y/N] ",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+        answer = await asyncio.to_thread(sys.stdin.readline)
+        return answer.strip().lower() in ("y", "yes")
+
+    return ask
 
 
 def print_report(report: Any, out: TextIO | None = None) -> None:
