@@ -448,3 +448,17 @@ def test_pips_environment_keeps_the_index_and_drops_secrets(tmp_path: Path) -> N
     assert env["HOME"] == str(scratch / "home") and env["TMPDIR"] == str(scratch / "tmp")
     copied = scratch / "home" / ".config" / "pip" / "pip.conf"
     assert copied.read_text() == "[global]\nindex-url = https://mirror\n"
+
+
+def test_a_wheels_own_metadata_is_recorded_only_when_verify_would_take_it(tmp_path: Path):
+    from kernel_agent.tools.installs import installed_versions
+
+    for folder, name, version in (
+        ("good-1.0", "Good_Pkg", "1.0"),
+        ("evil-1.0", "--find-links=/x", "1.0"),
+        ("evil2-1.0", "evil2", "1.0 --pre"),
+    ):
+        info = tmp_path / f"{folder}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    assert installed_versions(tmp_path) == {"Good_Pkg": "1.0"}

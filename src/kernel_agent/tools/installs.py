@@ -15,6 +15,7 @@ the same policy before ``verify`` installs anything (:func:`install_pinned`).
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -71,7 +72,8 @@ def new_site() -> Path:
 
 
 def installed_versions(site: Path) -> dict[str, str]:
-    """{distribution name: version} of what ``pip --target`` put into ``site``."""
+    """{distribution name: version} of what ``pip --target`` put into ``site`` (entries
+    whose name or version :func:`~.requirements.parse_pins` refuses are left out)."""
     out: dict[str, str] = {}
     for info in sorted(site.glob("*.dist-info")):
         meta = info / "METADATA"
@@ -87,6 +89,10 @@ def installed_versions(site: Path) -> dict[str, str]:
         except OSError:
             continue
         if name and version:
+            try:  # a wheel's metadata is the index's word: record only what verify will take
+                parse_pins({name: version}, "a wheel's metadata")
+            except InstallError:
+                continue
             out[name] = version
     return out
 
@@ -110,13 +116,16 @@ class Installer:
     timeout: float = 600.0
     #: every distribution installed so far: {name: version}
     installed: dict[str, str] = field(default_factory=dict)
+    #: one pip at a time: each makes the site its uid's while it runs
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
     async def install(self, request: dict[str, Any]) -> dict[str, Any]:
         pin = parse_request(request.get("name", ""))
         await self._permit(pin.requirement, pin.name)
-        before = installed_versions(self.site)
-        await run_pip(self.site, [pin], self.timeout)
-        after = installed_versions(self.site)
+        async with self._lock:
+            before = installed_versions(self.site)
+            await run_pip(self.site, [pin], self.timeout)
+            after = installed_versions(self.site)
         changed = {n: v for n, v in after.items() if before.get(n) != v}
         self.installed.update(changed)
         project = next((n for n in after if _canonical(n) == pin.name), None)
