@@ -199,6 +199,18 @@ def _own_processes(marker: str) -> list[psutil.Process]:
     return found
 
 
+def _assert_sealed(conn: Path, kernel_uid: int) -> None:
+    """The connection dir of a kernel that answered: the kernel cannot change it."""
+    st = conn.stat()
+    if kernel_uid == os.geteuid():
+        assert (st.st_uid, st.st_mode & 0o777) == (kernel_uid, 0o700)
+        return
+    # the agent's, the kernel's group may read it, nobody else; sticky
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (os.geteuid(), kernel_uid, 0o1750)
+    info = (conn / "kernel.json").stat()
+    assert (info.st_uid, info.st_gid, info.st_mode & 0o777) == (os.geteuid(), kernel_uid, 0o640)
+
+
 @needs_bwrap
 def test_sandboxed_kernel_lifecycle(tmp_path: Path) -> None:
     """Start, identity, limits, interrupt, restart, shutdown: connection dir gone, no orphans."""
@@ -210,10 +222,8 @@ def test_sandboxed_kernel_lifecycle(tmp_path: Path) -> None:
         (room,) = launcher._rooms.values()
         conn = room.conn
         assert room.root.stat().st_mode & 0o777 == 0o700 and room.root.stat().st_uid == os.geteuid()
-        st = conn.stat()
-        assert st.st_mode & 0o777 == 0o700  # (jupyter_client adds the sticky bit)
         expected_uid = room.lease.uid if room.lease else os.geteuid()
-        assert st.st_uid == expected_uid
+        _assert_sealed(conn, expected_uid)
         r = k.execute(
             "import os, resource\n"
             "print(os.getuid(), os.getcwd(), os.environ.get('JPY_PARENT_PID'),\n"
@@ -234,6 +244,7 @@ def test_sandboxed_kernel_lifecycle(tmp_path: Path) -> None:
         k.restart()
         r = k.execute("print('kept' in dir())")
         assert r.outputs[0].text == "False\n"
+        _assert_sealed(conn, expected_uid)
         assert conn.is_dir() and launcher._rooms
         kernel_pids = [p.pid for p in _own_processes(str(conn))]
         assert kernel_pids

@@ -53,12 +53,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, SandboxError
+from ..errors import ConfigError, KernelStartError, SandboxError
 from ..settings import Settings
-from .cgroups import cgroup_support, create_cgroup
+from .cgroups import cgroup_support, create_cgroup, default_cpu_cores, prune_cgroups
 from .limits import ResourceLimits, exec_wrapper_argv
 from .mounts import TMP, MountPlan, can_search, interpreter_paths
-from .room import Room, check_view_dir, make_room
+from .room import Room, check_view_dir, make_room, prune_rooms
 from .tcp_relay import SOURCE as RELAY_SOURCE
 from .tcp_relay import needs_relay, relay_argv
 from .uids import UidLease, lease_uid
@@ -218,12 +218,18 @@ def _sandbox_tmpfs(size_mb: int | None) -> list[str]:
     ]  # fmt: skip
 
 
-def _masks() -> list[str]:
-    out: list[str] = []
-    for path in _MASKED:
-        if os.path.isdir(path) and not os.path.islink(path):
-            out += ["--tmpfs", path, "--remount-ro", path]
-    return out
+def _masked() -> list[str]:
+    """The masked dirs that exist here (a link such as ``/var/run`` goes with its target)."""
+    return [p for p in _MASKED if os.path.isdir(p) and not os.path.islink(p)]
+
+
+def _masks(binds: list[str] | None = None) -> list[str]:
+    """Empty tmpfs over the masked dirs, ``binds`` (which may put paths under them),
+    then each made read-only."""
+    masked = _masked()
+    out = [arg for path in masked for arg in ("--tmpfs", path)]
+    out += binds or []
+    return out + [arg for path in masked for arg in ("--remount-ro", path)]
 
 
 @functools.cache
@@ -241,8 +247,9 @@ def _probe(bwrap: str, drop: _Drop | None) -> str | None:
             if drop
             else ["--unshare-all", "--unshare-user", "--disable-userns"]
         )
+        plan = _plan(lease.uid if lease else None, [Path(drop.bwrap)] if drop else [])
         argv = [bwrap, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
-        argv += [*_sandbox_tmpfs(16), *_masks(), *namespaces, "--die-with-parent", "--"]
+        argv += [*_sandbox_tmpfs(16), *_masks(plan.argv()), *namespaces, "--die-with-parent", "--"]
         argv += [*(drop.argv(lease.uid, lease.gid, 16) if drop and lease else []), "true"]
         try:
             done = subprocess.run(
@@ -280,6 +287,18 @@ def bwrap_problem(bwrap_path: str | None = None) -> tuple[str | None, str | None
             return found, bwrap, None
         drop = found
     return _probe(bwrap, drop), bwrap, drop
+
+
+def _plan(uid: int | None, ro_paths: list[Path]) -> MountPlan:
+    """A mount plan showing ``ro_paths`` to ``uid`` (None: the agent's own uid and groups)."""
+    if uid is not None:
+        searchable_as: tuple[int, set[int]] = (uid, set())
+    else:
+        searchable_as = (os.geteuid(), set(os.getgroups()) | {os.getegid()})
+    plan = MountPlan(lambda p: can_search(p, *searchable_as), fresh=(TMP, *map(Path, _masked())))
+    for path in ro_paths:
+        plan.add(path, writable=False)
+    return plan
 
 
 # ------------------------------------------------------------------ launchers
@@ -342,6 +361,24 @@ class KernelLauncher:
         spec.argv = exec_wrapper_argv(limits) + argv
         return self._launch_kw(room, launch_kw, room.work)
 
+    def seal(self, km: Any) -> None:
+        """Called once a (re)started kernel answered: from now on the kernel cannot
+        change its connection dir, and its ipc paths are its own sockets, not links.
+
+        :class:`KernelStartError` (the kernel counts as dead) when they are not: the
+        agent's zmq sockets reconnect by path, as the agent (see ``Room.seal``).
+        """
+        room = self.room(km)
+        if room is None:
+            return
+        ports = (km.shell_port, km.iopub_port, km.stdin_port, km.hb_port, km.control_port)
+        try:
+            room.seal([Path(f"{km.ip}-{port}") for port in ports], room.uid)
+        except OSError as exc:
+            raise KernelStartError(
+                f"refusing the kernel's connection: {exc} in {room.conn}"
+            ) from None
+
     def cleanup(self, km: Any) -> None:
         """Called after the kernel has been shut down (not on restarts)."""
         room = self._rooms.pop(id(km), None)
@@ -360,8 +397,9 @@ class KernelLauncher:
             km.connection_file = str(room.conn / "kernel.json")
             km.ip = str(room.conn / "kernel")
             km.write_connection_file()
-            if uid != os.geteuid():
-                os.chown(km.connection_file, uid, gid)
+            if uid != os.geteuid():  # the kernel reads it through its group
+                os.chown(km.connection_file, os.geteuid(), gid)
+                os.chmod(km.connection_file, 0o640)
         except BaseException:
             self.cleanup(km)
             raise
@@ -431,8 +469,9 @@ class BwrapLauncher(KernelLauncher):
             interpreters = {*interpreter_paths(program[0]), *interpreter_paths(argv[0])}
             ro = [*sorted(interpreters), *self.extra_ro_paths, view, *self.files]
             procs = room.cgroup.procs_files() if room.cgroup else []
+            unseal = [str(room.conn)] if room.uid != os.geteuid() else []
             km.kernel_spec.argv = [
-                *exec_wrapper_argv(limits, ignore_sigint=True, cgroup_procs=procs),
+                *exec_wrapper_argv(limits, ignore_sigint=True, cgroup_procs=procs, unseal=unseal),
                 *self.bwrap_argv(room.work, room.conn, ro, ids[0] if ids else None),
                 *(self.drop.argv(ids[0], ids[1], self.tmpfs_mb) if self.drop and ids else []),
                 *argv,
@@ -446,13 +485,10 @@ class BwrapLauncher(KernelLauncher):
         self, work: Path, conn: Path, ro_paths: list[Path], uid: int | None = None
     ) -> list[str]:
         """bwrap and its options, up to and including ``--``."""
-        if self.drop:
-            searchable_as: tuple[int, set[int]] = (uid if uid is not None else 65534, set())
-        else:
-            searchable_as = (os.geteuid(), set(os.getgroups()) | {os.getegid()})
-        plan = MountPlan(lambda p: can_search(p, *searchable_as))
-        for path in ro_paths:
-            plan.add(path, writable=False)
+        # the inner bwrap runs inside: it must be there (a venv under /tmp holds the wheel's)
+        inner = [Path(self.drop.bwrap)] if self.drop else []
+        as_uid = (uid if uid is not None else 65534) if self.drop else None
+        plan = _plan(as_uid, [*ro_paths, *inner])
         plan.add(work, writable=True)
         plan.add(conn, writable=True)
         namespaces = (
@@ -466,8 +502,7 @@ class BwrapLauncher(KernelLauncher):
             "--dev", "/dev",
             "--proc", "/proc",
             *_sandbox_tmpfs(self.tmpfs_mb),
-            *_masks(),
-            *plan.argv(),
+            *_masks(plan.argv()),
             *namespaces,
             "--die-with-parent",
             "--chdir", str(work),
@@ -504,6 +539,13 @@ def _behind_relay(
 
 
 # ------------------------------------------------------------------ the factory
+@functools.cache
+def _housekeeping() -> None:
+    """Once per process: remove the rooms and cgroups of agents that provably died."""
+    for pruned in (*prune_rooms(), *prune_cgroups()):
+        log.info("removed %s, left by an agent that is gone", pruned)
+
+
 def make_launcher(settings: Settings, cwd: str | Path | None = None) -> KernelLauncher:
     """The launcher ``settings.sandbox`` asks for.
 
@@ -528,6 +570,7 @@ def make_launcher(settings: Settings, cwd: str | Path | None = None) -> KernelLa
             f"refusing to run a kernel in {view}: {why}; "
             "run from a project directory or pass --cwd DIR"
         )
+    _housekeeping()
     root_nproc = (
         ("RLIMIT_NPROC is not enforced for root: a fork bomb is not bounded",)
         if as_root and limits.max_processes is not None
@@ -550,7 +593,10 @@ def make_launcher(settings: Settings, cwd: str | Path | None = None) -> KernelLa
                 "pass --sandbox none to run the kernel unsandboxed as root anyway"
             )
         return KernelLauncher(SandboxStatus(requested, "none", problem or "", limits), files)
+    # unset: all cores but one, where a cgroup can bound the CPU; 0: no CPU bound
     cpu_cores = settings.cpu_cores
+    if cpu_cores is None:
+        cpu_cores = default_cpu_cores(limits)
     group = cgroup_support(limits, cpu_cores)
     bounds = f"{group} and rlimits" if group else "rlimits"
     reason = f"no network, read-only view of {view}, a private work dir and /tmp, own PID namespace"
