@@ -1,0 +1,205 @@
+"""The red-team review's sandbox rows (2026-11-24), replayed: K2, 5.4, 5.6, I5, 2.6.
+
+K2 goes through the real CLI with the scripted model server, on a real sandboxed
+kernel; the rest drive a sandboxed kernel directly.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
+from fake_openai import run_cell, text
+
+from kernel_agent.errors import KernelStartError
+from kernel_agent.sandbox import bwrap_problem, make_launcher
+from kernel_agent.sandbox.room import Room, check_sockets, make_room
+from kernel_agent.settings import Settings
+
+pytestmark = pytest.mark.timeout(180)
+
+PROBLEM, _, _ = bwrap_problem()
+needs_bwrap = pytest.mark.skipif(PROBLEM is not None, reason=f"no bwrap sandbox here: {PROBLEM}")
+IS_ROOT = os.geteuid() == 0
+as_root = pytest.mark.skipif(
+    not IS_ROOT, reason="the review's attacks target an agent running as root"
+)
+
+
+class Listener:
+    """A root-only unix socket (0600 in a 0700 dir) that counts who connects."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(mode=0o700)
+        self.path = folder / "rootonly.sock"
+        self.server = socket.socket(socket.AF_UNIX)
+        self.server.bind(str(self.path))
+        self.path.chmod(0o600)
+        self.server.listen(16)
+        self.server.settimeout(0.1)
+        self.accepted = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.accepted += 1
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(2)
+        self.server.close()
+
+
+@pytest.fixture
+def listener(tmp_path: Path) -> Iterator[Listener]:
+    found = Listener(tmp_path / "victim")
+    yield found
+    found.close()
+
+
+def cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "KERNEL_AGENT_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "kernel_agent", *args],
+        capture_output=True, text=True, env=env, cwd=cwd, timeout=150,
+    )  # fmt: skip
+
+
+def outputs_of(nb_path: Path) -> str:
+    nb = nbformat.read(nb_path, as_version=4)
+    return "\n".join(out.get("text", "") for cell in nb.cells for out in cell.get("outputs", []))
+
+
+K2_ATTACK = """\
+import json, os, time
+conn = os.path.join(os.path.dirname(os.getcwd()), "c")
+info = json.load(open(conn + "/kernel.json"))
+done = []
+for name in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port"):
+    path = "%s-%d" % (info["ip"], info[name])
+    try:
+        os.unlink(path)
+        os.symlink(TARGET, path)
+        done.append("planted")
+    except OSError as e:
+        done.append(type(e).__name__)
+    try:  # a new name beside them, for the next kernel's sockets to meet
+        os.symlink(TARGET, conn + "/spare")
+        done.append("planted")
+    except OSError as e:
+        done.append(type(e).__name__)
+print(sorted(set(done)), flush=True)
+time.sleep(0.5)
+os._exit(1)
+"""
+
+
+# ------------------------------------------------- K2: the kernel's ipc paths
+@needs_bwrap
+@as_root
+def test_k2_the_agent_never_reconnects_through_the_kernels_links(
+    fake_llm,  # noqa: ANN001
+    tmp_path: Path,
+    listener: Listener,
+) -> None:
+    view = tmp_path / "view"
+    view.mkdir()
+    attack = K2_ATTACK.replace("TARGET", repr(str(listener.path)))
+    fake_llm.enqueue(
+        run_cell(attack),
+        run_cell("print('after the restart', 6 * 7)"),
+        text("done"),
+    )
+    nb = tmp_path / "k2.ipynb"
+    proc = cli(
+        ["run", "--base-url", fake_llm.base_url, "--model", "test", "--cwd", str(view),
+         "--notebook", str(nb), "go"],
+        tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    said = outputs_of(nb)
+    assert "['PermissionError']" in said  # the kernel could change nothing in its conn dir
+    assert "after the restart 42" in said  # the run went on with a new kernel
+    assert listener.accepted == 0
+
+
+def _bound_socket(path: Path) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(path))
+    return sock
+
+
+def test_k2_a_link_or_a_stranger_at_an_ipc_path_is_refused(
+    tmp_path: Path, listener: Listener
+) -> None:
+    """The check behind the seal (all that holds for a kernel of the agent's own uid)."""
+    conn = tmp_path / "c"
+    conn.mkdir()
+    good = [conn / "kernel-1", conn / "kernel-2"]
+    socks = [_bound_socket(p) for p in good]
+    try:
+        check_sockets(good, os.geteuid())
+        link = conn / "kernel-3"
+        link.symlink_to(listener.path)
+        with pytest.raises(OSError, match="kernel-3 is not a socket"):
+            check_sockets([*good, link], os.geteuid())
+        plain = conn / "kernel-4"
+        plain.write_text("")
+        with pytest.raises(OSError, match="kernel-4 is not a socket"):
+            check_sockets([plain], os.geteuid())
+        with pytest.raises(OSError, match="belongs to uid"):
+            check_sockets(good, os.geteuid() + 1)
+        with pytest.raises(OSError, match="kernel-5 is missing"):
+            check_sockets([conn / "kernel-5"], os.geteuid())
+        check_sockets([conn / "kernel-5"], os.geteuid(), missing_ok=True)
+    finally:
+        for sock in socks:
+            sock.close()
+    assert listener.accepted == 0
+
+
+class _Km:
+    """The few kernel-manager attributes the launcher's seal reads."""
+
+    def __init__(self, room: Room) -> None:
+        self.ip = str(room.conn / "kernel")
+        self.shell_port, self.iopub_port, self.stdin_port = 1, 2, 3
+        self.hb_port, self.control_port = 4, 5
+
+
+def test_k2_the_launcher_treats_a_tampered_conn_dir_as_a_dead_kernel(
+    tmp_path: Path, listener: Listener
+) -> None:
+    launcher = make_launcher(Settings(cwd=tmp_path, home=tmp_path / "h", sandbox="none"), tmp_path)
+    room = make_room(os.geteuid(), os.getegid(), None)
+    km = _Km(room)
+    launcher._rooms[id(km)] = room
+    socks = [_bound_socket(room.conn / f"kernel-{port}") for port in (1, 2, 3, 4)]
+    try:
+        (room.conn / "kernel-5").symlink_to(listener.path)
+        with pytest.raises(KernelStartError, match="kernel-5 is not a socket"):
+            launcher.seal(km)
+        (room.conn / "kernel-5").unlink()
+        socks.append(_bound_socket(room.conn / "kernel-5"))
+        launcher.seal(km)
+    finally:
+        for sock in socks:
+            sock.close()
+        launcher.cleanup(km)
+    assert not room.root.exists() and listener.accepted == 0
