@@ -203,3 +203,55 @@ def test_k2_the_launcher_treats_a_tampered_conn_dir_as_a_dead_kernel(
             sock.close()
         launcher.cleanup(km)
     assert not room.root.exists() and listener.accepted == 0
+
+
+# ------------------------------------------------- 2.6: the seccomp filter
+SYSCALLS_X86_64 = {
+    "io_uring_setup": 425, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323,
+    "keyctl": 250, "add_key": 248, "request_key": 249,
+}  # fmt: skip
+
+PROBE_26 = """\
+import ctypes, errno, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+out = {}
+for name, nr in SYSCALLS.items():
+    ctypes.set_errno(0)
+    rc = libc.syscall(nr, 0, 0, 0, 0, 0)
+    out[name] = "ok" if rc >= 0 else errno.errorcode[ctypes.get_errno()]
+for name, args in (("netlink_audit", (socket.AF_NETLINK, socket.SOCK_RAW, 9)),
+                   ("netlink_uevent", (socket.AF_NETLINK, socket.SOCK_RAW, 15)),
+                   ("vsock", (40, socket.SOCK_STREAM, 0)),
+                   ("netlink_route", (socket.AF_NETLINK, socket.SOCK_RAW, 0)),
+                   ("unix", (socket.AF_UNIX, socket.SOCK_STREAM, 0))):
+    try:
+        socket.socket(*args).close(); out[name] = "ok"
+    except OSError as e:
+        out[name] = errno.errorcode[e.errno]
+status = open("/proc/self/status").read()
+out["seccomp"] = [l.split()[1] for l in status.splitlines() if l.startswith("Seccomp:")][0]
+print(out)
+"""
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="system call numbers of x86_64")
+def test_26_the_seccomp_filter_refuses_kernel_attack_surface(tmp_path: Path) -> None:
+    from kernel_agent.executors.kernel import KernelSession
+    from kernel_agent.sandbox.seccomp import filter_bpf
+
+    if filter_bpf() is None:
+        pytest.skip("pyseccomp or libseccomp is not installed here")
+    launcher = make_launcher(Settings(cwd=tmp_path, home=tmp_path / "h"), tmp_path)
+    assert any(note.startswith("seccomp:") for note in launcher.status.notes)
+    with KernelSession(cwd=tmp_path, launcher=launcher) as k:
+        r = k.execute(PROBE_26.replace("SYSCALLS", repr(SYSCALLS_X86_64)))
+    assert r.status == "ok", r.error
+    import ast
+
+    out = ast.literal_eval(r.outputs[0].text)
+    assert out["seccomp"] == "2"  # a filter is loaded
+    for name in SYSCALLS_X86_64:
+        assert out[name] == "EPERM", (name, out)
+    assert out["netlink_audit"] == out["netlink_uevent"] == out["vsock"] == "EAFNOSUPPORT", out
+    assert out["netlink_route"] == out["unix"] == "ok", out  # what zmq and Python need

