@@ -255,3 +255,45 @@ def test_26_the_seccomp_filter_refuses_kernel_attack_surface(tmp_path: Path) -> 
         assert out[name] == "EPERM", (name, out)
     assert out["netlink_audit"] == out["netlink_uevent"] == out["vsock"] == "EAFNOSUPPORT", out
     assert out["netlink_route"] == out["unix"] == "ok", out  # what zmq and Python need
+
+
+# ------------------------------------------------- 5.4: the work dir's disk
+FILL_54 = """\
+import os
+made = 0
+for i in range(3):
+    fd = os.open("fill%d.bin" % i, os.O_CREAT | os.O_WRONLY, 0o600)
+    try:
+        os.posix_fallocate(fd, 0, 1023 * 2**20); made += 1
+    except OSError as e:
+        print("refused", e.strerror)
+    finally:
+        os.close(fd)
+st = os.statvfs(".")
+print("made", made, "size_mb", st.f_blocks * st.f_frsize // 2**20)
+"""
+
+
+@needs_bwrap
+@as_root
+def test_54_the_work_dir_cannot_fill_the_hosts_disk(tmp_path: Path) -> None:
+    from kernel_agent.executors.kernel import KernelSession
+
+    launcher = make_launcher(
+        Settings(cwd=tmp_path, home=tmp_path / "h", work_disk_mb=256), tmp_path
+    )
+    free_before = os.statvfs("/tmp").f_bavail * os.statvfs("/tmp").f_frsize
+    with KernelSession(cwd=tmp_path, launcher=launcher) as k:
+        (room,) = launcher._rooms.values()
+        if room.disk_mb is None:
+            pytest.skip("no loop device or mkfs.ext4 here: the work dir is a plain directory")
+        r = k.execute(FILL_54, timeout=60)
+        free_during = os.statvfs("/tmp").f_bavail * os.statvfs("/tmp").f_frsize
+        assert os.path.ismount(room.work)
+    assert r.status == "ok", r.error
+    said = r.outputs[0].text
+    assert "refused No space left on device" in said and "made 0" in said, said
+    assert 200 < int(said.split("size_mb")[1]) <= 256
+    assert free_before - free_during < 300 * 2**20  # was 3.2 GB (the review's 5.4)
+    assert not room.root.exists() and not os.path.ismount(room.work)
+    assert "256 MB filesystem" in " ".join(launcher.status.notes)

@@ -361,6 +361,8 @@ class KernelLauncher:
         #: input files (absolute) linked into every kernel's work dir by name
         self.files = tuple(Path(f).resolve() for f in files)
         self._rooms: dict[int, Room] = {}
+        #: the size of a sandboxed work dir's own filesystem (see :mod:`.room`)
+        self.work_disk_mb: int | None = None
 
     @property
     def limits(self) -> ResourceLimits:
@@ -417,7 +419,7 @@ class KernelLauncher:
         self, km: Any, lease: UidLease | None, view: Path | None, ids: tuple[int, int] | None = None
     ) -> Room:
         uid, gid = ids or ((lease.uid, lease.gid) if lease else (os.geteuid(), os.getegid()))
-        room = make_room(uid, gid, view, lease, self.files)
+        room = make_room(uid, gid, view, lease, self.files, self.work_disk_mb)
         self._rooms[id(km)] = room
         try:
             km.transport = "ipc"
@@ -660,10 +662,17 @@ def make_launcher(settings: Settings, cwd: str | Path | None = None) -> KernelLa
         if filter_bpf() is not None
         else "no seccomp filter (pyseccomp or libseccomp is missing)"
     )
-    status = SandboxStatus(
-        requested, "bwrap", reason, limits, who, notes=(filtered,), bounds=bounds
+    disk = (
+        f"the work dir is a {settings.work_disk_mb} MB filesystem of its own"
+        if drop and settings.work_disk_mb and shutil.which("mkfs.ext4")
+        else "the work dir shares the host's disk (bounded per file only)"
     )
-    return BwrapLauncher(
+    status = SandboxStatus(
+        requested, "bwrap", reason, limits, who, notes=(filtered, disk), bounds=bounds
+    )
+    launcher = BwrapLauncher(
         status, bwrap, drop,
         tmpfs_mb=settings.tmpfs_mb, cpu_cores=cpu_cores, files=files,
     )  # fmt: skip
+    launcher.work_disk_mb = settings.work_disk_mb if drop else None
+    return launcher

@@ -67,9 +67,7 @@ def filter_bpf() -> bytes | None:
         filt.add_rule(refused, "socket", sc.Arg(0, sc.EQ, _AF_VSOCK))
         # netlink: only NETLINK_ROUTE (protocol 0), which getifaddrs() needs (zmq calls it);
         # in the sandbox's own network namespace it shows the loopback device only
-        filt.add_rule(
-            refused, "socket", sc.Arg(0, sc.EQ, socket.AF_NETLINK), sc.Arg(2, sc.NE, 0)
-        )
+        filt.add_rule(refused, "socket", sc.Arg(0, sc.EQ, socket.AF_NETLINK), sc.Arg(2, sc.NE, 0))
         with tempfile.TemporaryFile() as fh:
             filt.export_bpf(fh)
             fh.flush()
