@@ -173,8 +173,14 @@ def test_limits_wrapper_argv() -> None:
         "--ignore-sigint",
         "--",
     ]
-    joined = exec_wrapper_argv(ResourceLimits(), python="py", cgroup_procs=["/cg/cgroup.procs"])
-    assert joined[5:] == ["--cgroup=/cg/cgroup.procs", "--"]
+    joined = exec_wrapper_argv(
+        ResourceLimits(),
+        python="py",
+        cgroup_procs=["/cg/cgroup.procs"],
+        unseal=["/r/c"],
+        fd_file="/r/f.bpf",
+    )
+    assert joined[5:] == ["--cgroup=/cg/cgroup.procs", "--fd=/r/f.bpf", "--unseal=/r/c", "--"]
     assert exec_wrapper_argv(ResourceLimits()) == []
 
 
@@ -185,6 +191,20 @@ def test_status_description_names_the_user_and_limits() -> None:
         == "sandbox: bubblewrap (as uid 7, no network); limits: memory 5 MB by rlimits"
     )
     assert status.warning() is None and status.note == "bwrap (no network)"
+
+
+def test_the_wrapper_unseals_and_hands_over_an_fd(tmp_path: Path) -> None:
+    conn = tmp_path / "c"
+    conn.mkdir(mode=0o700)
+    data = tmp_path / "data"
+    data.write_bytes(b"filter")
+    argv = exec_wrapper_argv(ResourceLimits(), unseal=[str(conn)], fd_file=str(data))
+    script = "import os, sys; print(os.read(int(sys.argv[1]), 100).decode())"
+    done = subprocess.run(
+        [*argv, sys.executable, "-c", script, "{fd}"], capture_output=True, text=True, check=True
+    )
+    assert done.stdout == "filter\n"
+    assert conn.stat().st_mode & 0o7777 == 0o1770
 
 
 # ---------------------------------------------------------------- a real sandboxed kernel
