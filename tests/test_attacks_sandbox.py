@@ -297,3 +297,39 @@ def test_54_the_work_dir_cannot_fill_the_hosts_disk(tmp_path: Path) -> None:
     assert free_before - free_during < 300 * 2**20  # was 3.2 GB (the review's 5.4)
     assert not room.root.exists() and not os.path.ismount(room.work)
     assert "256 MB filesystem" in " ".join(launcher.status.notes)
+
+
+# ------------------------------------------------- 2.5: host unix sockets
+@needs_bwrap
+@as_root
+@pytest.mark.parametrize("parent", ["/var/lib", "/srv", "/run", "/var/tmp"])
+def test_25_a_world_writable_host_socket_is_out_of_reach(tmp_path: Path, parent: str) -> None:
+    """The review's SOCKDIR: a 0755 root dir under /var/lib holding a 0777 socket."""
+    from kernel_agent.executors.kernel import KernelSession
+
+    if not os.path.isdir(parent) or os.path.islink(parent):
+        pytest.skip(f"no {parent} here")
+    import tempfile
+
+    sockdir = Path(tempfile.mkdtemp(prefix="ka-attack-", dir=parent))
+    sockdir.chmod(0o755)
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(sockdir / "svc.sock"))
+    (sockdir / "svc.sock").chmod(0o777)
+    server.listen()
+    try:
+        launcher = make_launcher(Settings(cwd=tmp_path, home=tmp_path / "h"), tmp_path)
+        with KernelSession(cwd=tmp_path, launcher=launcher) as k:
+            r = k.execute(
+                "import socket\ns = socket.socket(socket.AF_UNIX)\n"
+                "try:\n"
+                f"    s.connect({str(sockdir / 'svc.sock')!r}); print('CONNECTED')\n"
+                "except OSError as e:\n"
+                "    print('refused', type(e).__name__)\n"
+            )
+        assert r.outputs[0].text == "refused FileNotFoundError\n", r.outputs
+    finally:
+        server.close()
+        import shutil
+
+        shutil.rmtree(sockdir, ignore_errors=True)

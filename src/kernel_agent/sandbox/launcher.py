@@ -16,8 +16,10 @@ The bubblewrap sandbox gives the kernel:
 
 - no network at all, not even the host's loopback (its own network namespace);
 - a read-only view of ``/``, its work dir, size-limited private ``/tmp`` and
-  ``/dev/shm``, and empty ``/run``, ``/var/run`` and ``/var/tmp`` (where host
-  services keep unix sockets);
+  ``/dev/shm``, and empty ``/run``, ``/var/run``, ``/var/tmp``, ``/var/lib`` and
+  ``/srv`` (where host services keep unix sockets and their data); paths the kernel
+  needs under them (its interpreter, the ``--cwd`` view) are bound back in;
+- a seccomp filter (see :mod:`.seccomp`) where ``pyseccomp`` and libseccomp are installed;
 - its own PID, IPC, UTS and cgroup namespaces, so it sees only its own processes;
 - no further user namespaces (``--disable-userns``);
 - when the agent is root, **a uid of its own** (leased per kernel, see
@@ -84,8 +86,8 @@ _ROOT_NAMESPACES = (
     "--unshare-uts",
     "--unshare-cgroup-try",
 )
-#: host paths where services keep unix sockets: empty in the sandbox
-_MASKED = ("/run", "/var/run", "/var/tmp", "/var/lock")
+#: host paths where services keep unix sockets (and data): empty in the sandbox
+_MASKED = ("/run", "/var/run", "/var/tmp", "/var/lock", "/var/lib", "/srv")
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?$")
 
 
