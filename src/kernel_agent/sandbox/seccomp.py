@@ -14,8 +14,9 @@ so it holds for every process inside. Denied, with an errno (nothing is killed):
 - ``kexec_*``, ``open_by_handle_at``, ``fanotify_init``, which need capabilities the
   kernel lacks anyway (all ``EPERM``).
 
-Only the native architecture's calls pass: a 32-bit (compat) system call is refused
-too, so the filter cannot be dodged through another ABI.
+Only the native architecture's calls pass: a 32-bit (compat) system call kills the
+thread that makes it (libseccomp's default for a foreign architecture), so the filter
+cannot be dodged through another ABI.
 
 What seccomp cannot do: look at the path a unix socket ``connect()`` names (it is
 behind a pointer). A host socket outside the masked directories, whose file mode lets
