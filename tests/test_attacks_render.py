@@ -1,11 +1,13 @@
-"""Rendering what a kernel produced, replayed from redteam 2026-11-24 (H5, H7).
+"""Rendering what a kernel produced, replayed from redteam 2026-11-24 (H5, H7, H4, K3, I3).
 
 H5: a kernel displayed iframes of ``/etc/shadow``, of a root-only file and of an
 internal HTTP page, and a script that fetched a beacon; ``export --to pdf`` (root,
 ``--no-sandbox``, ``file://``) printed all three into the PDF and the server logged
 the requests. Now Chromium renders as an unprivileged uid in its own sandbox, from no
 file, with no script and no network: the PDF holds none of it and the server hears
-nothing. H7: ``export --to markdown`` deleted the run's ``<nb>_files/``.
+nothing. H7: ``export --to markdown`` deleted the run's ``<nb>_files/``. H4/K3: verify
+printed OSC 52 raw, and bidi controls reached the terminal. I3: a decompression-bomb PNG
+raised out of ``compare_images`` and ``run --verify`` lost its answer.
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ from __future__ import annotations
 import base64
 import io
 import os
+import re
 import shutil
+import struct
 import subprocess
 import sys
 import threading
+import zlib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -239,3 +244,114 @@ def test_h7_markdown_export_keeps_the_runs_files(tmp_path: Path) -> None:
     assert (files / "cell1_0.png").read_text() == "image"
     assert sorted(p.name for p in mine.iterdir()) == ["c1_0_0.png", "notes.txt"]
     assert "](c1_md_files/c1_0_0.png)" in out.read_text()
+
+
+# -------------------------------------------------------------------- H4, K3
+TROJAN = 'if role != "user\u202e \u2066# admin only\u2069 \u2066":\u200b\u200d\u2060\ufeff\u200e'
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]")
+
+
+def test_k3_visible_shows_bidi_and_zero_width_characters_escaped() -> None:
+    from kernel_agent.render import visible
+
+    shown = visible(TROJAN + "\x1b]52;c;cHduZWQ=\x07\r\n\tok é 中 😀")
+    assert shown == (
+        'if role != "user\\u202e \\u2066# admin only\\u2069 \\u2066":\\u200b\\u200d\\u2060'
+        "\\ufeff\\u200e\\x1b]52;c;cHduZWQ=\\x07\\r\n\tok é 中 😀"
+    )
+    assert visible(shown) == shown  # idempotent
+
+
+def test_h4_verify_prints_no_escape_raw(tmp_path: Path) -> None:
+    cell = nbformat.v4.new_code_cell(
+        "print('\\x1b]0;RETITLED-BY-NOTEBOOK\\x07\\x1b[1A\\x1b[2Kall good \\u202e1gnp.exe')"
+    )
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "stream", name="stdout", text="stored \x1b]52;c;cHduZWQ=\x07\x1b[2J\n"
+        )
+    ]
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3\x1b]0;x\x07"}
+    path = tmp_path / "h4.ipynb"
+    nbformat.write(nb, path)
+    proc = cli(["verify", str(path), "--timeout", "60"], tmp_path)
+    assert proc.returncode == 7, proc.stderr  # VerifyMismatch
+    assert RAW.findall(proc.stdout) == []
+    assert "\\x1b]52;c;cHduZWQ=\\x07" in proc.stdout  # shown, escaped
+    assert "\\x1b]0;RETITLED-BY-NOTEBOOK\\x07" in proc.stdout and "\\u202e" in proc.stdout
+
+
+def test_a_comparison_keeps_no_control_character_raw() -> None:
+    from kernel_agent.notebook.compare import compare_outputs
+
+    stored = [{"output_type": "error", "ename": "E\x1b]0;t\x07", "evalue": TROJAN, "traceback": []}]
+    fresh = [{"output_type": "stream", "name": "stdout", "text": "\x1b]52;c;eA==\x07" + TROJAN}]
+    result = compare_outputs(stored, fresh)
+    assert not result.same
+    assert RAW.findall("\n".join(result.problems + result.diff)) == []
+    assert any("\\x1b]52;c;eA==\\x07" in line for line in result.diff)
+
+
+# ------------------------------------------------------------------------- I3
+def bomb_png(width: int, height: int, value: int = 0xFF) -> bytes:
+    """A PNG of one colour: a few hundred KB that decode to width x height x 3 bytes."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    row = b"\x00" + bytes([value]) * (3 * width)
+    packer = zlib.compressobj(9)
+    data = b"".join(packer.compress(row) for _ in range(height)) + packer.flush()
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data) + chunk(b"IEND", b"")
+    )
+
+
+def test_i3_images_past_the_bound_are_compared_without_decoding() -> None:
+    from kernel_agent.images import bound_image
+    from kernel_agent.notebook.compare import compare_images, render_outputs
+
+    huge = bomb_png(14000, 13000)  # past Pillow's own bound: it raised out of compare
+    over = bomb_png(7000, 6000)  # 42 Mpx: past ours, under Pillow's
+    for a, b in ((huge, bomb_png(14000, 13000, 0)), (over, bomb_png(7000, 6000, 0))):
+        result = compare_images(a, b)
+        assert not result.same and result.reason.startswith("image too large"), result.reason
+    assert compare_images(huge, huge).same  # the same bytes: no pixel decoded
+    assert "7000x6000 pixels, over the 40,000,000 pixel bound" in compare_images(over, huge).reason
+    assert bound_image("image/png", base64.b64encode(over).decode()) is None
+    shown = [
+        render_outputs([{"output_type": "display_data", "data": {"image/png": b64}}])
+        for b64 in (base64.b64encode(huge).decode(), base64.b64encode(over).decode())
+    ]
+    assert shown == [["[display_data image/png too large]"], ["[display_data image/png 7000x6000]"]]
+
+
+@needs_bwrap
+def test_i3_run_verify_with_a_bomb_still_prints_the_answer(fake_llm, tmp_path: Path) -> None:  # noqa: ANN001
+    """The review's cell, with a colour that differs between the run and its verify."""
+    cell = (
+        "import base64, random, struct, zlib\n"
+        "from IPython.display import display\n"
+        "def png(w, h, v):\n"
+        "    def chunk(t, d): return struct.pack('>I', len(d)) + t + d + "
+        "struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)\n"
+        "    row = b'\\x00' + bytes([v]) * (3 * w)\n"
+        "    co = zlib.compressobj(9); data = b''.join(co.compress(row) for _ in range(h)) + co.flush()\n"
+        "    return (b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 2, 0, 0, 0))\n"
+        "            + chunk(b'IDAT', data) + chunk(b'IEND', b''))\n"
+        "display({'image/png': base64.b64encode(png(14000, 13000, random.randrange(256))).decode()}, raw=True)\n"
+    )
+    fake_llm.enqueue(run_cell(cell), text("The picture is shown."))
+    nb = tmp_path / "i3.ipynb"
+    proc = cli(
+        ["run", "--base-url", fake_llm.base_url, "--model", "t", "--sandbox", "bwrap", "--verify",
+         "--format", "plain", "--notebook", str(nb), "show it"], tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "The picture is shown."
+    assert "image too large" in proc.stderr  # the verify notice says why the cell differs
+    verify = nbformat.read(nb, as_version=4).metadata["kernel_agent"]["verify"]
+    assert verify["verdict"] == "differs"
