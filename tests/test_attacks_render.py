@@ -355,3 +355,28 @@ def test_i3_run_verify_with_a_bomb_still_prints_the_answer(fake_llm, tmp_path: P
     assert "image too large" in proc.stderr  # the verify notice says why the cell differs
     verify = nbformat.read(nb, as_version=4).metadata["kernel_agent"]["verify"]
     assert verify["verdict"] == "differs"
+
+
+# ----------------------------------------------------------- surfaces row 57
+def test_57_html_export_embeds_no_file_from_outside_the_notebooks_dir(
+    tmp_path: Path, victim: Path
+) -> None:
+    """nbconvert < 7.17.1 base64-embedded ``![](/etc/shadow)`` for a root exporter."""
+    from importlib.metadata import version
+
+    from packaging.version import Version
+
+    from kernel_agent.notebook.export import export_notebook
+
+    assert Version(version("nbconvert")) >= Version("7.17.1")  # pyproject's floor
+    link = f"![a]({victim}) ![b](/etc/shadow) ![c](../outside/victim)"
+    cell = nbformat.v4.new_code_cell("show()")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"text/markdown": link})]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(link), cell])
+    (tmp_path / "nbs").mkdir()
+    path = tmp_path / "nbs" / "third-party.ipynb"
+    nbformat.write(nb, path)
+    page = export_notebook(path, to="html").read_text()
+    assert base64.b64encode(SECRET.encode()).decode()[:16] not in page
+    assert re.search(r"<img[^>]+src=\"data:", page) is None  # nothing was read to embed
+    assert page.count("<img") == 6  # the links stayed links
