@@ -380,3 +380,44 @@ def test_57_html_export_embeds_no_file_from_outside_the_notebooks_dir(
     assert base64.b64encode(SECRET.encode()).decode()[:16] not in page
     assert re.search(r"<img[^>]+src=\"data:", page) is None  # nothing was read to embed
     assert page.count("<img") == 6  # the links stayed links
+
+
+def test_without_its_sandbox_chromium_still_renders_unprivileged_and_says_why() -> None:
+    """A host where Chromium's sandbox cannot start (no user namespaces for it, no usable
+    setuid helper): the render is retried without it, as the same unprivileged uid."""
+    require_chromium()
+    if os.geteuid() != 0 or PROBLEM is not None:
+        pytest.skip("needs root (to become nobody) and bwrap (to take user namespaces away)")
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    code = (
+        "import logging; logging.basicConfig(level=logging.WARNING)\n"
+        "from kernel_agent.chromium import render_pdf\n"
+        "r = render_pdf('<h1>Figure 1</h1>', timeout=60)\n"
+        "print(r.data[:5].decode(), r.sandboxed, r.uid)\n"
+    )
+    python = next((p for p in (sys.executable, "/usr/bin/python3") if _runs_as_nobody(p)), None)
+    if python is None:
+        pytest.skip("no Python here that the nobody user may run")
+    proc = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+         "env", "-i", "PATH=/usr/bin:/bin", "HOME=/tmp", f"PYTHONPATH={src}",
+         "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+         "--unshare-user", "--disable-userns", "--", python, "-c", code],
+        capture_output=True, text=True, timeout=120, cwd="/",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["%PDF-", "False", "65534"]
+    assert "Chromium's sandbox does not start here" in proc.stderr
+    assert "rendering as unprivileged uid 65534 without it" in proc.stderr
+
+
+def _runs_as_nobody(python: str) -> bool:
+    try:
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", "-i",
+             python, "-c", "0"],
+            capture_output=True, timeout=30, cwd="/",
+        )  # fmt: skip
+    except OSError:
+        return False
+    return done.returncode == 0

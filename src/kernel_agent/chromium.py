@@ -403,15 +403,17 @@ def _render_env(profile: Path) -> dict[str, str]:
 
 
 def _stderr_tail(stderr: IO[bytes]) -> str:
+    """The line of Chromium's stderr that says why it failed: a FATAL one, else the last
+    ERROR (D-Bus and crash-reporter noise left out)."""
     stderr.seek(0, os.SEEK_END)
-    stderr.seek(max(0, stderr.tell() - 8192))
+    stderr.seek(max(0, stderr.tell() - 16384))
     lines = stderr.read().decode("utf-8", "replace").splitlines()
+    fatal = [line for line in lines if "FATAL" in line]
     errors = [
-        line
-        for line in lines
-        if ("ERROR" in line or "FATAL" in line or "sandbox" in line) and "dbus" not in line
+        line for line in lines if "ERROR" in line and "dbus" not in line and "crashpad" not in line
     ]
-    return one_line(errors[-1], 300) if errors else ""
+    chosen = (fatal or errors or [""])[-1]
+    return one_line(chosen, 400)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
