@@ -74,6 +74,7 @@ def test_a_walk_names_what_it_did_not_enter(tmp_path: Path) -> None:
     (tmp_path / "a" / "b" / "c" / "f").write_text("x")
     (tmp_path / "a" / "empty").mkdir()
     (tmp_path / ".hidden").write_text("x")
+    (tmp_path / ".git").symlink_to(tmp_path / "a")  # the user's own, linked into a work dir
     walk = walk_beneath(tmp_path, max_depth=2, skip_dot=True)
     assert [e.path for e in walk.entries] == ["a", "a/b", "a/empty"]
     assert walk.too_deep == ["a/b"]  # a/empty holds nothing: nothing was left out there
@@ -114,6 +115,8 @@ def test_b5_a_run_delivers_no_repository_and_git_runs_nothing(fake_llm, tmp_path
         "        print(e)\n"
     )
     fake_llm.enqueue(run_cell(plant(marker) + refused), text("done"))
+    (tmp_path / ".git").mkdir()  # the user's own: linked into the work dir, never news
+    (tmp_path / ".env").write_text("USER_SETTING=1\n")
     nb = tmp_path / "notebooks" / "run.ipynb"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "KERNEL_AGENT_"))}
     proc = subprocess.run(

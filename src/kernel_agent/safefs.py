@@ -261,7 +261,8 @@ def walk_beneath(
     """Entries below ``root`` (breadth first, links not entered), at most ``max_entries``.
 
     ``skip_dot`` leaves out every entry whose name starts with ``.`` (and all below it),
-    counted in :attr:`Walk.dot_count` and named in :attr:`Walk.dot_names`; directories at
+    counted in :attr:`Walk.dot_count` and named in :attr:`Walk.dot_names` (but links: a
+    work dir links the user's own ``.git`` or ``.env``, which is no news); directories at
     ``max_depth`` that hold something are named in :attr:`Walk.too_deep`. Nothing is left
     out silently.
     """
@@ -276,16 +277,17 @@ def walk_beneath(
                     if len(walk.entries) >= max_entries:  # one more than the bound: say so
                         walk.truncated = True
                         break
-                    if skip_dot and name.startswith("."):
-                        walk.dot_count += 1
-                        if len(walk.dot_names) < _NAMES_KEPT:
-                            walk.dot_names.append(rel)
-                        continue
                     try:
                         st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
                     except OSError:
                         continue
                     kind = _kind(st.st_mode)
+                    if skip_dot and name.startswith("."):
+                        if kind != "link":  # links (the user's own files) are not listed
+                            walk.dot_count += 1
+                            if len(walk.dot_names) < _NAMES_KEPT:
+                                walk.dot_names.append(rel)
+                        continue
                     walk.entries.append(Entry(rel, kind, st.st_size))
                     if kind != "dir":
                         continue
