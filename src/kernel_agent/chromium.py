@@ -432,8 +432,10 @@ def _kill_uid(uid: int) -> None:
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
-        try:
-            if os.stat(entry.path).st_uid == uid:
+        try:  # status, not the dir's owner: a non-dumpable process's dir is root's
+            with open(f"{entry.path}/status", encoding="ascii", errors="replace") as fh:
+                uids = next((line.split()[1:] for line in fh if line.startswith("Uid:")), [])
+            if str(uid) in uids:
                 os.kill(int(entry.name), signal.SIGKILL)
-        except OSError:
+        except (OSError, ValueError):
             continue
