@@ -121,9 +121,16 @@ def terminal_ask(notebook: Path) -> Callable[[str], Awaitable[bool]] | None:
 
 
 def print_report(report: Any, out: TextIO | None = None) -> None:
-    """The per-cell report as plain lines."""
+    """The per-cell report as plain lines, every one through :func:`visible`: the
+    notebook, its outputs and the re-executed ones are a stranger's text."""
+    from ..escapes import visible
+
     out = out or sys.stdout
-    print(f"verify {report.path} in a fresh {report.kernel_name!r} kernel", file=out)
+
+    def say(line: str) -> None:
+        print(visible(line), file=out)
+
+    say(f"verify {report.path} in a fresh {report.kernel_name!r} kernel")
     for check in report.cells:
         count = "" if check.execution_count is None else str(check.execution_count)
         status = check.status.replace("_", " ")
@@ -134,18 +141,18 @@ def print_report(report: Any, out: TextIO | None = None) -> None:
                 line += f" (was {check.original_seconds:.2f} s)"
         if check.problems:
             line += f"  {check.problems[0]}"
-        print(line.rstrip(), file=out)
+        say(line.rstrip())
     first = report.first_difference
     if first is not None:
-        print(f"first difference: {first.label}, notebook cell {first.index}", file=out)
+        say(f"first difference: {first.label}, notebook cell {first.index}")
         for problem in first.problems:
-            print(f"  {problem}", file=out)
+            say(f"  {problem}")
         for line in first.diff:
-            print(f"  {line}", file=out)
+            say(f"  {line}")
     timing = f"kernel start {report.startup_s:.2f} s, cells {report.execute_s:.2f} s"
     if report.original_s is not None:
         timing += f" (originally {report.original_s:.2f} s)"
     same = sum(c.status == "same" for c in report.cells)
-    print(f"{report.verdict}: {same}/{len(report.cells)} code cells reproduced; {timing}", file=out)
+    say(f"{report.verdict}: {same}/{len(report.cells)} code cells reproduced; {timing}")
     if report.written is not None:
-        print(f"wrote the re-executed notebook to {report.written}", file=out)
+        say(f"wrote the re-executed notebook to {report.written}")
