@@ -6,7 +6,8 @@ one sentence. While a cell runs, a progress notification goes out every
 ``heartbeat_s`` seconds (when the client asked for progress), so clients with a
 request timeout that resets on progress do not give up on long cells.
 
-Transports: :func:`serve_stdio` and :func:`serve_http` (streamable HTTP, bearer token).
+Transports: :func:`serve_stdio` and :func:`serve_http` (streamable HTTP, bearer token,
+Host and Origin checked for any bind address; SIGTERM interrupts a running cell).
 Built on the official ``mcp`` SDK's low-level server.
 """
 
@@ -502,6 +503,9 @@ async def serve_http(
     """Serve streamable HTTP at ``http://host:port/mcp``; ``token`` None means no auth."""
     import uvicorn
 
+    from .httpd import StoppingServer
+    from .webguard import HostGuard, is_loopback_host
+
     await session.start()
     try:
         if session.isolation.warning:
@@ -510,8 +514,18 @@ async def serve_http(
         app: Any = server.streamable_http_app(host=host, streamable_http_path="/mcp")
         if token is not None:
             app = BearerAuth(app, token)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-        web = uvicorn.Server(config)
+        # Host and Origin for every bind address, not only the ones the SDK knows
+        app = HostGuard(app, loopback_only=is_loopback_host(host), same_origin=False)
+        config = uvicorn.Config(
+            app, host=host, port=port, log_level="warning", lifespan="on",
+            timeout_graceful_shutdown=3,
+        )  # fmt: skip
+
+        async def interrupt() -> None:  # a cell running at SIGTERM stops, and is recorded
+            if session.executor is not None:
+                await session.interrupt()
+
+        web = StoppingServer(config, on_stop=interrupt)
         shown = f"[{host}]" if ":" in host else host
         _say(
             f"serving on http://{shown}:{port}/mcp "
