@@ -587,3 +587,70 @@ def _quiet(fn: Any) -> None:
         fn()
     except BaseException:  # noqa: BLE001 - the server goes away under the client
         pass
+
+
+def test_mcp_client_that_drops_its_stream_gives_up_its_cell(tmp_path: Path) -> None:
+    mcp = pytest.importorskip("mcp")
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    port = free_port()
+    work = tmp_path / "work"
+    work.mkdir()
+    token = "mcp-attack-token-0123456789"
+    env = {**os.environ, "PYTHONPATH": SRC, "KERNEL_AGENT_MCP_TOKEN": token}
+    nb_path = tmp_path / "nb.ipynb"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernel_agent", "mcp", "--http", "--port", str(port),
+         "--cwd", str(work), "--notebook", str(nb_path), "--heartbeat", "0.5"],
+        env=env, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/mcp"
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    try:
+        deadline = time.monotonic() + 60
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "dropper", "version": "1"}}}  # fmt: skip
+        while True:
+            try:
+                r = httpx.post(url, json=init, headers=headers, timeout=10)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
+        session = {**headers, "mcp-session-id": r.headers["mcp-session-id"],
+                   "mcp-protocol-version": "2025-06-18"}  # fmt: skip
+        httpx.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                   headers=session, timeout=10)  # fmt: skip
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {
+                "name": "run_cell",
+                "arguments": {
+                    "code": "import time\nfor i in range(40): time.sleep(1)\nprint('finished anyway')"
+                },
+            },
+        }
+        with httpx.Client(timeout=30) as dropper:
+            with dropper.stream("POST", url, json=call, headers=session):
+                time.sleep(2)  # then the stream is dropped, with no notifications/cancelled
+
+        async def next_caller() -> str:
+            client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+            async with mcp.Client(streamable_http_client(url, http_client=client)) as c:
+                result = await c.call_tool("run_cell", {"code": "print('next')"})
+                return "".join(getattr(part, "text", "") for part in result.content)
+
+        began = time.monotonic()
+        assert "next" in asyncio.run(next_caller())
+        assert time.monotonic() - began < 10  # not the 38 s the cell had left
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    cells = nbformat.read(nb_path, as_version=4).cells
+    dropped = json.dumps([o for o in cells[0].outputs if o.get("output_type") == "stream"])
+    assert "finished anyway" not in dropped
+    assert "KeyboardInterrupt" in json.dumps(cells[0].outputs)
