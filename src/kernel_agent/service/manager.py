@@ -446,7 +446,7 @@ class SessionManager:
                         raise TooLarge(self._too_large(size, limit, room))
                     yield chunk
 
-            return await session.upload(path, bounded(), mode=0o600)
+            return await session.upload(path, bounded())
 
     @staticmethod
     def _too_large(size: int, limit: int, room: int) -> str:
