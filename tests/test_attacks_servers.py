@@ -654,3 +654,26 @@ def test_mcp_client_that_drops_its_stream_gives_up_its_cell(tmp_path: Path) -> N
     dropped = json.dumps([o for o in cells[0].outputs if o.get("output_type") == "stream"])
     assert "finished anyway" not in dropped
     assert "KeyboardInterrupt" in json.dumps(cells[0].outputs)
+
+
+# --------------------------------------------------- rows 13, 33: what a session leaves
+def test_deleted_and_crashed_sessions_leave_nothing_behind(state: Path) -> None:
+    with serve(state) as srv, httpx.Client(base_url=srv.url, headers=AUTH, timeout=120) as http:
+        gone = new_session(http)
+        execute(http, gone, "secret = 'deleted session data'")
+        assert (state / "sessions" / gone / "notebook.ipynb").is_file()
+        assert http.delete(f"/v1/sessions/{gone}").status_code == 204
+        assert not (state / "sessions" / gone).exists()  # unreachable through the API: gone
+
+        sid = new_session(http)
+        work = Path(stdout(execute(http, sid, "import os; print(os.getcwd())")).strip())
+        execute(http, sid, "open('result.txt', 'w').write('42')")
+        execute(http, sid, "x = 1")
+        srv.proc.kill()  # SIGKILL: nothing is finalised
+        srv.proc.wait(30)
+    assert work.parent.is_dir()
+    with serve(state) as srv, httpx.Client(base_url=srv.url, headers=AUTH, timeout=60) as http:
+        info = http.get(f"/v1/sessions/{sid}").json()
+        assert info["status"] == "ended" and info["cells"] == 3
+        assert http.get(f"/v1/sessions/{sid}/files/result.txt").content == b"42"
+        assert not work.parent.exists()  # the kernel's root-only room, once its files are out

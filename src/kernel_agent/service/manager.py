@@ -19,6 +19,9 @@ import contextlib
 import json
 import logging
 import os
+import shutil
+import stat
+import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator
@@ -282,6 +285,9 @@ class SessionManager:
         if session is not None:
             await session.close()
         self._save_index()
+        folder = hosted.notebook.parent  # its notebooks and delivered files: unreachable now
+        if folder.parent == self.state_dir / "sessions" and folder.name == sid:
+            await asyncio.to_thread(shutil.rmtree, folder, True)
 
     async def finalise(self, hosted: Hosted, status: str, reason: str) -> None:
         """End ``hosted``, keeping everything: files copied beside the notebook, the clean
@@ -536,10 +542,12 @@ class SessionManager:
                     "the server stopped abruptly",
                     time.time(),
                 )
+                hosted.cells = _count_cells(hosted.notebook, hosted.cells)
                 work = entry.get("work_dir")
                 if work and Path(work).is_dir():
                     with contextlib.suppress(Exception):
                         deliver_work_files(Path(work), hosted.notebook)
+                    _remove_room(Path(work))
             self.sessions[hosted.id] = hosted
         self._save_index()
 
@@ -554,3 +562,31 @@ def _private_dir(path: Path) -> None:
     if path.stat().st_mode & 0o077:
         log.warning("%s was readable by others: now mode 0700", path)
         path.chmod(0o700)
+
+
+def _count_cells(notebook: Path, default: int) -> int:
+    """The cells in a notebook a crashed server left (its index was saved before them)."""
+    try:
+        cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return default
+    return len(cells) if isinstance(cells, list) else default
+
+
+def _remove_room(work: Path) -> None:
+    """Remove the room (``<tmp>/ka-*/w``'s parent) of a kernel a crashed server left, once
+    its files are delivered; only a root-of-ours, 0700 ``ka-*`` dir in the temp dir."""
+    room = work.parent
+    try:
+        st = os.lstat(room)
+    except OSError:
+        return
+    if (
+        work.name == "w"
+        and room.name.startswith("ka-")
+        and str(room.parent) in {tempfile.gettempdir(), "/tmp"}
+        and stat.S_ISDIR(st.st_mode)
+        and st.st_uid == os.geteuid()
+        and stat.S_IMODE(st.st_mode) == 0o700
+    ):
+        shutil.rmtree(room, ignore_errors=True)
