@@ -93,10 +93,6 @@ def test_kernel_html_runs_no_script_in_the_operators_browser(state: Path, tmp_pa
         execute(http, a, XSS)
         view = http.get(f"/sessions/{a}/view")
         assert "'PWNED', 'FRAME'" in view.text  # the script is in the page, as the kernel wrote it
-        assert "sandbox" in view.headers["content-security-policy"]
-        html = http.get(f"/v1/sessions/{a}/notebook", params={"format": "html"})
-        assert "sandbox" in html.headers["content-security-policy"]
-        assert html.headers["x-content-type-options"] == "nosniff"
 
         # control: the same HTML from a server without the CSP runs the script
         (tmp_path / "control.html").write_text(view.text)
@@ -124,6 +120,10 @@ def test_kernel_html_runs_no_script_in_the_operators_browser(state: Path, tmp_pa
             assert http.get(f"/v1/sessions/{sid}").json()["cells"] == cells
             assert http.get(f"/v1/sessions/{sid}/files/XSS_MARKER.txt").status_code == 404
         assert http.get(f"/v1/sessions/{a}/files").json()["files"] == []
+        assert "sandbox" in view.headers["content-security-policy"]
+        html = http.get(f"/v1/sessions/{a}/notebook", params={"format": "html"})
+        assert "sandbox" in html.headers["content-security-policy"]
+        assert html.headers["x-content-type-options"] == "nosniff"
 
 
 def static_files(root: Path) -> type[SimpleHTTPRequestHandler]:
@@ -292,7 +292,6 @@ def test_a_kernel_cannot_read_other_sessions_notebooks_or_files() -> None:
             h.put(f"/v1/sessions/{a}/files/a_upload.csv", content=b"customer-A confidential")
             execute(h, a, "api_secret = 'A-SECRET-42'; print(api_secret)\n"
                     "open('a_result.txt', 'w').write('A result')")  # fmt: skip
-            assert stat.S_IMODE(state.stat().st_mode) == 0o700
             probe = f"""
 import glob, os
 print('uid', os.getuid())
@@ -309,6 +308,7 @@ print('glob', glob.glob({str(state)!r} + '/**', recursive=True))
             assert "uid 0" not in out
             assert "READ" not in out and "A-SECRET-42" not in out and out.count("refused") == 2
             assert "a_upload" not in out
+            assert stat.S_IMODE(state.stat().st_mode) == 0o700
     finally:
         subprocess.run(["rm", "-rf", str(parent)], check=False)
 
