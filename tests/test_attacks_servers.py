@@ -502,20 +502,19 @@ def test_observe_lists_malformed_runs_as_unreadable(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ rows 32, 50: SIGTERM
 def test_sigterm_answers_in_flight_requests_and_keeps_the_output(state: Path) -> None:
-    with serve(state) as srv, httpx.Client(base_url=srv.url, headers=AUTH, timeout=120) as http:
-        sid = new_session(http)
+    slow = "import time\nprint('partial output', flush=True)\ntime.sleep(60)"
+    with FakeLLM() as llm, serve(state, "--model", "fake-model", "--base-url", llm.base_url,
+                                 "--protocol", "tools") as srv:  # fmt: skip
+        with httpx.Client(base_url=srv.url, headers=AUTH, timeout=120) as http:
+            sid, agent = new_session(http), new_session(http)
+            llm.enqueue(run_cell(slow.replace("partial", "agent partial")), text("stopped"))
+            run = http.post(f"/v1/sessions/{agent}/runs", json={"task": "wait"},
+                            headers={"Accept": "application/json"}).json()  # fmt: skip
         got: list[httpx.Response] = []
 
         def long() -> None:
             with httpx.Client(base_url=srv.url, headers=AUTH, timeout=120) as c:
-                got.append(
-                    c.post(
-                        f"/v1/sessions/{sid}/execute",
-                        json={
-                            "code": "import time\nprint('partial output', flush=True)\ntime.sleep(60)"
-                        },
-                    )
-                )
+                got.append(c.post(f"/v1/sessions/{sid}/execute", json={"code": slow}))
 
         t = threading.Thread(target=long)
         t.start()
@@ -524,12 +523,17 @@ def test_sigterm_answers_in_flight_requests_and_keeps_the_output(state: Path) ->
         assert srv.stop() == 0
         t.join(30)
         assert time.monotonic() - began < 20
+    assert "Traceback" not in srv.log, srv.log
     reply = got[0]
     assert reply.headers["content-type"].startswith("application/json"), reply.text
     nb = nbformat.read(state / "sessions" / sid / "notebook.ipynb", as_version=4)
     outputs = json.dumps(nb.cells[-1].outputs)
     assert "partial output" in outputs and "KeyboardInterrupt" in outputs
     assert nb.cells[-1].metadata["kernel_agent"]["status"] == "error"
+    # the agent run's cell too: in the session's notebook, with what it printed
+    nb = nbformat.read(state / "sessions" / agent / "notebook.ipynb", as_version=4)
+    outputs = json.dumps([c.outputs for c in nb.cells if c.cell_type == "code"])
+    assert "agent partial output" in outputs and "KeyboardInterrupt" in outputs, run
 
 
 def test_mcp_sigterm_does_not_wait_for_a_long_cell(tmp_path: Path) -> None:

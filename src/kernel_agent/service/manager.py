@@ -166,13 +166,19 @@ class SessionManager:
     async def stopping(self) -> None:
         """The server is about to stop: refuse new work, interrupt every running cell so its
         request is answered with what it printed so far (recorded in the notebook), and
-        after ``stop_grace`` seconds cancel what still runs (answered 503)."""
+        after ``stop_grace`` seconds cancel what still runs (executes answered 503, agent
+        runs ended ``cancelled``, so their event streams end too)."""
         self._closed = True
-        busy = [h for h in self.sessions.values() if h.session is not None and h.inflight]
+        busy = [h for h in self.sessions.values() if h.session is not None and h.busy]
         for hosted in busy:
             with contextlib.suppress(Exception):
                 await hosted.session.interrupt()  # type: ignore[union-attr]
-        pending = {t for h in busy for t in h.inflight}
+        pending = {t for h in busy for t in h.inflight} | {
+            r.task_handle
+            for h in busy
+            for r in h.runs.values()
+            if r.task_handle is not None and not r.task_handle.done()
+        }
         if pending:
             _, late = await asyncio.wait(pending, timeout=self.config.stop_grace)
             for task in late:
