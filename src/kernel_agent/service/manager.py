@@ -40,6 +40,9 @@ __all__ = ["ServiceConfig", "Hosted", "SessionManager"]
 
 log = logging.getLogger(__name__)
 
+#: how long the walk of a work dir's files counts for uploads (the kernel writes meanwhile)
+_USAGE_TTL_S = 5.0
+
 
 @dataclass
 class ServiceConfig:
@@ -92,6 +95,8 @@ class Hosted:
     deleted: bool = False
     #: uploads check the session's room and write under this lock (one at a time)
     upload_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: (monotonic time, bytes) of the work dir's last walk, plus what uploads added since
+    usage: tuple[float, int] | None = None
 
     @property
     def files_dir(self) -> Path:
@@ -445,7 +450,10 @@ class SessionManager:
         # one upload at a time per session: the room it checks is the room it writes into.
         # The kernel's own files count too; walking them happens off the event loop.
         async with hosted.upload_lock:
-            used = await asyncio.to_thread(session.disk_usage)
+            now = time.monotonic()
+            if hosted.usage is None or now - hosted.usage[0] > _USAGE_TTL_S:
+                hosted.usage = (now, await asyncio.to_thread(session.disk_usage))
+            used = hosted.usage[1]
             room = self.config.max_session_bytes - used
             if declared is not None and declared > min(limit, room):
                 raise TooLarge(self._too_large(declared, limit, room))
@@ -458,7 +466,9 @@ class SessionManager:
                         raise TooLarge(self._too_large(size, limit, room))
                     yield chunk
 
-            return await session.upload(path, bounded())
+            size = await session.upload(path, bounded())
+            hosted.usage = (hosted.usage[0], used + size)  # a replaced file counts twice: safe
+            return size
 
     @staticmethod
     def _too_large(size: int, limit: int, room: int) -> str:
@@ -498,6 +508,7 @@ class SessionManager:
         from ..errors import ConfigError
 
         session = self.live(sid)
+        self.get(sid).usage = None  # walk again at the next upload
         try:
             session.delete_file(path)
         except ConfigError as exc:
