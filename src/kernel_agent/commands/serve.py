@@ -162,6 +162,9 @@ def run(args: argparse.Namespace) -> int:
     auth = "bearer token required" if config.token else "NO AUTH"
     _say(f"serving on http://{shown}:{args.port}/ ({auth}); "
          f"state in {config.state_dir}; warm pool {config.pool}")  # fmt: skip
+    if not _is_loopback(args.host) and not config.allowed_hosts:
+        _say("clients must use an IP address: pass --allowed-host NAME for each host name "
+             "they reach this server by (others get 421)")  # fmt: skip
     # uvicorn turns SIGTERM into a graceful exit (every session finalised), then re-raises
     # it to the handler it found: this one, which lets the command end normally (status 0)
     stopped: list[int] = []
