@@ -338,8 +338,12 @@ def test_a_sessions_model_never_gets_the_servers_key(state: Path) -> None:
             with httpx.Client(base_url=srv.url, headers=AUTH, timeout=120) as http:
                 sid = new_session(http)
                 configured.enqueue(run_cell("print(1)"), text("done"))
-                http.post(f"/v1/sessions/{sid}/runs", json={"task": "hi"})
+                events = http.post(f"/v1/sessions/{sid}/runs", json={"task": "hi"}).text
                 assert configured.requests[0].headers["authorization"] == f"Bearer {canary}"
+                # row 37: the API does not tell clients where the server keeps its files
+                assert "RunFinished" in events and f"sessions/{sid}/runs/" in events
+                assert str(state) not in events
+                assert str(state) not in json.dumps(http.get(f"/v1/sessions/{sid}").json())
 
 
 class _Stopper:

@@ -250,11 +250,23 @@ class SessionManager:
             session=session,
             settings=settings,
             work_dir=str(session.work_dir),
-            sandbox=session.isolation.note,
+            sandbox=self._public(session.isolation.note),
         )
         self.sessions[sid] = hosted
         self._save_index()
         return hosted
+
+    def _public(self, value: Any) -> Any:
+        """``value`` (an event's JSON, a note) with the server's state dir left out of its
+        strings: clients see ``sessions/<id>/...``, not where the server keeps its files."""
+        prefix = f"{self.state_dir}{os.sep}"
+        if isinstance(value, str):
+            return value.replace(prefix, "").replace(str(self.state_dir), ".")
+        if isinstance(value, dict):
+            return {k: self._public(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._public(v) for v in value]
+        return value
 
     def _check_model(self, model: str | None) -> None:
         """A client's model: ``local``/``local:PATH`` (a model served from a file on this
@@ -418,7 +430,7 @@ class SessionManager:
                         task, notebook=notebook, settings=hosted.settings,
                         provenance={"source": "serve", "tool": "run", "run": run.id},
                     ):  # fmt: skip
-                        item = event_json(event)
+                        item = self._public(event_json(event))
                         if item["type"] == "RunFinished":
                             run.result = item.get("result")
                         run.push(item)
