@@ -132,7 +132,7 @@ class Room:
         if self.cgroup is not None:
             self.cgroup.remove()
             self.cgroup = None
-        _remove_tree(self.root)
+        remove_tree(self.root)
         if self.lease is not None:
             self.lease.release()
             self.lease = None
@@ -202,12 +202,12 @@ def prune_rooms(base: str | None = None) -> list[Path]:
         except OSError:
             continue
         if _stamp_dead(stamp.strip()):
-            _remove_tree(root)
+            remove_tree(root)
             removed.append(root)
     return removed
 
 
-def _remove_tree(root: Path) -> None:
+def remove_tree(root: Path) -> None:
     """Remove a room, unmounting its work dir's filesystem first (lazily: a process
     still inside keeps it until it goes; the loop device is freed with it)."""
     work = root / "w"

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..safefs import UnsafePath
+from ..sandbox.room import remove_tree
 from ..session import CellRun, Session
 from ..settings import Settings
 from .limits import Deleted, Ended, Limiter, NotFound, Stopping, TooBusy, TooLarge
@@ -618,4 +619,4 @@ def _remove_room(work: Path) -> None:
         and st.st_uid == os.geteuid()
         and stat.S_IMODE(st.st_mode) == 0o700
     ):
-        shutil.rmtree(room, ignore_errors=True)
+        remove_tree(room)  # unmounts the work dir's own filesystem first
