@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..delivery import DeliveryLimits
-from ..errors import ConfigError, GatewayError
+from ..errors import ConfigError, GatewayError, KernelAgentError
 from ..executors.base import AsyncExecutor
 from ..safefs import UnsafePath, open_beneath
 from ..settings import Settings
@@ -143,10 +143,10 @@ class RemoteWork:
         total = 0
         entries = await self.kernel.listing()
         for entry in entries:
-            if entry.kind == "dir" and not _dotted(entry.path):
-                continue
-            if _dotted(entry.path):
+            if _hidden(entry.path):  # the dot rule, as local delivery: left out quietly
                 dots.append(entry.path)
+                continue
+            if entry.kind == "dir":
                 continue
             if len(delivered) >= self.limits.max_files:
                 notes.append(f"more than {self.limits.max_files} files")
@@ -162,7 +162,7 @@ class RemoteWork:
                 total += await self.kernel.download(
                     entry.path, notebook.parent, f"{folder}/{entry.path}", size=entry.size
                 )
-            except (OSError, UnsafePath) as exc:
+            except (OSError, KernelAgentError) as exc:
                 notes.append(f"{entry.path!r:.80}: {exc}")
                 continue
             delivered.append(target)
@@ -193,7 +193,7 @@ class RemoteWork:
                 await self.kernel.download(
                     name, notebook.parent, f"{folder}/{name}", size=entry.size
                 )
-            except (OSError, UnsafePath) as exc:
+            except (OSError, KernelAgentError) as exc:
                 notes.append(f"{name!r:.80}: {exc}")
                 continue
             out.append(notebook.parent / folder / name)
@@ -225,8 +225,12 @@ class RemoteWork:
         return None
 
 
-def _dotted(path: str) -> bool:
-    return any(part.startswith(".") for part in path.split("/"))
+def _hidden(path: str) -> bool:
+    """A well-formed relative path with a component starting with '.' (a dot file or dir)."""
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return False  # not a dot file: a name trying to escape, refused by check_name
+    return any(part.startswith(".") for part in parts)
 
 
 def _local_digest(root: Path, rel: str) -> tuple[int, str] | None:
