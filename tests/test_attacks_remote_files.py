@@ -123,6 +123,8 @@ def test_lying_names_never_reach_the_filesystem(tmp_path, gateway):
         ("m._Json({'data': '!!!!', 'eof': True, 'size': 3, 'sha256': ''})", "not base64"),
         # a short chunk that never ends the file
         ("m._Json({'data': 'eA==', 'size': 1})", "short chunk"),
+        # JSON nested too deep to parse
+        ("type('D', (), {'__repr__': lambda s: '[' * 200000 + ']' * 200000})()", "not JSON"),
         # an answer far larger than a chunk
         ("m._Json({'data': 'A' * (8 * 1024 * 1024)})", "over the"),
     ],

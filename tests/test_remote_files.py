@@ -114,8 +114,10 @@ def test_cli_file_reaches_the_gateway_kernel_and_its_files_come_back(fake_llm, t
     # the inputs are not delivered back, and the gateway's own dir got nothing
     assert not (client / "run_files" / "work" / "data.csv").exists()
     assert not (gateway.workdir / "data.csv").exists()
-    # the data preview saw the uploaded file's columns
-    assert "data.csv" in fake_llm.requests[0]["messages"][1]["content"]
+    # the model is told where the kernel runs, and the data preview saw the uploaded file
+    assert f"working directory `{kernel_cwd}`" in fake_llm.requests[0]["messages"][0]["content"]
+    preview = fake_llm.requests[0]["messages"][1]["content"]
+    assert "data.csv" in preview and "50 rows x 1 columns" in preview and "notes.txt" in preview
 
 
 async def _session(gateway, inputs=(), **work_kw):

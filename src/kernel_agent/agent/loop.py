@@ -239,7 +239,7 @@ class AsyncAgent:
             "system",
             language=language,
             kernel_display=self.executor.kernelspec.get("display_name", language),
-            cwd=str(self._work_dir()),
+            cwd=self._prompt_cwd(),
             how_to_run=how,
             vision_note=vision,
             data_note=prompt("data_note_python") + "\n" if language == "python" else "",
@@ -429,6 +429,11 @@ class AsyncAgent:
         self.transcript.update_run_metadata(verify=result.verify)
         level = "info" if report.reproduced else "warning"
         yield Notice(f"verify: {report.summary()}", level)
+
+    def _prompt_cwd(self) -> str:
+        """Where the model is told its code runs (a remote kernel's own work dir, if known)."""
+        remote = self._remote_files()
+        return remote.work if remote is not None and remote.work else str(self._work_dir())
 
     def _work_dir(self) -> Path:
         """Where the kernel's code runs (a remote kernel's: ours, as the settings say)."""

@@ -100,7 +100,7 @@ class KernelFiles:
             )
         try:
             return json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # bad JSON, or JSON nested too deep
             raise GatewayError("file transfer: the kernel's answer is not JSON") from None
 
     def _fn(self, name: str, *args: object) -> str:
