@@ -67,7 +67,9 @@ def local_floors(src: Path, scratch: Path, rounds: int) -> dict[str, float]:
     }
 
 
-async def remote(url: str, token: str, src: Path, scratch: Path, rounds: int, limits: TransferLimits):
+async def remote(
+    url: str, token: str, src: Path, scratch: Path, rounds: int, limits: TransferLimits
+) -> tuple[float, float]:
     session = AsyncGatewaySession(url, token, "python3")
     await session.start()
     try:
