@@ -39,7 +39,7 @@ def gateway(tmp_path_factory):
 def deliver(gateway, tmp_path, code, limits=None):
     """Run ``code`` in a fresh gateway kernel (in its work dir), then deliver its files."""
     nb = tmp_path / "nbdir" / "run.ipynb"
-    nb.parent.mkdir(exist_ok=True)
+    nb.parent.mkdir(parents=True, exist_ok=True)
 
     async def go():
         session = AsyncGatewaySession(gateway.url, TOKEN, "python3")
@@ -82,7 +82,9 @@ def test_links_dot_dirs_specials_setuid_and_control_names_are_refused(tmp_path, 
     assert "pipe: a other, not a file" in text
     assert "suid: setuid" in text
     assert "U+001B" in text and "U+202E" in text
-    assert "2 dot name(s) left out" in text
+    assert notes[0] == (
+        "2 dot-named path(s), configuration rather than content: .git, deep/.hidden"
+    )
 
 
 def test_a_huge_file_and_too_many_files_are_bounded(tmp_path, gateway):
@@ -96,6 +98,18 @@ def test_a_huge_file_and_too_many_files_are_bounded(tmp_path, gateway):
     assert any(n.startswith("huge.bin (62914560 bytes) is over the size bound") for n in notes)
     assert any(n.startswith("f2.txt (400 bytes)") for n in notes)
     assert sum(p.stat().st_size for p in delivered) <= 1000
+
+
+def test_depth_and_entry_count_are_bounded_and_said(tmp_path, gateway):
+    deep = (
+        "import os\nos.makedirs('/'.join('d' * 10))\nopen('d/' * 10 + 'deep.txt', 'w').write('x')"
+    )
+    nb, delivered, notes = deliver(gateway, tmp_path / "a", deep)
+    assert delivered == [] and notes == ["what is below 8 directory levels: d/d/d/d/d/d/d/d"]
+    many = "import os\nos.makedirs('m')\nfor i in range(1200):\n    open(f'm/{i:04}', 'w').close()"
+    nb, delivered, notes = deliver(gateway, tmp_path / "b", many, DeliveryLimits(max_files=3))
+    assert [p.name for p in delivered] == ["0000", "0001", "0002"]
+    assert notes == ["everything past the first 1000 entries", "more than 3 files"]
 
 
 def test_lying_names_never_reach_the_filesystem(tmp_path, gateway):

@@ -141,15 +141,18 @@ class RemoteWork:
         notes: list[str] = []
         dots: list[str] = []
         total = 0
+        deep: list[str] = []
         entries = await self.kernel.listing()
         for entry in entries:
-            if _hidden(entry.path):  # the dot rule, as local delivery: left out quietly
+            if _hidden(entry.path):  # the dot rule, as local delivery
                 dots.append(entry.path)
                 continue
             if entry.kind == "dir":
+                if entry.path.count("/") + 1 >= self.transfer.max_depth:
+                    deep.append(entry.path)
                 continue
             if len(delivered) >= self.limits.max_files:
-                notes.append(f"more than {self.limits.max_files} files")
+                notes.insert(0, f"more than {self.limits.max_files} files")
                 break
             why = self._refusal(entry, total)
             if why is not None:
@@ -166,9 +169,16 @@ class RemoteWork:
                 notes.append(f"{entry.path!r:.80}: {exc}")
                 continue
             delivered.append(target)
+        group = []
         if dots:
-            notes.append(f"{len(dots)} dot name(s) left out, e.g. {dots[0]!r:.60}")
-        return delivered, notes
+            group.append(
+                f"{len(dots)} dot-named path(s), configuration rather than content: " + _some(dots)
+            )
+        if deep:
+            group.append(f"what is below {self.transfer.max_depth} directory levels: {_some(deep)}")
+        if len(entries) >= self.transfer.max_entries:
+            group.append(f"everything past the first {self.transfer.max_entries} entries")
+        return delivered, group + notes
 
     async def deliver_result(
         self, names: list[str], notebook: Path, max_file_bytes: int
@@ -223,6 +233,11 @@ class RemoteWork:
         if entry.size > bound or total + entry.size > self.limits.max_total_bytes:
             return f"{entry.path} ({entry.size} bytes) is over the size bound"
         return None
+
+
+def _some(names: list[str], shown: int = 3) -> str:
+    text = ", ".join(repr(n)[1:-1][:80] for n in names[:shown])
+    return text + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def _hidden(path: str) -> bool:
