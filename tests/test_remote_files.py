@@ -13,6 +13,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -150,6 +151,11 @@ def test_a_big_file_streams_in_chunks_both_ways_and_survives_a_restart(tmp_path,
             await session.shutdown()
 
     work, r, r2, (delivered, notes) = asyncio.run(go())
+    for _ in range(100):  # shut down for good: the kernel removed its work dir on exit
+        if not os.path.exists(work):
+            break
+        time.sleep(0.05)
+    assert not os.path.exists(work)
     import hashlib
 
     raw = blob.read_bytes()

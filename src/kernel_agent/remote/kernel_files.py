@@ -45,10 +45,44 @@ def setup(hint):
     elif WORK and os.path.isdir(WORK):
         work = WORK
     else:
-        work = tempfile.mkdtemp(prefix="kernel-agent-work-")
+        work = tempfile.mkdtemp(prefix=_PREFIX)
     WORK = os.path.realpath(work)
     os.chdir(WORK)
+    _remove_at_shutdown()
     return _Json({"work": WORK})
+
+
+_PREFIX = "kernel-agent-work-"
+_exit = {"registered": False, "restart": True}
+
+
+def _remove_at_shutdown():
+    """Remove the work dir when the kernel is shut down for good (not on a restart,
+    not when it dies: the restarted kernel finds its files again)."""
+    if _exit["registered"]:
+        return
+    try:
+        import atexit
+        import shutil
+
+        from ipykernel.kernelbase import Kernel
+
+        kernel = Kernel.instance()
+        shutdown = kernel.do_shutdown
+    except Exception:
+        return
+
+    def do_shutdown(restart):
+        _exit["restart"] = bool(restart)
+        return shutdown(restart)
+
+    def remove():
+        if not _exit["restart"] and os.path.basename(WORK).startswith(_PREFIX):
+            shutil.rmtree(WORK, ignore_errors=True)
+
+    kernel.do_shutdown = do_shutdown
+    atexit.register(remove)
+    _exit["registered"] = True
 
 
 def digest(name):
