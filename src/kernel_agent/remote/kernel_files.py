@@ -80,7 +80,7 @@ def _remove_at_shutdown():
         if not _exit["restart"] and os.path.basename(WORK).startswith(_PREFIX):
             shutil.rmtree(WORK, ignore_errors=True)
 
-    kernel.do_shutdown = do_shutdown
+    kernel.do_shutdown = do_shutdown  # type: ignore[method-assign]
     atexit.register(remove)
     _exit["registered"] = True
 
