@@ -207,3 +207,37 @@ def test_set_result_refuses_a_bad_name_in_a_remote_kernel(fake_llm, tmp_path, ga
         result = agent.run_to_end("go")
     assert result.cells[0].outputs[0]["text"].startswith("ToolError set_result: refused")
     assert result.files == [] and result.result is None
+
+
+def test_inputs_are_chosen_and_bounded(tmp_path):
+    from kernel_agent.delivery import DeliveryLimits
+    from kernel_agent.errors import ConfigError
+    from kernel_agent.remote.work import inputs_from_settings
+    from kernel_agent.settings import Settings
+
+    view, other = tmp_path / "view", tmp_path / "other"
+    view.mkdir()
+    other.mkdir()
+    for name, size in [("a.csv", 10), ("b.csv", 30), ("big.bin", 90), (".env", 5)]:
+        (view / name).write_bytes(b"x" * size)
+    (view / "sub").mkdir()
+    os.symlink("/etc/passwd", view / "passwd")
+    (other / "a.csv").write_bytes(b"y" * 20)
+    limits = DeliveryLimits(max_files=5, max_file_bytes=80, max_total_bytes=60)
+
+    def choose(**kw):
+        inputs, notes = inputs_from_settings(Settings.from_env(env={}, **kw), limits)
+        return {i.name: i.path for i in inputs}, notes
+
+    # no --cwd: nothing of the current directory is sent
+    assert choose() == ({}, [])
+    # --file wins over the view's file of the same name; links, dirs and dot files stay
+    chosen, notes = choose(cwd=view, files=[other / "a.csv"])
+    assert chosen == {"a.csv": other / "a.csv", "b.csv": view / "b.csv"}
+    assert notes == ["big.bin (90 bytes) is over the size bound"]
+    with pytest.raises(ConfigError, match="no such file"):
+        choose(files=[other / "missing.csv"])
+    with pytest.raises(ConfigError, match="at most 80 bytes a file"):
+        choose(files=[view / "big.bin"])
+    with pytest.raises(ConfigError, match="refusing to send"):
+        choose(cwd=Path("/etc"))

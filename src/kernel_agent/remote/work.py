@@ -46,7 +46,7 @@ def inputs_from_settings(
 ) -> tuple[list[RemoteInput], list[str]]:
     """The files a remote kernel gets at start, and notes on what was left out.
 
-    ``--file`` always (a missing one is a :class:`ConfigError`, as locally). The
+    ``--file`` always (a missing one, or one over ``limits``, is a :class:`ConfigError`). The
     ``--cwd`` view only when ``--cwd`` was given: its top-level regular files, not
     links and not dot files, within ``limits`` (a remote kernel is another machine:
     nothing of the current directory leaves this host unless asked).
@@ -54,11 +54,21 @@ def inputs_from_settings(
     limits = limits or DeliveryLimits()
     chosen: dict[str, RemoteInput] = {}
     notes: list[str] = []
+    total = 0
     for file in settings.files:
         path = Path(file).expanduser().resolve()
         if not path.is_file():
             raise ConfigError(f"no such file: {path}")
+        size = path.stat().st_size
+        if size > limits.max_file_bytes or total + size > limits.max_total_bytes:
+            raise ConfigError(
+                f"--file {path} is {size} bytes: a remote kernel is sent at most "
+                f"{limits.max_file_bytes} bytes a file and {limits.max_total_bytes} in all"
+            )
+        total += size
         chosen[path.name] = RemoteInput(path, path.name)
+    if len(chosen) > limits.max_files:
+        raise ConfigError(f"at most {limits.max_files} --file files for a remote kernel")
     if settings.cwd is not None:
         from ..sandbox.room import check_view_dir
 
@@ -66,7 +76,6 @@ def inputs_from_settings(
         why = check_view_dir(view)
         if why:
             raise ConfigError(f"refusing to send the files of {view} to a remote kernel: {why}")
-        total = sum(i.path.stat().st_size for i in chosen.values())
         try:
             names = sorted(os.listdir(view))
         except OSError as exc:
