@@ -116,9 +116,9 @@ class RemoteWork:
     #: name -> (size, sha256) of the inputs as uploaded
     uploaded: dict[str, tuple[int, str]] = field(default_factory=dict)
 
-    @property
-    def kernel(self) -> KernelFiles:
-        return KernelFiles(self.executor, self.transfer)
+    def __post_init__(self) -> None:
+        #: the transfer's host end (calls the kernel-side half through ``executor``)
+        self.kernel = KernelFiles(self.executor, self.transfer)
 
     async def ready(self) -> None:
         """After a (re)start: the private work dir, and the inputs not there already."""
