@@ -2,7 +2,8 @@
 
 A 50 MB file of random bytes goes to a Kernel Gateway kernel on 127.0.0.1 (in a root
 dir of its own) and comes back, through :class:`kernel_agent.remote.transfer.KernelFiles`
-(chunked base64 over user_expressions, sha256 on both sides). The floors are what a
+(user_expressions; uploads as base64, downloads as raw comm buffers or base64;
+sha256 on both sides). The floors are what a
 local kernel costs for the same file: ``--file`` links it (a symlink), and delivery
 copies it back (``safefs.copy_out``); a plain copy plus a sha256 is printed as the fair
 floor for a transfer that checks integrity. Best of N rounds.
@@ -108,23 +109,27 @@ def main() -> None:
         kg = KernelGateway(root / "kg", token).start()
         try:
             results = {}
-            for chunk_mib in (1, 4):
-                limits = TransferLimits(put_chunk=chunk_mib << 20, get_chunk=chunk_mib << 20)
-                results[chunk_mib] = asyncio.run(
+            configs = {
+                "1 MiB chunks, base64": TransferLimits(1 << 20, 1 << 20, raw_chunks=False),
+                "4 MiB chunks, base64": TransferLimits(raw_chunks=False),
+                "4 MiB chunks (default)": TransferLimits(),
+            }
+            for name, limits in configs.items():
+                results[name] = asyncio.run(
                     remote(kg.url, token, src, root / "scratch", rounds, limits)
                 )
         finally:
             kg.stop()
     print(f"{mb} MB file, best of {rounds} (2 cores, loopback)")
-    print(f"{'path':44} {'seconds':>8} {'MB/s':>9}")
+    print(f"{'path':58} {'seconds':>8} {'MB/s':>9}")
     for name, seconds in floors.items():
-        print(f"{'local: ' + name:44} {seconds:8.4f} {mb_s(size, seconds):9.1f}")
+        print(f"{'local: ' + name:58} {seconds:8.4f} {mb_s(size, seconds):9.1f}")
     fair = floors["copy + sha256 both sides"]
-    for chunk_mib, (up, down) in results.items():
+    for config, (up, down) in results.items():
         for what, seconds in (("to the kernel", up), ("from the kernel", down)):
-            label = f"gateway, {chunk_mib} MiB chunks, {what}"
+            label = f"gateway, {config}, {what}"
             print(
-                f"{label:44} {seconds:8.4f} {mb_s(size, seconds):9.1f}"
+                f"{label:58} {seconds:8.4f} {mb_s(size, seconds):9.1f}"
                 f"   {seconds / fair:5.1f}x copy+sha256"
             )
 

@@ -19,6 +19,7 @@ from gateway_server import KernelGateway
 
 from kernel_agent.delivery import DeliveryLimits
 from kernel_agent.executors.gateway import AsyncGatewaySession
+from kernel_agent.remote.transfer import TransferLimits
 from kernel_agent.remote.work import RemoteWork
 
 pytestmark = pytest.mark.timeout(180)
@@ -36,14 +37,18 @@ def gateway(tmp_path_factory):
     kg.stop()
 
 
-def deliver(gateway, tmp_path, code, limits=None):
+def deliver(gateway, tmp_path, code, limits=None, raw_chunks=True):
     """Run ``code`` in a fresh gateway kernel (in its work dir), then deliver its files."""
     nb = tmp_path / "nbdir" / "run.ipynb"
     nb.parent.mkdir(parents=True, exist_ok=True)
 
     async def go():
         session = AsyncGatewaySession(gateway.url, TOKEN, "python3")
-        session.files = RemoteWork(session, limits=limits or DeliveryLimits())
+        session.files = RemoteWork(
+            session,
+            limits=limits or DeliveryLimits(),
+            transfer=TransferLimits(raw_chunks=raw_chunks),
+        )
         await session.start()
         try:
             r = await session.execute(code)
@@ -126,30 +131,58 @@ def test_lying_names_never_reach_the_filesystem(tmp_path, gateway):
     assert not (tmp_path / "escape.txt").exists() and not Path("/tmp/abs-escape.txt").exists()
 
 
+#: kernel-side ``get(name, offset, size, comm_id)`` replacements, as ``lambda *a: ...``;
+#: ``m._publish(a[3], data)`` sends raw bytes the way the real one does
+RAW_LIES = [
+    # the right bytes, a wrong hash
+    (
+        "(m._publish(a[3], b'xyz'), m._Json({'sent': 3, 'eof': True, 'size': 3, 'sha256': '0' * 64}))[1]",
+        "sha256",
+    ),
+    # listed as 3 bytes, sends 6
+    (
+        "(m._publish(a[3], b'xyzxyz'), m._Json({'sent': 6, 'eof': True, 'size': 6, 'sha256': ''}))[1]",
+        "more than",
+    ),
+    # a count that is not what was sent
+    (
+        "(m._publish(a[3], b'xyz'), m._Json({'sent': 2, 'eof': True, 'size': 3, 'sha256': ''}))[1]",
+        "count",
+    ),
+    # no bytes at all
+    ("m._Json({'sent': 3, 'eof': True, 'size': 3, 'sha256': ''})", "no chunk arrived"),
+    # two chunks for one call
+    (
+        "(m._publish(a[3], b'x'), m._publish(a[3], b'yz'), m._Json({'sent': 1}))[2]",
+        "more than one chunk",
+    ),
+    # a short chunk that never ends the file
+    ("(m._publish(a[3], b'x'), m._Json({'sent': 1}))[1]", "short chunk"),
+    # an answer far larger than it may be
+    ("m._Json({'data': 'A' * (8 * 1024 * 1024)})", "over the"),
+]
+BASE64_LIES = [
+    # JSON nested too deep to parse
+    ("type('D', (), {'__repr__': lambda s: '[' * 200000 + ']' * 200000})()", "not JSON"),
+    ("m._Json({'data': 'eHl6', 'eof': True, 'size': 3, 'sha256': '0' * 64})", "sha256"),
+    ("m._Json({'data': 'eHl6eHl6', 'eof': True, 'size': 6, 'sha256': ''})", "more than"),
+    ("m._Json({'data': '!!!!', 'eof': True, 'size': 3, 'sha256': ''})", "not base64"),
+    ("m._Json({'data': 'eA==', 'size': 1})", "short chunk"),
+    ("m._Json({'data': 'A' * (8 * 1024 * 1024)})", "over the"),
+]
+
+
 @pytest.mark.parametrize(
-    ("get", "why"),
-    [
-        # the right bytes, a wrong hash
-        ("m._Json({'data': 'eHl6', 'eof': True, 'size': 3, 'sha256': '0' * 64})", "sha256"),
-        # listed as 3 bytes, sends 6
-        ("m._Json({'data': 'eHl6eHl6', 'eof': True, 'size': 6, 'sha256': ''})", "more than"),
-        # a chunk that is not base64
-        ("m._Json({'data': '!!!!', 'eof': True, 'size': 3, 'sha256': ''})", "not base64"),
-        # a short chunk that never ends the file
-        ("m._Json({'data': 'eA==', 'size': 1})", "short chunk"),
-        # JSON nested too deep to parse
-        ("type('D', (), {'__repr__': lambda s: '[' * 200000 + ']' * 200000})()", "not JSON"),
-        # an answer far larger than a chunk
-        ("m._Json({'data': 'A' * (8 * 1024 * 1024)})", "over the"),
-    ],
+    ("raw", "get", "why"),
+    [(True, g, w) for g, w in RAW_LIES] + [(False, g, w) for g, w in BASE64_LIES],
 )
-def test_lying_contents_are_refused_and_leave_nothing(tmp_path, gateway, get, why):
+def test_lying_contents_are_refused_and_leave_nothing(tmp_path, gateway, raw, get, why):
     code = PATCH + (
         "open('out.txt', 'w').write('xyz')\n"
         "m.listing = lambda *a: m._Json([['out.txt', 'file', 3, 0o644]])\n"
         f"m.get = lambda *a: {get}\n"
     )
-    nb, delivered, notes = deliver(gateway, tmp_path, code)
+    nb, delivered, notes = deliver(gateway, tmp_path, code, raw_chunks=raw)
     assert delivered == [] and len(notes) == 1 and why in notes[0], notes
     assert [p for p in tree(nb.parent) if not p.endswith(("run_files", "work"))] == []
 

@@ -128,10 +128,13 @@ async def _session(gateway, inputs=(), **work_kw):
     return session
 
 
-def test_a_big_file_streams_in_chunks_both_ways_and_survives_a_restart(tmp_path, gateway):
+@pytest.mark.parametrize("raw_chunks", [True, False], ids=["raw", "base64"])
+def test_a_big_file_streams_in_chunks_both_ways_and_survives_a_restart(
+    tmp_path, gateway, raw_chunks
+):
     blob = tmp_path / "blob.bin"
     blob.write_bytes(random.randbytes(3 * 1024 * 1024 + 17))
-    limits = TransferLimits(put_chunk=256 * 1024, get_chunk=512 * 1024)
+    limits = TransferLimits(put_chunk=256 * 1024, get_chunk=512 * 1024, raw_chunks=raw_chunks)
 
     async def go():
         session = await _session(gateway, [RemoteInput(blob, "blob.bin")], transfer=limits)

@@ -170,8 +170,22 @@ def listing(max_entries, max_depth):
     return _Json(out)
 
 
-def get(name, offset, size):
-    """``size`` bytes of regular file ``name`` from ``offset`` (sequential reads)."""
+def _publish(comm_id, data):
+    """Send ``data`` raw, as the one buffer of a ``comm_msg`` on iopub (no base64, no JSON)."""
+    from ipykernel.kernelbase import Kernel
+
+    kernel = Kernel.instance()
+    content = {"comm_id": comm_id, "data": {"kernel_agent_files": comm_id}}
+    parent = kernel.get_parent("shell")
+    session = kernel.session
+    if session is None:
+        raise RuntimeError("the kernel has no session to publish on")
+    session.send(kernel.iopub_socket, "comm_msg", content, parent=parent, buffers=[data])
+
+
+def get(name, offset, size, comm_id=None):
+    """``size`` bytes of regular file ``name`` from ``offset`` (sequential reads): in the
+    reply as base64, or (``comm_id``) raw in a comm message published before the reply."""
     if offset == 0:
         old = _gets.pop(name, None)
         if old is not None:
@@ -188,7 +202,11 @@ def get(name, offset, size):
     data = os.read(slot[0], size)
     slot[1].update(data)
     slot[2] += len(data)
-    reply: dict = {"data": base64.b64encode(data).decode("ascii")}
+    if comm_id is None:
+        reply: dict = {"data": base64.b64encode(data).decode("ascii")}
+    else:
+        _publish(comm_id, data)
+        reply = {"sent": len(data)}
     if len(data) < size:
         os.close(slot[0])
         del _gets[name]

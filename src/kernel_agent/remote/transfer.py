@@ -5,8 +5,10 @@ the kernel as a module kept in ``sys.modules``) is called through ``user_express
 beside an empty cell: no execution count, nothing in the notebook, and any executor
 that runs Python cells carries it (a gateway's websocket, a local kernel's ZMQ).
 
-Bytes travel as base64 in bounded chunks, one round trip each, so a big file streams
-and never sits whole in memory on either side. Both sides hash what they wrote or
+Bytes travel in bounded chunks, one round trip each, so a big file streams and never
+sits whole in memory on either side: uploads as base64 in the expression, downloads as
+the raw buffer of a comm message the kernel publishes during the call (base64 in the
+reply for an executor that does not hand over comm messages). Both sides hash what they wrote or
 read (sha256) and the host compares sizes and hashes. Every reply is input from a
 stranger: its length is bounded before it is parsed, its shape is checked, a chunk
 must be full-sized unless it is the last, and a download stops at its byte bound.
@@ -21,16 +23,18 @@ import binascii
 import hashlib
 import json
 import os
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast, runtime_checkable
 
 from ..errors import GatewayError
 from ..executors.base import AsyncExecutor
 from ..safefs import UnsafePath, write_stream_beneath
 
-__all__ = ["TransferLimits", "KernelFiles", "RemoteEntry"]
+__all__ = ["TransferLimits", "KernelFiles", "RemoteEntry", "CommListener"]
 
 MODULE = "_kernel_agent_files"
 
@@ -42,6 +46,9 @@ class TransferLimits:
     put_chunk: int = 4 * 1024 * 1024
     #: raw bytes per download chunk
     get_chunk: int = 4 * 1024 * 1024
+    #: downloads take each chunk's raw bytes from a comm message's buffer (no base64,
+    #: about 3x faster) when the executor hands over comm messages; else base64
+    raw_chunks: bool = True
     #: seconds for one round trip (one chunk)
     call_timeout_s: float = 120.0
     max_entries: int = 1000
@@ -200,13 +207,21 @@ class KernelFiles:
         refused (:class:`UnsafePath`) and leaves nothing behind.
         """
         chunk = self.limits.get_chunk
-        max_reply = _b64_len(chunk) + 200
+        raw_chunks = self.limits.raw_chunks and isinstance(self.executor, CommListener)
+        token = uuid.uuid4().hex if raw_chunks else None
+        max_reply = 1000 if raw_chunks else _b64_len(chunk) + 200
         digest = hashlib.sha256()
         got = 0
         with write_stream_beneath(dest_root, dest_rel, mode=mode) as fh:
             while True:
-                reply = await self._call(self._fn("get", name, got, chunk), max_reply)
-                raw = _chunk_bytes(reply, name)
+                expression = self._fn("get", name, got, chunk, token)
+                if token is not None:
+                    with _RawChunk(cast(CommListener, self.executor), token, chunk) as taken:
+                        reply = await self._call(expression, max_reply)
+                    raw = taken.take(reply, name)
+                else:
+                    reply = await self._call(expression, max_reply)
+                    raw = _chunk_bytes(reply, name)
                 if len(raw) > chunk or got + len(raw) > size:
                     raise UnsafePath(f"{name} sent more than its listed {size} bytes")
                 eof = reply.get("eof") is True
@@ -224,6 +239,57 @@ class KernelFiles:
                     f"{name}: the kernel's size or sha256 does not match the bytes received"
                 )
         return got
+
+
+@runtime_checkable
+class CommListener(Protocol):
+    """An executor that hands the kernel's comm messages to ``comm_handler`` while a cell runs."""
+
+    comm_handler: Callable[[dict[str, Any]], Any] | None
+
+
+class _RawChunk:
+    """Takes the one comm message carrying a download chunk's raw bytes (as its only
+    buffer) while one call runs; every other comm message goes to the executor's own
+    handler (the host tools' bridge)."""
+
+    def __init__(self, executor: CommListener, token: str, limit: int) -> None:
+        self.executor, self.token, self.limit = executor, token, limit
+        self.previous = executor.comm_handler
+        self.chunks: list[bytes] = []
+        self.problem: str | None = None
+
+    def __enter__(self) -> _RawChunk:
+        self.executor.comm_handler = self.feed
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.executor.comm_handler = self.previous
+
+    def feed(self, msg: dict[str, Any]) -> Any:
+        content = msg.get("content")
+        data = content.get("data") if isinstance(content, dict) else None
+        if not isinstance(data, dict) or data.get("kernel_agent_files") != self.token:
+            return self.previous(msg) if self.previous is not None else None
+        buffers = msg.get("buffers")
+        if self.chunks or not isinstance(buffers, list) or len(buffers) != 1:
+            self.problem = "more than one chunk, or a chunk without its bytes"
+        elif len(buffers[0]) > self.limit:
+            self.problem = f"a chunk of {len(buffers[0])} bytes, over {self.limit}"
+        else:
+            self.chunks.append(bytes(buffers[0]))
+        return None
+
+    def take(self, reply: Any, name: str) -> bytes:
+        """The chunk's bytes, checked against the reply's count."""
+        if self.problem is not None:
+            raise UnsafePath(f"{name}: {self.problem}")
+        if not self.chunks:
+            raise UnsafePath(f"{name}: no chunk arrived")
+        raw = self.chunks[0]
+        if not isinstance(reply, dict) or reply.get("sent") != len(raw):
+            raise UnsafePath(f"{name}: the chunk does not match the kernel's count")
+        return raw
 
 
 def _chunk_bytes(reply: Any, name: str) -> bytes:
