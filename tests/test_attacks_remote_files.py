@@ -114,7 +114,7 @@ def test_depth_and_entry_count_are_bounded_and_said(tmp_path, gateway):
     many = "import os\nos.makedirs('m')\nfor i in range(1200):\n    open(f'm/{i:04}', 'w').close()"
     nb, delivered, notes = deliver(gateway, tmp_path / "b", many, DeliveryLimits(max_files=3))
     assert [p.name for p in delivered] == ["0000", "0001", "0002"]
-    assert notes == ["everything past the first 1000 entries", "more than 3 files"]
+    assert notes == ["everything past the first 30 entries", "more than 3 files"]
 
 
 def test_lying_names_never_reach_the_filesystem(tmp_path, gateway):

@@ -51,8 +51,6 @@ class TransferLimits:
     raw_chunks: bool = True
     #: seconds for one round trip (one chunk)
     call_timeout_s: float = 120.0
-    max_entries: int = 1000
-    max_depth: int = 8
 
 
 @dataclass(frozen=True)
@@ -170,10 +168,11 @@ class KernelFiles:
         return size, sha
 
     # ------------------------------------------------------------------ download
-    async def listing(self) -> list[RemoteEntry]:
-        """The entries below the kernel's work dir, as it reports them (shapes checked)."""
-        cap = self.limits.max_entries
-        reply = await self._call(self._fn("listing", cap, self.limits.max_depth), cap * 1200)
+    async def listing(self, max_entries: int, max_depth: int) -> list[RemoteEntry]:
+        """The entries below the kernel's work dir (breadth first, at most ``max_entries``,
+        ``max_depth`` levels), as it reports them (shapes checked, names not)."""
+        cap = max_entries
+        reply = await self._call(self._fn("listing", cap, max_depth), cap * 1200)
         if not isinstance(reply, list) or len(reply) > cap:
             raise GatewayError("file transfer: the kernel's listing is not a bounded list")
         out = []

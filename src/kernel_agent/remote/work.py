@@ -120,6 +120,10 @@ class RemoteWork:
         #: the transfer's host end (calls the kernel-side half through ``executor``)
         self.kernel = KernelFiles(self.executor, self.transfer)
 
+    @property
+    def _max_entries(self) -> int:
+        return self.limits.max_files * 10  # as local delivery
+
     async def ready(self) -> None:
         """After a (re)start: the private work dir, and the inputs not there already."""
         if self.executor.language_info.get("name") != "python":
@@ -151,13 +155,13 @@ class RemoteWork:
         dots: list[str] = []
         total = 0
         deep: list[str] = []
-        entries = await self.kernel.listing()
+        entries = await self.kernel.listing(self._max_entries, self.limits.max_depth)
         for entry in entries:
             if _hidden(entry.path):  # the dot rule, as local delivery
                 dots.append(entry.path)
                 continue
             if entry.kind == "dir":
-                if entry.path.count("/") + 1 >= self.transfer.max_depth:
+                if entry.path.count("/") + 1 >= self.limits.max_depth:
                     deep.append(entry.path)
                 continue
             if len(delivered) >= self.limits.max_files:
@@ -184,9 +188,9 @@ class RemoteWork:
                 f"{len(dots)} dot-named path(s), configuration rather than content: " + _some(dots)
             )
         if deep:
-            group.append(f"what is below {self.transfer.max_depth} directory levels: {_some(deep)}")
-        if len(entries) >= self.transfer.max_entries:
-            group.append(f"everything past the first {self.transfer.max_entries} entries")
+            group.append(f"what is below {self.limits.max_depth} directory levels: {_some(deep)}")
+        if len(entries) >= self._max_entries:
+            group.append(f"everything past the first {self._max_entries} entries")
         return delivered, group + notes
 
     async def deliver_result(
@@ -196,7 +200,9 @@ class RemoteWork:
         if not names:
             return [], []
         folder = f"{notebook.stem}_files/result"
-        listed = {e.path: e for e in await self.kernel.listing()}
+        listed = {
+            e.path: e for e in await self.kernel.listing(self._max_entries, self.limits.max_depth)
+        }
         out: list[Path] = []
         notes: list[str] = []
         for name in names:
@@ -230,7 +236,7 @@ class RemoteWork:
     def _refusal(self, entry: RemoteEntry, total: int, max_bytes: int | None = None) -> str | None:
         """Why ``entry`` must not come back, or None."""
         try:
-            check_name(entry.path, max_depth=self.transfer.max_depth)
+            check_name(entry.path, max_depth=self.limits.max_depth)
         except UnsafePath as exc:
             return f"refused a name: {exc}"
         if entry.kind != "file":
