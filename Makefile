@@ -69,6 +69,7 @@ bench: venv system-deps
 	$(PY) bench/bench_transcript.py
 	$(PY) bench/bench_sandbox.py
 	$(PY) bench/bench_gateway.py
+	$(PY) bench/bench_transfer.py
 	$(PY) bench/bench_verify.py
 	$(PY) bench/bench_mcp.py
 	$(PY) bench/bench_serve.py

@@ -35,7 +35,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, GatewayError, KernelDied, KernelStartError
 from ..notebook.outputs import DisplayMap, OutputCollector
@@ -54,6 +54,9 @@ from .gateway_client import (
     ws_url,
 )
 from .gateway_wire import new_message
+
+if TYPE_CHECKING:
+    from ..remote.work import RemoteWork
 
 __all__ = ["AsyncGatewaySession", "GatewaySession", "make_gateway_executor"]
 
@@ -155,6 +158,8 @@ class AsyncGatewaySession:
         self.init_code: str | None = None
         #: called with each comm message the kernel publishes while a cell runs
         self.comm_handler: Callable[[dict[str, Any]], Any] | None = None
+        #: the kernel's own work dir and its files, set up after every (re)start
+        self.files: RemoteWork | None = None
 
     # ----------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -202,6 +207,8 @@ class AsyncGatewaySession:
         self.language_info = dict(reply.get("language_info", {}))
         if self.init_code:
             await self._run_silent(self.init_code)
+        if self.files is not None:
+            await self.files.ready()
         log.info("gateway kernel %s (%s) at %s", self.kernel_id, self.kernel_name, self.url)
 
     async def shutdown(self) -> None:
@@ -553,6 +560,8 @@ class AsyncGatewaySession:
         self.language_info = dict(reply.get("language_info", self.language_info))
         if self.init_code:
             await self._run_silent(self.init_code)
+        if self.files is not None:
+            await self.files.ready()
 
     async def inject(self, code: str) -> None:
         """Run ``code`` silently now (if started) and after every restart."""
@@ -660,8 +669,15 @@ class GatewaySession(SyncExecutor[AsyncGatewaySession]):
 def make_gateway_executor(
     settings: Settings, *, kernel_id: str | None = None, keep_kernel: bool | None = None
 ) -> AsyncGatewaySession:
-    """An executor for ``settings.gateway_url`` / ``settings.gateway_token``; not started yet."""
-    return AsyncGatewaySession(
+    """An executor for ``settings.gateway_url`` / ``settings.gateway_token``; not started yet.
+
+    Its kernel gets a work dir of its own, with ``settings.files`` (and an explicit
+    ``--cwd``'s data files) sent in at start (:mod:`kernel_agent.remote.work`).
+    """
+    from ..remote.work import RemoteWork, inputs_from_settings
+
+    inputs, notes = inputs_from_settings(settings)
+    session = AsyncGatewaySession(
         settings.gateway_url or "",
         settings.gateway_token,
         settings.kernel_name,
@@ -670,3 +686,5 @@ def make_gateway_executor(
         startup_timeout=settings.startup_timeout,
         max_output_chars=settings.max_output_chars,
     )
+    session.files = RemoteWork(session, inputs, notes=notes)
+    return session

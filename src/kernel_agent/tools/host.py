@@ -143,6 +143,10 @@ class HostSide:
         if not isinstance(files, list):
             raise ToolError("set_result: files must be a list of paths")
         work = self._work()
+        if files and work is None and self.remote:  # checked by name here, by content on delivery
+            from ..remote.result import declare_remote
+
+            return declare_remote(self.result, request.get("data"), files)
         if files and work is None:
             raise ToolError(
                 "set_result: files cannot be taken from a remote kernel; pass data only"
