@@ -20,7 +20,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import hints
 from ..errors import ConfigError, NotebookError
@@ -61,6 +61,9 @@ from .history import History
 from .levers import Lever, ResultCheck, levers_for
 from .protocols import FencedProtocol, Protocol, make_protocol
 from .state import Ask, Stop, TaskState, Turn
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 __all__ = ["AsyncAgent", "Agent", "default_notebook_path"]
 
@@ -538,6 +541,8 @@ class AsyncAgent:
                     yield Notice(ask.notice)
                 continue
             yield CellStarted(st.step, code)
+            # the code is on disk before it runs: a run that ends mid-cell still shows it
+            recorded = transcript.add_code(code, None, {"status": "running", "step": st.step})
             cell = None
             async for item in self._execute(code, st.step):
                 if isinstance(item, CellResult):
@@ -545,7 +550,7 @@ class AsyncAgent:
                 else:
                     yield item
             assert cell is not None
-            async for event in self._record(st, cell, index, completion, gen_s, call_id):
+            async for event in self._record(st, cell, index, completion, gen_s, call_id, recorded):
                 yield event
 
     def _before_cell(self, st: TaskState, code: str) -> Ask | Stop | None:
@@ -564,8 +569,10 @@ class AsyncAgent:
         completion: Completion,
         gen_s: float,
         call_id: str | None,
+        pending: NotebookNode,
     ) -> AsyncIterator[Event]:
-        """A cell that ran: the transcript, the levers, the state rebuild, the model's view."""
+        """A cell that ran: the transcript (``pending``, its code recorded before it ran),
+        the levers, the state rebuild, the model's view."""
         transcript = self.transcript
         assert transcript is not None and self.executor is not None
         self.cells.append(cell)
@@ -591,7 +598,7 @@ class AsyncAgent:
             "exec_s": round(cell.duration, 3),
             **self.host.cell_metadata(),
         }
-        transcript.freeze(transcript.add_code(cell.code, cell, meta))
+        transcript.finish_code(pending, cell, meta)
         yield CellFinished(st.step, cell)
         before_restart = dict(self._namespace)
         view_text, images = self._view(cell, summary, hint)

@@ -372,8 +372,11 @@ class AsyncGatewaySession:
                     if item["msg_type"] == "status":
                         idle = item["content"].get("execution_state") == "idle"
                     elif item["msg_type"].startswith("comm_"):
-                        if self.comm_handler is not None:
-                            self.comm_handler(item)
+                        try:
+                            if self.comm_handler is not None:
+                                self.comm_handler(item)
+                        except Exception:  # no kernel message may end the host's run
+                            collector.malformed += 1
                     else:
                         collector.feed(item)
                 elif item["channel"] == "shell" and item["msg_type"] == "execute_reply":

@@ -24,6 +24,7 @@ import zmq
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.kernelspec import NoSuchKernel
 from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.session import Session
 
 from ..errors import ConfigError, KernelDied, KernelNotFound, KernelStartError
 from ..notebook.outputs import DisplayMap, OutputCollector
@@ -33,6 +34,7 @@ from ..syncify import blocking
 from .base import Isolation, OutputCallback, SyncExecutor, check_timeout
 from .cell import Outcome, finish_cell, take_reply
 from .cell import now as _now
+from .messages import checked
 
 if TYPE_CHECKING:
     from ..sandbox import KernelLauncher
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
 __all__ = ["AsyncKernelSession", "KernelSession"]
 
 _ALIVE_CHECK_S = 1.0
+#: messages dropped per loop turn while draining between cells
+_DRAIN_BATCH = 256
 
 
 class AsyncKernelSession:
@@ -86,6 +90,8 @@ class AsyncKernelSession:
         self.init_code: str | None = None
         #: called with each comm message the kernel publishes while a cell runs
         self.comm_handler: Callable[[dict[str, Any]], Any] | None = None
+        # between cells, the loop that drops what the kernel sends, and the fds it watches
+        self._draining: tuple[asyncio.AbstractEventLoop, list[int]] | None = None
 
     # ----------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -132,6 +138,7 @@ class AsyncKernelSession:
         try:
             reply = await self._handshake()
         except KernelStartError as exc:
+            self._drain_between_cells(False)
             kc.stop_channels()
             self._kc = None
             await km.shutdown_kernel(now=True)
@@ -141,15 +148,18 @@ class AsyncKernelSession:
             if said:
                 raise KernelStartError(f"{exc}{said}") from None
             raise
-        self.language_info = dict(reply["content"].get("language_info", {}))
+        info = reply["content"].get("language_info")
+        self.language_info = dict(info) if isinstance(info, dict) else {}
         if self.init_code:
             await self._run_silent(self.init_code)
+        self._drain_between_cells(True)
 
     async def inject(self, code: str) -> None:
         """Run ``code`` silently now (if started) and after every restart."""
         self.init_code = code
         if self._kc is not None:
             await self._run_silent(code)
+            self._drain_between_cells(True)
 
     async def _run_silent(self, code: str) -> None:
         """Execute ``code`` without an execution count; raise KernelStartError if it fails."""
@@ -194,6 +204,7 @@ class AsyncKernelSession:
 
     async def shutdown(self) -> None:
         """Stop the kernel. Safe to call twice."""
+        self._drain_between_cells(False)
         km, kc = self._km, self._kc
         self._km = self._kc = None
         if kc is not None:
@@ -253,6 +264,7 @@ class AsyncKernelSession:
     async def restart(self) -> None:
         """Restart the kernel (state is lost) and reconnect."""
         km = self._manager()
+        self._drain_between_cells(False)
         if self._kc is not None:
             self._kc.stop_channels()
             self._kc = None
@@ -293,7 +305,38 @@ class AsyncKernelSession:
         )
         deadline = None if timeout is None else time.monotonic() + timeout
         outcome = await self._collect(msg_id, collector, deadline)
-        return await finish_cell(self, code, msg_id, collector, started, timeout, outcome)
+        result = await finish_cell(self, code, msg_id, collector, started, timeout, outcome)
+        self._drain_between_cells(True)
+        return result
+
+    def _drain_between_cells(self, on: bool) -> None:
+        """Drop what the kernel sends while no cell runs (``on``), or stop doing so.
+
+        Nothing that arrives between cells is wanted (a cell's messages carry its id),
+        but left queued it holds the host's memory: a kernel thread that publishes
+        50 MB messages while the agent waits for the model would fill zmq's queue of
+        1000 messages. Needs a running loop (the agent's, or the blocking twin's
+        while a call runs).
+        """
+        if self._draining is not None:
+            loop, fds = self._draining
+            self._draining = None
+            if not loop.is_closed():
+                for fd in fds:
+                    loop.remove_reader(fd)
+        kc = self._kc
+        if not on or kc is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        sockets = (kc.iopub_channel.socket, kc.shell_channel.socket)
+        fds = [_fd(sock) for sock in sockets]
+        for fd in fds:
+            loop.add_reader(fd, _discard, sockets)
+        self._draining = (loop, fds)
+        _discard(sockets)
 
     async def _recover_from_death(self) -> bool:
         if not self.restart_on_death:
@@ -324,25 +367,33 @@ class AsyncKernelSession:
         idle = False
         reply: dict[str, Any] | None = None
         next_alive_check = time.monotonic() + _ALIVE_CHECK_S
+        status = "ok"
+        self._drain_between_cells(False)
         while True:
             for frames in _queued(iopub):
-                msg = session.deserialize(session.feed_identities(frames)[1])
-                if msg["parent_header"].get("msg_id") == msg_id:
-                    if msg["msg_type"] == "status":
-                        idle = msg["content"]["execution_state"] == "idle"
-                    elif msg["msg_type"].startswith("comm_"):
-                        if self.comm_handler is not None:
-                            self.comm_handler(msg)
-                    else:
-                        collector.feed(msg)
+                msg = _decode(session, frames)
+                if msg is None:
+                    collector.malformed += 1
+                elif msg["parent_header"].get("msg_id") == msg_id:
+                    try:
+                        if msg["msg_type"] == "status":
+                            idle = msg["content"]["execution_state"] == "idle"
+                        elif msg["msg_type"].startswith("comm_"):
+                            if self.comm_handler is not None:
+                                self.comm_handler(msg)
+                        else:
+                            collector.feed(msg)
+                    except Exception:  # no kernel message may end the host's run
+                        collector.malformed += 1
             for frames in _queued(shell):
-                msg = session.deserialize(session.feed_identities(frames)[1])
-                if msg["parent_header"].get("msg_id") == msg_id:
+                msg = _decode(session, frames)
+                if msg is None:
+                    collector.malformed += 1
+                elif msg["parent_header"].get("msg_id") == msg_id:
                     reply = msg
-                    take_reply(collector, msg["content"])
+                    status = take_reply(collector, msg["content"])
             if idle and reply is not None:
-                ok = reply["content"].get("status", "ok") == "ok"
-                return ("ok" if ok else "reply_error"), reply
+                return ("ok" if status == "ok" else "reply_error"), reply
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 return "timeout", reply
@@ -367,6 +418,37 @@ class AsyncKernelSession:
             except ValueError:
                 return f"killed by signal {-code}"
         return f"exit code {code}"
+
+
+def _decode(session: Session, frames: list[bytes]) -> dict[str, Any] | None:
+    """One message from its wire frames; None for one that does not decode or has a bad shape."""
+    try:
+        return checked(session.deserialize(session.feed_identities(frames)[1]))
+    except Exception:  # a bad signature, bad JSON, JSON nested too deep, missing keys
+        return None
+
+
+def _discard(sockets: tuple[zmq.Socket, ...]) -> None:
+    """Read and drop what is queued on ``sockets`` (between cells nothing there is wanted).
+
+    At most ``_DRAIN_BATCH`` messages per call, then again at the loop's next turn, so
+    a kernel that floods cannot starve the loop (the model's stream runs on it).
+    """
+    for sock in sockets:
+        for _ in range(_DRAIN_BATCH):
+            try:
+                sock.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                break
+            except zmq.ZMQError:  # closed meanwhile
+                return
+        else:
+            asyncio.get_running_loop().call_soon(_discard, sockets)
+            return
+        try:
+            sock.getsockopt(zmq.EVENTS)  # re-arms the edge-triggered descriptor
+        except zmq.ZMQError:
+            return
 
 
 def _events(sock: zmq.Socket) -> int:

@@ -156,6 +156,26 @@ class Transcript:
             cell.metadata["kernel_agent"] = dict(metadata)
         return self._append(cell)
 
+    def finish_code(
+        self,
+        cell: NotebookNode,
+        result: CellResult,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> NotebookNode:
+        """Fill a cell added (with its code) before it ran: outputs, count, metadata; save.
+
+        Recording the code first keeps it in the notebook if the run ends mid-cell.
+        The cell is frozen: its text is reused by later saves.
+        """
+        cell.outputs = list(result.outputs)
+        cell.execution_count = result.execution_count
+        if metadata:
+            cell.metadata["kernel_agent"] = dict(metadata)
+        self._cache.pop(id(cell), None)
+        self._autosave()
+        self.freeze(cell)
+        return cell
+
     def update_run_metadata(self, **values: Any) -> None:
         self.run_metadata.update(values)
         self._autosave()
