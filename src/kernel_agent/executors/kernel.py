@@ -44,6 +44,10 @@ __all__ = ["AsyncKernelSession", "KernelSession"]
 _ALIVE_CHECK_S = 1.0
 #: messages dropped per loop turn while draining between cells
 _DRAIN_BATCH = 256
+#: messages queued in this process per socket (zmq's default is 1000)
+_RCVHWM = 8
+#: the largest kernel message taken (bigger than the README's 100 MB single print)
+_MAX_MESSAGE_BYTES = 256 * 2**20
 
 
 class AsyncKernelSession:
@@ -130,9 +134,7 @@ class AsyncKernelSession:
     async def _connect(self) -> None:
         """Connect a client and wait until the kernel answers on shell and iopub."""
         km = self._manager()
-        kc = BlockingKernelClient(
-            **km.get_connection_info(session=True), context=zmq.Context.instance()
-        )
+        kc = BlockingKernelClient(**km.get_connection_info(session=True), context=_client_context())
         kc.start_channels(stdin=False, hb=False, control=False)
         self._kc = kc
         try:
@@ -418,6 +420,20 @@ class AsyncKernelSession:
             except ValueError:
                 return f"killed by signal {-code}"
         return f"exit code {code}"
+
+
+def _client_context() -> zmq.Context:
+    """The shared zmq context, with the bounds this client's sockets are made with.
+
+    A shadow: the same I/O thread, its own socket defaults. ``RCVHWM`` bounds how many
+    messages wait in this process while it is busy (the kernel's own queue holds the
+    rest, in its own bounded memory); ``MAXMSGSIZE`` bounds one message: a bigger one
+    drops the connection, which zmq reopens.
+    """
+    ctx = zmq.Context.shadow(zmq.Context.instance().underlying)
+    ctx.setsockopt(zmq.RCVHWM, _RCVHWM)
+    ctx.setsockopt(zmq.MAXMSGSIZE, _MAX_MESSAGE_BYTES)
+    return ctx
 
 
 def _decode(session: Session, frames: list[bytes]) -> dict[str, Any] | None:
