@@ -422,7 +422,7 @@ class AsyncKernelSession:
         return f"exit code {code}"
 
 
-def _client_context() -> zmq.Context:
+def _client_context() -> zmq.Context[zmq.Socket[bytes]]:
     """The shared zmq context, with the bounds this client's sockets are made with.
 
     A shadow: the same I/O thread, its own socket defaults. ``RCVHWM`` bounds how many
@@ -430,7 +430,7 @@ def _client_context() -> zmq.Context:
     rest, in its own bounded memory); ``MAXMSGSIZE`` bounds one message: a bigger one
     drops the connection, which zmq reopens.
     """
-    ctx = zmq.Context.shadow(zmq.Context.instance().underlying)
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context.shadow(zmq.Context.instance().underlying)
     ctx.setsockopt(zmq.RCVHWM, _RCVHWM)
     ctx.setsockopt(zmq.MAXMSGSIZE, _MAX_MESSAGE_BYTES)
     return ctx
