@@ -409,4 +409,5 @@ def test_a_malformed_kernel_message_is_dropped_not_raised(fresh: Any, attack: st
     result = session.execute(_FORGER + attack + "\nprint('sent')", timeout=30)
     assert result.status == "ok", result.error
     assert "sent" in _text(result)
+    assert "1 malformed kernel messages were dropped" in _text(result)
     assert _value(session.execute("6 * 7", timeout=30)) == "42"

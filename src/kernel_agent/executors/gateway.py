@@ -317,6 +317,8 @@ class AsyncGatewaySession:
         next_check = time.monotonic() + _ALIVE_CHECK_S
         last_msg = time.monotonic()  # when a message for this cell last arrived
         follow_up: _FollowUp | None = None
+        channels = self._channels  # its reader thread counts the frames it dropped
+        dropped_before = channels.malformed if channels is not None else 0
         try:
             while not (idle and reply):
                 now_ = time.monotonic()
@@ -385,6 +387,8 @@ class AsyncGatewaySession:
         finally:
             if follow_up is not None and self._channels is not None:
                 self._channels.expected.discard(follow_up.msg_id)
+            if channels is not None:
+                collector.malformed += max(0, channels.malformed - dropped_before)
         return "ok" if reply_status == "ok" else "reply_error"
 
     def _websocket_alive(self) -> bool:
