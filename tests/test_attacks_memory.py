@@ -226,3 +226,39 @@ def test_e2_a_tool_call_flood_keeps_a_bounded_record(fake_llm, tmp_path: Path) -
     assert left_out.get("unrecorded", 0) + left_out.get("refused", 0) > 0
     assert nb.stat().st_size < 2 * 2**20
     print(f"E2: {json.dumps(left_out)}, peak RSS {peak_mb} MB")
+
+
+DROP_OWN_IDLE = """
+from ipykernel.kernelbase import Kernel
+k = Kernel.instance()
+mine = k.get_parent('shell')['header']['msg_id']
+original = k._publish_status
+def publish(status, channel, parent=None):
+    sent_for = (parent or k.get_parent(channel)).get('header', {}).get('msg_id')
+    if status == 'idle' and sent_for == mine:
+        k._publish_status = original  # drop this one idle, as a flooded queue would
+        return
+    original(status, channel, parent)
+k._publish_status = publish
+print('idle will be lost')
+"""
+
+
+@needs_bwrap
+def test_a_cell_whose_idle_is_lost_ends_with_a_note_not_at_its_timeout(tmp_path: Path) -> None:
+    from kernel_agent.executors.kernel import KernelSession
+    from kernel_agent.notebook.outputs import LOST_END_NOTE
+    from kernel_agent.sandbox import make_launcher
+    from kernel_agent.settings import Settings
+
+    launcher = make_launcher(Settings(cwd=tmp_path), tmp_path)
+    with KernelSession(cwd=tmp_path, launcher=launcher) as k:
+        started = time.monotonic()
+        result = k.execute(DROP_OWN_IDLE, timeout=30)
+        took = time.monotonic() - started
+        texts = [o.get("text", "") for o in result.outputs]
+        assert result.status == "ok" and not result.restarted
+        assert took < 10, f"took {took:.1f} s"
+        assert "idle will be lost\n" in texts and LOST_END_NOTE in texts
+        again = k.execute("print(6 * 7)", timeout=30)
+        assert again.status == "ok" and again.outputs[0].text == "42\n"

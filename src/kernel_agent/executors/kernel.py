@@ -27,7 +27,7 @@ from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.session import Session
 
 from ..errors import ConfigError, KernelDied, KernelNotFound, KernelStartError
-from ..notebook.outputs import DisplayMap, OutputCollector
+from ..notebook.outputs import LOST_END_NOTE, DisplayMap, OutputCollector
 from ..results import CellResult
 from ..sandbox.env import kernel_environment
 from ..syncify import blocking
@@ -42,12 +42,12 @@ if TYPE_CHECKING:
 __all__ = ["AsyncKernelSession", "KernelSession"]
 
 _ALIVE_CHECK_S = 1.0
+#: how long one of a cell's idle and reply may come without the other before we ask
+_FOLLOW_UP_S = 1.0
 #: messages dropped per loop turn while draining between cells
 _DRAIN_BATCH = 256
 #: messages queued in this process per socket (zmq's default is 1000)
 _RCVHWM = 8
-#: the largest kernel message taken (bigger than the README's 100 MB single print)
-_MAX_MESSAGE_BYTES = 256 * 2**20
 
 
 class AsyncKernelSession:
@@ -361,22 +361,32 @@ class AsyncKernelSession:
         Everything already queued is read without waiting (one wake-up per burst of
         messages, not one per message). Returns the outcome, "ok", "reply_error",
         "timeout" (deadline passed) or "died", and the shell reply if it came.
+
+        When one of idle and reply has come and the other has not for a second, a
+        ``kernel_info`` request follows: the kernel answers it after our reply, and
+        publishes its status after our idle, so seeing its answer first means ours
+        was lost (a message over the size bound, or one the kernel dropped in a
+        flood). The cell then ends with a note instead of at its timeout.
         """
         kc, km = self._kc, self._km
         assert kc is not None and km is not None
         iopub, shell = kc.iopub_channel.socket, kc.shell_channel.socket
         session = kc.session
-        idle = False
+        idle = lost = False
         reply: dict[str, Any] | None = None
         next_alive_check = time.monotonic() + _ALIVE_CHECK_S
         status = "ok"
+        half_done: float | None = None  # when one of idle and reply came
+        follow_up: str | None = None
         self._drain_between_cells(False)
         while True:
             for frames in _queued(iopub):
                 msg = _decode(session, frames)
                 if msg is None:
                     collector.malformed += 1
-                elif msg["parent_header"].get("msg_id") == msg_id:
+                    continue
+                parent = msg["parent_header"].get("msg_id")
+                if parent == msg_id:
                     try:
                         if msg["msg_type"] == "status":
                             idle = msg["content"]["execution_state"] == "idle"
@@ -387,16 +397,26 @@ class AsyncKernelSession:
                             collector.feed(msg)
                     except Exception:  # no kernel message may end the host's run
                         collector.malformed += 1
+                elif follow_up is not None and parent == follow_up and not idle:
+                    lost = True
             for frames in _queued(shell):
                 msg = _decode(session, frames)
                 if msg is None:
                     collector.malformed += 1
-                elif msg["parent_header"].get("msg_id") == msg_id:
+                    continue
+                parent = msg["parent_header"].get("msg_id")
+                if parent == msg_id:
                     reply = msg
                     status = take_reply(collector, msg["content"])
+                elif follow_up is not None and parent == follow_up and reply is None:
+                    lost = True
             if idle and reply is not None:
                 return ("ok" if status == "ok" else "reply_error"), reply
             now = time.monotonic()
+            if lost:
+                collector.notes.append(LOST_END_NOTE)
+                ok = status == "ok" and collector.error is None
+                return ("ok" if ok else "reply_error"), reply
             if deadline is not None and now >= deadline:
                 return "timeout", reply
             if now >= next_alive_check:
@@ -404,6 +424,12 @@ class AsyncKernelSession:
                     return "died", reply
                 next_alive_check = now + _ALIVE_CHECK_S
             wait = next_alive_check - now
+            if (idle or reply is not None) and follow_up is None:
+                half_done = half_done or now
+                if now - half_done >= _FOLLOW_UP_S:
+                    follow_up = kc.kernel_info()
+                else:
+                    wait = min(wait, half_done + _FOLLOW_UP_S - now)
             if deadline is not None:
                 wait = min(wait, deadline - now)
             await _readable((iopub, shell), max(wait, 0))
@@ -423,16 +449,15 @@ class AsyncKernelSession:
 
 
 def _client_context() -> zmq.Context[zmq.Socket[bytes]]:
-    """The shared zmq context, with the bounds this client's sockets are made with.
+    """The shared zmq context, with the bound this client's sockets are made with.
 
     A shadow: the same I/O thread, its own socket defaults. ``RCVHWM`` bounds how many
-    messages wait in this process while it is busy (the kernel's own queue holds the
-    rest, in its own bounded memory); ``MAXMSGSIZE`` bounds one message: a bigger one
-    drops the connection, which zmq reopens.
+    messages wait in this process while it is busy; the kernel's own queue holds the
+    rest, in its own bounded memory. (No ``MAXMSGSIZE``: a message over it drops the
+    connection, and libzmq did not bring iopub back for the kernel's lifetime.)
     """
     ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context.shadow(zmq.Context.instance().underlying)
     ctx.setsockopt(zmq.RCVHWM, _RCVHWM)
-    ctx.setsockopt(zmq.MAXMSGSIZE, _MAX_MESSAGE_BYTES)
     return ctx
 
 

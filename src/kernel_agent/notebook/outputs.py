@@ -36,6 +36,7 @@ __all__ = [
     "truncation_marker",
     "DisplayMap",
     "MAX_DISPLAY_NODES",
+    "LOST_END_NOTE",
 ]
 
 DisplayMap = dict[str, list[NotebookNode]]
@@ -92,6 +93,12 @@ class _BoundedText:
         self.omitted = 0
 
     def append(self, chunk: str) -> None:
+        if len(chunk) > 2 * self.limit:
+            # the middle of a chunk this long is dropped whatever it holds: it is
+            # counted, not copied (a 100 MB message would otherwise be copied twice)
+            self.append(chunk[: self.limit])
+            self.omitted += len(chunk) - 2 * self.limit
+            chunk = chunk[-self.limit :]
         text = self.line + chunk
         cut = text.rfind("\n") + 1
         if cut:
@@ -165,6 +172,8 @@ class OutputCollector:
         self.display_map: DisplayMap = {} if display_map is None else display_map
         #: kernel messages dropped for their shape (the executors count theirs here too)
         self.malformed = 0
+        #: notes the executor adds after the outputs (each one line, ending in a newline)
+        self.notes: list[str] = []
         self._on_output = on_output
         self._clear_pending = False
         self._open: tuple[NotebookNode, _BoundedText] | None = None
@@ -188,6 +197,7 @@ class OutputCollector:
         outputs.extend(node for node, _ in self._tail)
         if self.malformed:
             outputs.append(_note(malformed_note(self.malformed)))
+        outputs.extend(_note(text) for text in self.notes)
         return outputs
 
     def feed(self, msg: dict[str, Any]) -> None:
@@ -375,6 +385,13 @@ class OutputCollector:
             self._on_output(_note(live_note(self.max_cell_chars // 2)))
             return
         self._on_output(node)
+
+
+#: the executor's note for a cell whose idle or reply never came (see executors/kernel.py)
+LOST_END_NOTE = (
+    "[kernel-agent: the end of this cell's messages was lost (one over the size bound, "
+    "or dropped in a flood); what came is kept]\n"
+)
 
 
 def omitted_note(outputs: int, chars: int) -> str:
