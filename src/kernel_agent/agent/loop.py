@@ -63,6 +63,8 @@ from .protocols import FencedProtocol, Protocol, make_protocol
 from .state import Ask, Stop, TaskState, Turn
 
 if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
     from ..remote.work import RemoteWork
 
 __all__ = ["AsyncAgent", "Agent", "default_notebook_path"]
@@ -584,6 +586,8 @@ class AsyncAgent:
                     yield Notice(ask.notice)
                 continue
             yield CellStarted(st.step, code)
+            # the code is on disk before it runs: a run that ends mid-cell still shows it
+            recorded = transcript.add_code(code, None, {"status": "running", "step": st.step})
             cell = None
             async for item in self._execute(code, st.step):
                 if isinstance(item, CellResult):
@@ -591,7 +595,7 @@ class AsyncAgent:
                 else:
                     yield item
             assert cell is not None
-            async for event in self._record(st, cell, index, completion, gen_s, call_id):
+            async for event in self._record(st, cell, index, completion, gen_s, call_id, recorded):
                 yield event
 
     def _before_cell(self, st: TaskState, code: str) -> Ask | Stop | None:
@@ -610,8 +614,10 @@ class AsyncAgent:
         completion: Completion,
         gen_s: float,
         call_id: str | None,
+        pending: NotebookNode,
     ) -> AsyncIterator[Event]:
-        """A cell that ran: the transcript, the levers, the state rebuild, the model's view."""
+        """A cell that ran: the transcript (``pending``, its code recorded before it ran),
+        the levers, the state rebuild, the model's view."""
         transcript = self.transcript
         assert transcript is not None and self.executor is not None
         self.cells.append(cell)
@@ -637,7 +643,7 @@ class AsyncAgent:
             "exec_s": round(cell.duration, 3),
             **self.host.cell_metadata(),
         }
-        transcript.freeze(transcript.add_code(cell.code, cell, meta))
+        transcript.finish_code(pending, cell, meta)
         yield CellFinished(st.step, cell)
         before_restart = dict(self._namespace)
         view_text, images = self._view(cell, summary, hint)

@@ -324,6 +324,8 @@ class AsyncGatewaySession:
         next_check = time.monotonic() + _ALIVE_CHECK_S
         last_msg = time.monotonic()  # when a message for this cell last arrived
         follow_up: _FollowUp | None = None
+        channels = self._channels  # its reader thread counts the frames it dropped
+        dropped_before = channels.malformed if channels is not None else 0
         try:
             while not (idle and reply):
                 now_ = time.monotonic()
@@ -379,8 +381,11 @@ class AsyncGatewaySession:
                     if item["msg_type"] == "status":
                         idle = item["content"].get("execution_state") == "idle"
                     elif item["msg_type"].startswith("comm_"):
-                        if self.comm_handler is not None:
-                            self.comm_handler(item)
+                        try:
+                            if self.comm_handler is not None:
+                                self.comm_handler(item)
+                        except Exception:  # no kernel message may end the host's run
+                            collector.malformed += 1
                     else:
                         collector.feed(item)
                 elif item["channel"] == "shell" and item["msg_type"] == "execute_reply":
@@ -389,6 +394,8 @@ class AsyncGatewaySession:
         finally:
             if follow_up is not None and self._channels is not None:
                 self._channels.expected.discard(follow_up.msg_id)
+            if channels is not None:
+                collector.malformed += max(0, channels.malformed - dropped_before)
         return "ok" if reply_status == "ok" else "reply_error"
 
     def _websocket_alive(self) -> bool:

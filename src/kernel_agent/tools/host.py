@@ -107,7 +107,11 @@ class HostSide:
 
     def cell_metadata(self) -> dict[str, Any]:
         records = self.bridge.take_records()
-        return {"tool_calls": records} if records else {}
+        meta: dict[str, Any] = {"tool_calls": records} if records else {}
+        left_out = self.bridge.take_left_out()
+        if left_out:  # a flood of calls: the first ones are recorded, the rest counted
+            meta["tool_calls_left_out"] = left_out
+        return meta
 
     def run_metadata(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
