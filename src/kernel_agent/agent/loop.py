@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import hints
-from ..errors import ConfigError, KernelAgentError, NotebookError
+from ..errors import ConfigError, KernelAgentError, one_line
 from ..events import (
     Answer,
     CellFinished,
@@ -345,8 +345,8 @@ class AsyncAgent:
             try:
                 async for event in self._write_clean(result):
                     yield event
-            except NotebookError as exc:  # the answer is not lost for want of a clean copy
-                yield Notice(f"no clean notebook: {exc}", "warning")
+            except Exception as exc:  # hostile outputs or a full disk: the answer is not lost
+                yield Notice(f"no clean notebook: {one_line(exc)}", "warning")
         yield Answer(result.answer)
         yield RunFinished(result)
 
