@@ -13,11 +13,15 @@ Measured in one run, interleaved so the machine's load hits both alike:
    first / their time); "llama" rates are llama.cpp's own counters.
 2. generation and prompt evaluation with 1 thread and with 2 (``llama_set_n_threads``).
 3. a 3-turn conversation through the server: prompt tokens evaluated per turn against
-   the prompt's length (the KV cache of the previous turn is reused).
-4. keep-alive: two separate processes start ``--model local``'s server in turn (a
+   the prompt's length (the KV cache of the previous turn is reused); then another
+   conversation, then the first again, with llama-cpp-python's RAM prompt cache
+   (``cache``) off and on.
+4. keep-alive: four separate processes start ``--model local``'s server in turn (a
    5 s keep-alive, a temp state dir); each times start-up to the first token of one
-   call with the same system prompt and a different task, and counts the prompt tokens
-   evaluated. Then the server must exit once idle.
+   call with the agent's real system prompt (a fresh sandbox work dir in it, as each
+   run has) and a different task, and counts the prompt tokens evaluated: runs 1-2
+   as the prompt is today, runs 3-4 with the work dir moved to its end. Then the
+   server must exit once idle.
 
 The machine's load (``os.getloadavg``) is printed with the figures.
 """
@@ -224,9 +228,14 @@ def threads_compare(llama: Any, gen_tokens: int, repeats: int) -> None:
 
 
 def conversation(client: OpenAI, server: Any, gen_tokens: int) -> None:
-    print("\n3-turn conversation through the server (prompt tokens evaluated / prompt length):")
-    msgs: list[dict[str, str]] = messages(uuid.uuid4().hex)
-    for turn in range(1, 4):
+    """Three turns of one conversation, then another conversation, then the first again."""
+    cache = server.settings.get("cache")
+    print(
+        f"\nconversation through the server, RAM prompt cache {'on' if cache else 'off'} "
+        "(prompt tokens evaluated / prompt length, seconds for the reply):"
+    )
+
+    def turn(msgs: list[dict[str, str]], label: str) -> None:
         before = server_perf(server)
         t0 = time.perf_counter()
         reply = client.chat.completions.create(
@@ -238,22 +247,27 @@ def conversation(client: OpenAI, server: Any, gen_tokens: int) -> None:
         took = time.perf_counter() - t0
         evaluated = server_perf(server)["n_p"] - before["n_p"]
         length = reply.usage.prompt_tokens if reply.usage else 0
-        print(f"  turn {turn}: {evaluated:.0f} / {length} tokens, {took:.2f} s for the reply")
+        print(f"  {label}: {evaluated:.0f} / {length} tokens, {took:.2f} s ({load()})")
         msgs += [
             {"role": "assistant", "content": reply.choices[0].message.content or ""},
             {"role": "user", "content": CELL_OUTPUT},
         ]
 
+    a = messages(uuid.uuid4().hex)
+    for n in range(1, 4):
+        turn(a, f"A turn {n}")
+    turn(messages(uuid.uuid4().hex), "B turn 1 (another conversation in between)")
+    turn(a, "A turn 4")
 
-# -- 4. keep-alive: two runs in turn ------------------------------------------------------
+
+# -- 4. keep-alive: runs in turn --------------------------------------------------------
 
 CHILD = """
 import json, sys, time, urllib.request
 from pathlib import Path
 from openai import OpenAI
 from kernel_agent.llm.local_server import LocalModelServer
-sys.path.insert(0, {bench!r})
-from bench_local_model import messages
+msgs = json.loads(sys.stdin.read())
 t0 = time.perf_counter()
 with LocalModelServer(Path({path!r}), model_name="m", keep_alive={keep!r},
                       state_dir=Path({state!r}), log_dir=Path({state!r})) as s:
@@ -262,8 +276,8 @@ with LocalModelServer(Path({path!r}), model_name="m", keep_alive={keep!r},
         headers={{"Authorization": f"Bearer {{s.api_key}}"}})
     before = json.load(urllib.request.urlopen(req()))["n_p_eval"]
     c = OpenAI(base_url=s.base_url, api_key=s.api_key, max_retries=0)
-    out = c.chat.completions.create(model="m", messages=messages(task=sys.argv[1]),
-                                    max_tokens=8, temperature=0, stream=True)
+    out = c.chat.completions.create(model="m", messages=msgs, max_tokens=8,
+                                    temperature=0, stream=True)
     for chunk in out:
         if chunk.choices and chunk.choices[0].delta.content:
             first = time.perf_counter() - t0
@@ -276,26 +290,58 @@ with LocalModelServer(Path({path!r}), model_name="m", keep_alive={keep!r},
 """
 
 
+def agent_system_prompt(cwd: str, cwd_last: bool) -> str:
+    """The agent's real system prompt for a Python kernel; a sandboxed kernel's work dir
+    is a fresh temp dir per run. ``cwd_last``: the path moved to the prompt's end."""
+    from kernel_agent.prompts import prompt
+
+    text = prompt(
+        "system",
+        language="python",
+        kernel_display="Python 3 (ipykernel)",
+        cwd="the working directory named at the end" if cwd_last else cwd,
+        how_to_run=prompt("run_fenced", language="python", fence_lang="python"),
+        vision_note="",
+        data_note=prompt("data_note_python") + "\n",
+    )
+    return text + (f"\n\nThe working directory is `{cwd}`." if cwd_last else "")
+
+
 def keep_alive_runs(path: Path, keep: float) -> None:
     state = Path(tempfile.mkdtemp(prefix="ka-bench-state-"))
-    code = CHILD.format(
-        bench=str(Path(__file__).parent), path=str(path), keep=keep, state=str(state)
+    code = CHILD.format(path=str(path), keep=keep, state=str(state))
+    print(
+        f"\nkeep-alive {keep:g} s: runs in separate processes, each with a fresh work dir in "
+        "the agent's real system prompt (start -> first token; prompt tokens evaluated):"
     )
-    print(f"\nkeep-alive {keep:g} s, two runs in separate processes (each: start -> first token):")
+    runs = [
+        ("cwd in the first sentence (today)", False, TASKS[0]),
+        ("cwd in the first sentence (today)", False, TASKS[1]),
+        ("cwd moved to the end", True, TASKS[2]),
+        ("cwd moved to the end", True, TASKS[0]),
+    ]
     pid = None
     try:
-        for run, task in enumerate(TASKS[1:3], 1):
+        for run, (label, cwd_last, task) in enumerate(runs, 1):
+            cwd = f"/tmp/ka-{uuid.uuid4().hex[:8]}/w"
+            msgs = [
+                {"role": "system", "content": agent_system_prompt(cwd, cwd_last)},
+                {"role": "user", "content": task},
+            ]
             out = subprocess.run(
-                [sys.executable, "-c", code, task],
+                [sys.executable, "-c", code],
+                input=json.dumps(msgs),
                 capture_output=True,
                 text=True,
                 timeout=600,
-                check=True,
             )
+            if out.returncode:
+                print(out.stderr[-2000:])
+                raise SystemExit(1)
             r = json.loads(out.stdout.strip().splitlines()[-1])
             pid = r["pid"]
             print(
-                f"  run {run}: server {'reused' if r['reused'] else 'started'} in "
+                f"  run {run} ({label}): server {'reused' if r['reused'] else 'started'} in "
                 f"{r['ready']:.2f} s, first token at {r['first']:.2f} s, "
                 f"{r['evaluated']} prompt tokens evaluated ({load()})"
             )
@@ -307,7 +353,7 @@ def keep_alive_runs(path: Path, keep: float) -> None:
                 break
             time.sleep(0.2)
         else:
-            print(f"  the server exited {time.perf_counter() - t0:.1f} s after run 2 ended")
+            print(f"  the server exited {time.perf_counter() - t0:.1f} s after the last run")
     finally:
         shutil.rmtree(state, ignore_errors=True)
 
@@ -319,6 +365,8 @@ def main() -> None:
     ap.add_argument("--gen-tokens", type=int, default=96)
     ap.add_argument("--assemble", action="store_true", help="time assembly into a temp dir")
     ap.add_argument("--no-keep-alive", action="store_true", help="skip the two-run test")
+    ap.add_argument("--no-cache-run", action="store_true", help="skip the RAM-cache run")
+    ap.add_argument("--only", choices=["compare", "threads", "conversation", "keep-alive"])
     args = ap.parse_args()
     print(f"{time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} cores, {load()}")
     if args.assemble:
@@ -330,15 +378,40 @@ def main() -> None:
         finally:
             shutil.rmtree(home, ignore_errors=True)
     path = ensure_model(default_home())
+    if args.only == "keep-alive":
+        keep_alive_runs(path, 5.0)
+        return
+    if args.only == "conversation":
+        conversations(path, args.threads, args.gen_tokens, not args.no_cache_run)
+        return
     llama, server, client = compare(path, args.threads, args.repeats, args.gen_tokens)
     try:
-        conversation(client, server, args.gen_tokens)
+        if args.only is None:
+            conversation(client, server, args.gen_tokens)
     finally:
         server.shutdown()
-    threads_compare(llama, args.gen_tokens, args.repeats)
+    if args.only in (None, "threads"):
+        threads_compare(llama, args.gen_tokens, args.repeats)
     del llama
-    if not args.no_keep_alive:
+    if args.only is None and not args.no_cache_run:
+        conversations(path, args.threads, args.gen_tokens, True, skip_plain=True)
+    if args.only is None and not args.no_keep_alive:
         keep_alive_runs(path, 5.0)
+
+
+def conversations(
+    path: Path, threads: int, gen_tokens: int, with_cache: bool, skip_plain: bool = False
+) -> None:
+    for cache in ([False] if not skip_plain else []) + ([True] if with_cache else []):
+        with LocalModelServer(
+            path,
+            model_name=BUNDLED_MODEL.name,
+            n_threads=threads,
+            n_threads_batch=threads,
+            model_options={"cache": cache},
+        ) as server:
+            client = OpenAI(base_url=server.base_url, api_key=server.api_key, max_retries=0)
+            conversation(client, server, gen_tokens)
 
 
 if __name__ == "__main__":

@@ -268,3 +268,70 @@ def test_keep_alive_zero_stops_the_server_with_the_run(real_model: Path, tmp_pat
         assert pid is not None and alive(pid) and not server.reused
     assert wait_gone(pid, 10)
     assert not (tmp_path / "state").exists()
+
+
+# -- the server's activity tracker (a pure ASGI unit) -------------------------------------
+
+
+def test_activity_tracker_counts_requests_and_guards_its_stats() -> None:
+    from kernel_agent.llm.local_daemon import STATS_PATH, ActivityTracker
+
+    seen: list[int] = []
+
+    async def app(scope, receive, send):  # type: ignore[no-untyped-def]
+        seen.append(tracker.in_flight)
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    tracker = ActivityTracker(app, "tok", lambda: {"n_p_eval": 7})
+
+    async def call(path: str, auth: bytes | None) -> tuple[int, bytes]:
+        sent: list[dict] = []
+
+        async def send(message):  # type: ignore[no-untyped-def]
+            sent.append(message)
+
+        async def receive():  # type: ignore[no-untyped-def]
+            return {"type": "http.request", "body": b""}
+
+        headers = [(b"authorization", auth)] if auth is not None else []
+        await tracker({"type": "http", "path": path, "headers": headers}, receive, send)
+        return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
+
+    before = tracker.last_activity
+    time.sleep(0.01)
+    assert asyncio.run(call("/v1/models", None))[0] == 204
+    assert seen == [1] and tracker.in_flight == 0 and not tracker.busy
+    assert tracker.last_activity > before
+    assert asyncio.run(call(STATS_PATH, b"Bearer tok")) == (200, b'{"n_p_eval": 7}')
+    assert asyncio.run(call(STATS_PATH, b"Bearer to"))[0] == 401
+    assert asyncio.run(call(STATS_PATH, None))[0] == 401
+    assert seen == [1]  # the stats never reached the app
+
+
+def test_the_agents_endpoint_keeps_the_model_warm_between_runs(
+    real_model: Path, tmp_path: Path
+) -> None:
+    """``open_endpoint`` (what every run uses) with a home of its own: the second run
+    attaches to the first run's server."""
+    from kernel_agent.llm.endpoint import open_endpoint
+
+    home = tmp_path / "home"
+    (home / "models").mkdir(parents=True)
+    (home / "models" / real_model.name).symlink_to(real_model)  # same inode: still verified
+    stamp = real_model.name + ".verified"
+    (home / "models" / stamp).write_bytes((real_model.parent / stamp).read_bytes())
+    settings = Settings.from_env(env={}, model="local", home=home, local_keep_alive=2.0)
+
+    async def one_run() -> tuple[str, str]:
+        async with open_endpoint(settings) as ep:
+            assert ep.local and ep.model == BUNDLED_MODEL.name
+            assert get(ep.base_url + "/models", ep.api_key)[0] == 200
+            return ep.base_url, ep.api_key
+
+    first = asyncio.run(one_run())
+    (state,) = (home / "servers").glob("*.json")
+    pid = json.loads(state.read_text())["pid"]
+    assert asyncio.run(one_run()) == first  # the same server, the same token
+    assert wait_gone(pid, 2.0 + 20)
+    assert list((home / "servers").glob("*.json")) == []
