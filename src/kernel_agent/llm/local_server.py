@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import hashlib
 import importlib.util
 import json
@@ -33,7 +32,6 @@ import os
 import secrets
 import select
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -47,6 +45,17 @@ from ..errors import ConfigError, LocalModelError
 from ..syncify import SyncFacade, blocking
 from .local_daemon import HOST, STATS_PATH
 from .local_model import BUNDLED_MODEL, ProgressFn, is_local_model, resolve_local_model
+from .local_state import (
+    DAEMON,
+    alive,
+    listener_is_ours,
+    lock_file,
+    ours,
+    private_dir,
+    read_state,
+    take_lease,
+    wait_gone,
+)
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -56,11 +65,11 @@ __all__ = [
     "LocalModelServer",
     "local_endpoint",
     "model_settings",
+    "private_dir",
     "server_arguments",
 ]
 
 _SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "pydantic_settings")
-_DAEMON = "kernel_agent.llm.local_daemon"
 _PR_SET_PDEATHSIG = 1
 
 
@@ -198,7 +207,7 @@ class AsyncLocalModelServer:
         await self._stop(keep_log=self._proc is not None and self._proc.poll() is not None)
 
     async def is_alive(self) -> bool:
-        return self._pid is not None and _alive(self._pid)
+        return self._pid is not None and alive(self._pid)
 
     async def __aenter__(self) -> AsyncLocalModelServer:
         await self.start()
@@ -221,18 +230,18 @@ class AsyncLocalModelServer:
         directory = private_dir(self.state_dir or _default_state_dir())
         slot = self.slot()
         state, lease = directory / f"{slot}.json", directory / f"{slot}.lease"
-        lock = await _lock_file(directory / f"{slot}.lock", self.startup_timeout + 10)
+        lock = await lock_file(directory / f"{slot}.lock", self.startup_timeout + 10)
         try:
-            found = _read_state(state)
+            found = read_state(state)
             if found is not None and await self._attach(found, lease):
                 return
             pid = found.get("pid") if found is not None else None
-            if isinstance(pid, int) and _ours(pid):  # exiting: let its memory go first
-                await _wait_gone(pid, self.stop_timeout + 5)
+            if isinstance(pid, int) and ours(pid):  # exiting: let its memory go first
+                await wait_gone(pid, self.stop_timeout + 5)
             if self.log_path is None:
                 self.log_path = _logs_dir(self.log_dir) / f"llama-server-{slot}.log"
             await self._launch(detach=True, state=state, lease=lease)
-            self._lease = _take_lease(lease)
+            self._lease = take_lease(lease)
             if self._lease is None:  # the new server cannot be idle yet: a bug if it is
                 raise LocalModelError("the local model server stopped as it started")
         finally:
@@ -244,9 +253,9 @@ class AsyncLocalModelServer:
             return False
         if found.get("model") != str(self.model_path):
             return False
-        if not (_ours(pid) and _listener_is_ours(port)):
+        if not (ours(pid) and listener_is_ours(port)):
             return False
-        fd = _take_lease(lease)
+        fd = take_lease(lease)
         if fd is None:  # it is exiting
             return False
         if not await _http_ok(HOST, port, "/v1/models", token):
@@ -272,7 +281,7 @@ class AsyncLocalModelServer:
         try:
             with self._open_log() as log:
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", _DAEMON, "--ready-fd", str(write_end)],
+                    [sys.executable, "-m", DAEMON, "--ready-fd", str(write_end)],
                     stdin=subprocess.PIPE,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -422,25 +431,6 @@ def local_endpoint(
         yield server.base_url, server.model_name, server.api_key
 
 
-def private_dir(path: Path) -> Path:
-    """``path`` as a directory only we can enter (0700, ours, not a symlink)."""
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileExistsError):
-            path.mkdir(mode=0o700)
-        st = path.lstat()
-    except OSError as e:
-        raise LocalModelError(f"cannot create the server state dir {path}: {e.strerror}") from e
-    if not stat.S_ISDIR(st.st_mode):
-        raise LocalModelError(f"the server state dir {path} is not a directory")
-    if st.st_uid != os.getuid():
-        raise LocalModelError(f"the server state dir {path} belongs to another user")
-    if stat.S_IMODE(st.st_mode) != 0o700:
-        os.chmod(path, 0o700)
-    return path
-
-
 # -- internals ---------------------------------------------------------------------
 
 
@@ -465,99 +455,6 @@ def _logs_dir(log_dir: Path | None) -> Path:
         log_dir = default_home() / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     return log_dir
-
-
-async def _lock_file(path: Path, timeout: float) -> int:
-    """An fd holding ``LOCK_EX`` on ``path`` (polled, so a cancelled wait leaks nothing)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return fd
-            except BlockingIOError:
-                if loop.time() >= deadline:
-                    raise LocalModelError(
-                        f"another run kept {path} locked for {timeout:g}s"
-                    ) from None
-                await asyncio.sleep(0.1)
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _take_lease(path: Path) -> int | None:
-    """An fd holding a shared lock on the lease file; None if the server is exiting."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
-
-
-def _read_state(path: Path) -> dict[str, Any] | None:
-    try:
-        found = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return found if isinstance(found, dict) else None
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):  # a zombie is not alive
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        return state != "Z"
-    return True
-
-
-async def _wait_gone(pid: int, timeout: float) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while _alive(pid) and loop.time() < deadline:
-        await asyncio.sleep(0.05)
-
-
-def _ours(pid: int) -> bool:
-    """``pid`` is alive, runs as us, and is our server module."""
-    try:
-        if sys.platform.startswith("linux") and os.stat(f"/proc/{pid}").st_uid != os.getuid():
-            return False
-    except OSError:
-        return False
-    return _alive(pid) and _DAEMON in _cmdline(pid)
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return _DAEMON if not sys.platform.startswith("linux") else ""
-
-
-def _listener_is_ours(port: int) -> bool:
-    """On Linux: the socket listening on 127.0.0.1:``port`` belongs to our uid."""
-    try:
-        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
-    except OSError:
-        return not sys.platform.startswith("linux")
-    want = f"0100007F:{port:04X}"
-    for line in lines:
-        fields = line.split()
-        if len(fields) > 7 and fields[1] == want and fields[3] == "0A":  # LISTEN
-            return int(fields[7]) == os.getuid()
-    return False
 
 
 def _die_with_parent() -> Callable[[], None] | None:
