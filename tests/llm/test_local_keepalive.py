@@ -181,7 +181,7 @@ def test_second_run_reuses_the_warm_server_then_it_exits_when_idle(
         ask(second, "Say no.")
         # the shared system prompt was not evaluated again: only the new task's tokens
         fresh = evaluated(second) - before
-    assert attach < 1.0, f"attaching took {attach:.2f}s: was the model reloaded?"
+    assert attach < 3.0, f"attaching took {attach:.2f}s: was the model reloaded?"
     assert 0 < fresh < 30, f"{fresh} prompt tokens evaluated on the warm server"
 
     assert wait_gone(pid, 3.0 + 20), "the idle server did not exit"
