@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -114,17 +115,30 @@ def test_another_user_cannot_use_the_server_or_read_its_state(
         model = ensure_model(model_home)
     except Exception as e:  # noqa: BLE001
         pytest.skip(f"the bundled model is not installed: {e}")
-    state_dir = tmp_path / "state"
-    os.chmod(tmp_path, 0o755)  # let nobody reach the dir, to show the dir itself refuses
+    base = Path(tempfile.mkdtemp(prefix="ka-attack-"))  # under /tmp: nobody can reach it
+    os.chmod(base, 0o755)  # so only the state dir's own mode keeps nobody out
+    state_dir = base / "state"
+    try:
+        _probe_as_nobody(model, state_dir, tmp_path)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _probe_as_nobody(model: Path, state_dir: Path, tmp_path: Path) -> None:
     with LocalModelServer(
         model, keep_alive=2, state_dir=state_dir, log_dir=tmp_path / "logs"
     ) as server:
         pid = server.pid
         port = server.base_url.split(":")[2].split("/")[0]
+        (state,) = state_dir.glob("*.json")
         probe = (
-            "import glob, json, urllib.request, urllib.error\n"
-            f"try:\n    print(open(glob.glob('{state_dir}/*.json')[0]).read())\n"
-            "except (OSError, IndexError) as e:\n    print('state:', type(e).__name__)\n"
+            "import os, urllib.request, urllib.error\n"
+            f"for what in ('listdir', 'open'):\n"
+            "    try:\n"
+            f"        print(os.listdir('{state_dir}') if what == 'listdir' "
+            f"else open('{state}').read())\n"
+            "    except OSError as e:\n"
+            "        print(what + ':', type(e).__name__)\n"
             f"r = urllib.request.Request('http://127.0.0.1:{port}/v1/models')\n"
             "try:\n    urllib.request.urlopen(r, timeout=30); print('models: 200')\n"
             "except urllib.error.HTTPError as e:\n    print('models:', e.code)\n"
@@ -138,7 +152,8 @@ def test_another_user_cannot_use_the_server_or_read_its_state(
             cwd="/",
         )
         assert server.api_key not in out.stdout
-        assert "state: PermissionError" in out.stdout, out.stdout + out.stderr
+        assert "listdir: PermissionError" in out.stdout, out.stdout + out.stderr
+        assert "open: PermissionError" in out.stdout, out.stdout + out.stderr
         assert "models: 401" in out.stdout, out.stdout + out.stderr
     deadline = time.monotonic() + 25
     while pid is not None and os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:

@@ -124,6 +124,26 @@ def test_keep_alive_from_the_environment() -> None:
         Settings(local_keep_alive=-1)
 
 
+def test_threads_from_the_environment(tmp_path: Path) -> None:
+    from kernel_agent.llm.local_server import model_settings, server_arguments, usable_cores
+
+    assert Settings.from_env(env={}).local_threads is None
+    for bad in ("0", "two", "-1"):
+        with pytest.raises(ConfigError, match="KERNEL_AGENT_LOCAL_THREADS"):
+            Settings.from_env(env={"KERNEL_AGENT_LOCAL_THREADS": bad})
+    defaults = model_settings(Path("m.gguf"), "m")
+    assert defaults["n_threads"] == defaults["n_threads_batch"] == usable_cores()
+    assert defaults["logits_all"] is False and defaults["use_mlock"] is False
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF....")
+    settings = Settings.from_env(
+        env={"KERNEL_AGENT_LOCAL_THREADS": "1"}, model=f"local:{gguf}", home=tmp_path
+    )
+    path, options = server_arguments(settings)
+    assert path == gguf and options["n_threads"] == options["n_threads_batch"] == 1
+    assert options["keep_alive"] == 600 and options["state_dir"] == tmp_path / "servers"
+
+
 def test_private_dir_is_made_0700_and_tightened(tmp_path: Path) -> None:
     made = private_dir(tmp_path / "a" / "state")
     assert stat.S_IMODE(made.stat().st_mode) == 0o700

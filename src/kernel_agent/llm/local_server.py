@@ -85,13 +85,14 @@ def model_settings(
     """llama-cpp-python ``ModelSettings`` keywords for our server.
 
     Measured on this model (see bench/bench_local_model.py): every core for both
-    generation and prompt (llama's server default is half the cores for generation);
+    generation and prompt (llama's server default is half the cores for generation;
+    on a machine busy with other work, fewer can be faster: ``KERNEL_AGENT_LOCAL_THREADS``);
     ``logits_all`` off (the server's default computes and copies the logits of every
     prompt token, only needed for logprobs); no ``mlock`` (the weights stay shared in
     the page cache). Prompt prefixes are reused from the live KV cache by llama-cpp-python
     itself; ``cache`` (a RAM copy of whole states) stays off unless overridden.
     """
-    cores = os.cpu_count() or 1
+    cores = usable_cores()
     settings: dict[str, object] = {
         "model": str(model_path),
         "model_alias": model_name,
@@ -106,6 +107,13 @@ def model_settings(
     }
     settings.update(overrides)
     return settings
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask, else ``os.cpu_count()``)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
 
 
 class AsyncLocalModelServer:
@@ -412,6 +420,8 @@ def server_arguments(
         "startup_timeout": settings.startup_timeout,
         "log_dir": settings.home / "logs",
         "keep_alive": settings.local_keep_alive,
+        "n_threads": settings.local_threads,
+        "n_threads_batch": settings.local_threads,
         "state_dir": settings.home / "servers",
     }
     options.update(server_options)
