@@ -86,12 +86,13 @@ async def open_endpoint(settings: Settings) -> AsyncIterator[Endpoint]:
 
     path, options = await asyncio.to_thread(server_arguments, settings)
     server = AsyncLocalModelServer(path, **options)  # type: ignore[arg-type]
-    # started from this (long-lived) loop thread: the server dies with it, never orphaned
+    # started from this (long-lived) loop thread: a per-run server dies with it, never
+    # orphaned; a kept-alive one stops itself when idle
     await server.start()
     try:
         yield Endpoint(
             base_url=server.base_url,
-            api_key=_NO_KEY_NEEDED,
+            api_key=server.api_key,
             model=server.model_name,
             provider="local",
             local=True,
