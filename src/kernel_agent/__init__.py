@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
     from .results import CellResult as CellResult
     from .settings import Settings as Settings
 
-__version__ = "0.1.0"
+from .version import __version__
 
 _EXPORTS = {
     "Agent": "kernel_agent.agent",

@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="An LLM agent that analyses data in a live Jupyter kernel "
         "and leaves a reproducible notebook.",
     )
-    from . import __version__
+    from .version import __version__
 
     parser.add_argument("--version", action="version", version=f"kernel-agent {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

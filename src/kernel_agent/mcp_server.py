@@ -26,9 +26,9 @@ from typing import Any
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
-from . import __version__
 from .errors import KernelAgentError
 from .session import Session
+from .version import __version__
 
 __all__ = [
     "TOOLS",

@@ -71,7 +71,7 @@ def make_tracer(
         attributes = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "kernel-agent"}
         provider = owned = TracerProvider(resource=Resource.create(attributes))
         owned.add_span_processor(_processor(str(settings.trace)))
-    from . import __version__
+    from .version import __version__
 
     tracer = provider.get_tracer("kernel_agent", __version__)
     return RunTracer(tracer, content=settings.trace_content, messages=messages, owned=owned)

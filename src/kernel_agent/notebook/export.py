@@ -256,7 +256,7 @@ def provenance_markdown(nb: NotebookNode, nb_path: Path | None = None) -> str | 
         )
     elif run.get("clean_notebook"):
         rows.append(("Notebook", f"full transcript; clean notebook: {run['clean_notebook']}"))
-    from .. import __version__
+    from ..version import __version__
 
     exported = datetime.now(timezone.utc).isoformat(timespec="seconds")
     source = f" from {nb_path.name}" if nb_path is not None else ""

@@ -27,9 +27,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
-from .. import __version__
 from ..errors import ConfigError, KernelAgentError
 from ..safefs import UnsafePath
+from ..version import __version__
 from ..webguard import DOWNLOAD_HEADERS, NOTEBOOK_CSP, HostGuard, is_loopback_host
 from .limits import ServiceError, TooBusy
 from .manager import ServiceConfig, SessionManager
