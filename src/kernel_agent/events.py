@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal, TypeAlias
 
 from .llm.stream import Completion, Usage, tokens_text
 from .results import CellResult
 
 __all__ = [
     "Event",
+    "EventBase",
     "RunStarted",
     "ModelDelta",
     "ModelRetracted",
@@ -92,12 +93,19 @@ class RunResult:
         }
 
 
-class Event:
-    """Base class of everything ``Agent.run`` yields."""
+class EventBase:
+    """Base class of everything ``Agent.run`` yields; each event's ``kind`` names it.
+
+    Front ends take the :data:`Event` union and ``match`` on the types, so a renamed
+    event fails the type check instead of going silently unrendered.
+    """
+
+    kind: ClassVar[str]
 
 
 @dataclass
-class RunStarted(Event):
+class RunStarted(EventBase):
+    kind: ClassVar[Literal["RunStarted"]] = "RunStarted"
     task: str
     model: str
     protocol: str
@@ -109,25 +117,29 @@ class RunStarted(Event):
 
 
 @dataclass
-class ModelDelta(Event):
+class ModelDelta(EventBase):
     """A piece of the model's reply as it streams."""
 
+    kind: ClassVar[Literal["ModelDelta"]] = "ModelDelta"
     text: str
 
 
 @dataclass
-class ModelRetracted(Event):
+class ModelRetracted(EventBase):
     """The reply streamed so far is void: a retry streams it again from the start."""
+
+    kind: ClassVar[Literal["ModelRetracted"]] = "ModelRetracted"
 
 
 @dataclass
-class ModelCalled(Event):
+class ModelCalled(EventBase):
     """One model call is done: its reply, tokens and timings (traces and budgets read it).
 
     ``first_token_s`` is the time to the first streamed piece (None if nothing streamed
     before the end); ``request`` holds the sampling options sent (temperature, ...).
     """
 
+    kind: ClassVar[Literal["ModelCalled"]] = "ModelCalled"
     step: int
     model: str
     completion: Completion
@@ -137,61 +149,88 @@ class ModelCalled(Event):
 
 
 @dataclass
-class StateRebuilt(Event):
+class StateRebuilt(EventBase):
     """After a kernel restart, earlier cells were replayed to rebuild the state."""
 
+    kind: ClassVar[Literal["StateRebuilt"]] = "StateRebuilt"
     replayed: int
     skipped: int
     duration_s: float
 
 
 @dataclass
-class ModelReply(Event):
+class ModelReply(EventBase):
     """The model's whole reply for one turn (prose, without the code it asked to run)."""
 
+    kind: ClassVar[Literal["ModelReply"]] = "ModelReply"
     text: str
     step: int
 
 
 @dataclass
-class CellStarted(Event):
+class CellStarted(EventBase):
+    kind: ClassVar[Literal["CellStarted"]] = "CellStarted"
     step: int
     code: str
 
 
 @dataclass
-class CellOutput(Event):
+class CellOutput(EventBase):
     """An output piece while a cell runs (a stream chunk, a display, an error)."""
 
+    kind: ClassVar[Literal["CellOutput"]] = "CellOutput"
     step: int
     output: Any
 
 
 @dataclass
-class CellFinished(Event):
+class CellFinished(EventBase):
+    kind: ClassVar[Literal["CellFinished"]] = "CellFinished"
     step: int
     result: CellResult
 
 
 @dataclass
-class CellSkipped(Event):
+class CellSkipped(EventBase):
+    kind: ClassVar[Literal["CellSkipped"]] = "CellSkipped"
     step: int
     code: str
 
 
 @dataclass
-class Notice(Event):
+class Notice(EventBase):
     """Something a user should see: a restart, a state rebuild, an unsandboxed kernel."""
 
+    kind: ClassVar[Literal["Notice"]] = "Notice"
     text: str
     level: str = "info"  # "info" | "warning"
 
 
 @dataclass
-class Answer(Event):
+class Answer(EventBase):
+    kind: ClassVar[Literal["Answer"]] = "Answer"
     text: str
 
 
 @dataclass
-class RunFinished(Event):
+class RunFinished(EventBase):
+    kind: ClassVar[Literal["RunFinished"]] = "RunFinished"
     result: RunResult
+
+
+#: everything ``Agent.run`` yields
+Event: TypeAlias = (
+    RunStarted
+    | ModelDelta
+    | ModelRetracted
+    | ModelCalled
+    | StateRebuilt
+    | ModelReply
+    | CellStarted
+    | CellOutput
+    | CellFinished
+    | CellSkipped
+    | Notice
+    | Answer
+    | RunFinished
+)

@@ -28,6 +28,7 @@ from .events import (
     Event,
     ModelDelta,
     ModelReply,
+    ModelRetracted,
     Notice,
     RunFinished,
     RunResult,
@@ -76,9 +77,31 @@ class EventRenderer:
         self._stream_text = ""
 
     def __call__(self, event: Event) -> None:
-        handler = getattr(self, f"_on_{type(event).__name__}", None)
-        if handler is not None:
-            handler(event)
+        match event:  # on types: a renamed event fails the type check
+            case RunStarted():
+                self._on_RunStarted(event)
+            case ModelDelta():
+                self._on_ModelDelta(event)
+            case ModelRetracted():
+                self._on_ModelRetracted(event)
+            case ModelReply():
+                self._on_ModelReply(event)
+            case CellStarted():
+                self._on_CellStarted(event)
+            case CellOutput():
+                self._on_CellOutput(event)
+            case CellFinished():
+                self._on_CellFinished(event)
+            case CellSkipped():
+                self._on_CellSkipped(event)
+            case Notice():
+                self._on_Notice(event)
+            case Answer():
+                self._on_Answer(event)
+            case RunFinished():
+                self._on_RunFinished(event)
+            case _:
+                pass  # events this front end does not show (traces and notebooks do)
 
     def _end_stream(self) -> None:
         """Clear the transient view of the streaming reply (its text is printed elsewhere)."""

@@ -17,10 +17,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..events import Event
+from ..results import CellResult
+
 __all__ = ["HostedRun", "cell_json", "event_json", "sse"]
 
 
-def cell_json(result: Any) -> dict[str, Any]:
+def cell_json(result: CellResult) -> dict[str, Any]:
     """A CellResult as the API returns it: outputs are nbformat output dicts."""
     error = result.error
     return {
@@ -38,7 +41,7 @@ def cell_json(result: Any) -> dict[str, Any]:
 def _plain(value: Any) -> Any:
     if hasattr(value, "as_dict"):
         return value.as_dict()
-    if type(value).__name__ == "CellResult":
+    if isinstance(value, CellResult):
         return {"code": value.code, **cell_json(value)}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
@@ -53,10 +56,10 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def event_json(event: Any) -> dict[str, Any]:
-    """``{"type": "CellFinished", ...fields}`` for one typed event."""
+def event_json(event: Event) -> dict[str, Any]:
+    """``{"type": "CellFinished", ...fields}`` for one typed event (its ``kind``)."""
     body = _plain(event)
-    return {"type": type(event).__name__, **(body if isinstance(body, dict) else {"value": body})}
+    return {"type": event.kind, **(body if isinstance(body, dict) else {"value": body})}
 
 
 def sse(event: str, data: str) -> bytes:
