@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 from .llm.stream import Completion, Usage, tokens_text
 from .results import CellResult
+
+if TYPE_CHECKING:
+    from .executors.base import IsolationMode
 
 __all__ = [
     "Event",
@@ -26,8 +29,15 @@ __all__ = [
     "Answer",
     "RunFinished",
     "RunResult",
+    "RunStatus",
     "Usage",
     "tokens_text",
+]
+
+
+#: how a run ended; "no_answer" means the model kept repeating itself
+RunStatus: TypeAlias = Literal[
+    "ok", "no_code", "failed", "max_steps", "no_answer", "budget", "stopped", "interrupted", "error"
 ]
 
 
@@ -36,9 +46,7 @@ class RunResult:
     """What ``Agent.run_to_end`` returns."""
 
     answer: str
-    #: "ok", "no_code", "failed", "max_steps", "no_answer" (the model kept repeating
-    #: itself), "budget", "stopped", "interrupted" or "error"
-    status: str
+    status: RunStatus
     notebook: Path | None
     cells: list[CellResult] = field(default_factory=list)
     usage: Usage = field(default_factory=lambda: Usage(source=""))
@@ -48,7 +56,7 @@ class RunResult:
     clean_notebook: Path | None = None
     verify: dict[str, Any] | None = None
     #: what isolated the kernel: "bwrap", "none" (unsandboxed), "remote" or "unknown"
-    isolation: str = "unknown"
+    isolation: IsolationMode = "unknown"
     #: the files ``set_result`` declared, copied beside the notebook
     #: (``<notebook>_files/result/``); without a declared result, the files the kernel
     #: wrote, delivered beside the notebook (``<notebook>_files/work/``)

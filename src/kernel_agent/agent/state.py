@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..results import CellResult
 
 if TYPE_CHECKING:
+    from ..events import RunStatus
     from .budget import Budget
 
 __all__ = ["Ask", "Stop", "TaskState", "Turn"]
@@ -35,7 +36,7 @@ class Ask:
 class Stop:
     """End the run now with ``status`` and ``answer`` (an honest end instead of more turns)."""
 
-    status: str
+    status: RunStatus
     answer: str
     notice: str | None = None
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from nbformat import NotebookNode
 
@@ -33,6 +33,10 @@ __all__ = ["AsyncExecutor", "Isolation", "OutputCallback", "SyncExecutor", "chec
 OutputCallback = Callable[[NotebookNode], object]
 
 
+#: what isolates a kernel: bubblewrap, nothing, a remote machine, or not known yet
+IsolationMode: TypeAlias = Literal["bwrap", "none", "remote", "unknown"]
+
+
 @dataclass(frozen=True)
 class Isolation:
     """What isolates the code an executor runs.
@@ -43,7 +47,7 @@ class Isolation:
     (the sandbox's user, limits, ...).
     """
 
-    mode: str
+    mode: IsolationMode
     reason: str = ""
     note: str = ""
     warning: str | None = None

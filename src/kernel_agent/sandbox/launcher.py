@@ -54,7 +54,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import ConfigError, KernelStartError, SandboxError
 from ..settings import Settings
@@ -100,7 +100,7 @@ class SandboxStatus:
     """Which isolation a kernel gets, and why; one per launcher."""
 
     requested: str
-    mode: str  # "bwrap" or "none"
+    mode: Literal["bwrap", "none"]
     reason: str
     limits: ResourceLimits = field(default_factory=ResourceLimits)
     user: str | None = None
