@@ -159,7 +159,7 @@ class AsyncAgent:
             from ..executors.factory import make_executor
 
             self.executor = make_executor(self.settings)
-        fresh = not getattr(self.executor, "language_info", None)
+        fresh = not self.executor.language_info
         if fresh:
             self.host.prepare(self.executor)
         starting = []

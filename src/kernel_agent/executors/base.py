@@ -114,6 +114,25 @@ class AsyncExecutor(Protocol):
     async def is_alive(self) -> bool: ...
 
 
+@runtime_checkable
+class CommKernel(AsyncExecutor, Protocol):
+    """An executor the host tools reach (local and gateway Python kernels): code
+    injected at every (re)start, and comm messages both ways while a cell runs."""
+
+    #: run silently after every (re)start (the kernel-side helpers); None for none
+    init_code: str | None
+    #: called with each ``comm_msg`` the kernel sends while a cell runs
+    comm_handler: Callable[[dict[str, Any]], Any] | None
+
+    async def inject(self, code: str) -> None:
+        """Run ``code`` silently now and after every restart."""
+        ...
+
+    async def send_comm(self, comm_id: str, data: dict[str, Any], subshell_id: str | None) -> None:
+        """Answer the kernel on its shell channel (to ``subshell_id`` when given)."""
+        ...
+
+
 E = TypeVar("E", bound=AsyncExecutor)
 
 

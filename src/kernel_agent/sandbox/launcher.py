@@ -363,6 +363,9 @@ class KernelLauncher:
         #: input files (absolute) linked into every kernel's work dir by name
         self.files = tuple(Path(f).resolve() for f in files)
         self._rooms: dict[int, Room] = {}
+        #: host paths the kernel sees read-only (an install site); the sandbox mounts them,
+        #: an unsandboxed kernel reads them anyway
+        self.extra_ro_paths: tuple[Path, ...] = ()
         #: the size of a sandboxed work dir's own filesystem (see :mod:`.room`)
         self.work_disk_mb: int | None = None
 

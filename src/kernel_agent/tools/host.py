@@ -19,6 +19,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from ..errors import InstallError, KernelStartError, ToolError
+from ..executors.base import AsyncExecutor, CommKernel
 from ..prompts import prompt
 from ..settings import Settings
 from .bridge import BridgeLimits, HostBridge, kernel_init_code
@@ -57,28 +58,27 @@ class HostSide:
         #: the kernel's work dir on this host (None: a remote kernel, no files to take)
         self._work: Callable[[], Path | None] = lambda: None
 
-    def prepare(self, executor: Any) -> None:
+    def prepare(self, executor: AsyncExecutor) -> None:
         """Before the kernel starts: the install site on the sandbox's read-only mounts."""
-        if not hasattr(executor, "inject"):
+        if not isinstance(executor, CommKernel):
             return
-        if not hasattr(executor, "launcher"):  # a gateway kernel: a site here is not its
+        if executor.isolation.mode == "remote":  # a gateway kernel: a site here is not its
             self.remote = True
             return
         if self.policy.mode != "never" and self.site is None:
             self.site = new_site()
             self.installer = Installer(self.policy, self.site, self.ask_install)
-            launcher = getattr(executor, "launcher", None)
-            if launcher is not None and hasattr(launcher, "extra_ro_paths"):
+            launcher = executor.make_launcher()
+            if launcher is not None:
                 launcher.extra_ro_paths = (*launcher.extra_ro_paths, self.site)
 
-    async def attach(self, executor: Any, language: str) -> None:
+    async def attach(self, executor: AsyncExecutor, language: str) -> None:
         """After the kernel starts: inject the helpers (Python kernels that take them)."""
-        if language != "python" or not hasattr(executor, "inject"):
+        if language != "python" or not isinstance(executor, CommKernel):
             return
 
         def work() -> Path | None:
-            where = getattr(executor, "kernel_cwd", None) or getattr(executor, "cwd", None)
-            return Path(where) if where else None
+            return executor.kernel_cwd or executor.cwd
 
         self._work = work
         try:
