@@ -93,6 +93,23 @@ def test_the_loop_answers_from_printed_slots_without_another_model_turn(fake_llm
     assert answer[-1].metadata["kernel_agent"]["composed_by"] == "printed_answer"
 
 
+def test_a_task_asking_for_slots_is_told_to_print_them_and_only_such_a_task(fake_llm, tmp_path):
+    executor = FakeExecutor(FakeCell(stdout="@year[1982]\n@mean_unemp[9.70]\n"))
+    fake_llm.enqueue(run_cell("print(...)"))
+    _run(fake_llm, tmp_path, executor, ("printed_answer",))
+    first = fake_llm.requests[0]["messages"][-1]["content"]
+    assert first.startswith(TASK) and "@year[...] @mean_unemp[...]" in first
+    assert 'print(f"@year[{value}]")' in first
+    system = fake_llm.requests[0]["messages"][0]["content"]
+    assert "only inside print()" in system
+    fake_llm.requests.clear()
+    fake_llm.enqueue(text("It is 4."))
+    settings = scripted_settings(fake_llm, tmp_path, clean_notebook=False, levers="printed_answer")
+    with Agent(settings, executor=FakeExecutor()) as agent:
+        agent.run_to_end("What is 2 + 2?")
+    assert fake_llm.requests[0]["messages"][-1]["content"] == "What is 2 + 2?"
+
+
 def test_without_the_lever_or_the_slots_the_model_answers(fake_llm, tmp_path):
     executor = FakeExecutor(FakeCell(stdout="@year[1982]\n@mean_unemp[9.70]\n"))
     fake_llm.enqueue(run_cell("print(...)"), text("@year[1982] @mean_unemp[9.70]"))
