@@ -266,13 +266,20 @@ def lever_report(rows: list[dict]) -> list[str]:
     """Per lever: how often it fired, and how often on an answer that was already right."""
     fired: Counter[str] = Counter()
     on_right: Counter[str] = Counter()
+    cells: Counter[str] = Counter()
     for r in rows:
         for f in r.get("levers_fired", []):
             fired[f["lever"]] += 1
             on_right[f["lever"]] += bool(f["right_before"])
+            cells[f["lever"]] += f["right_before"] is None
     if not fired:
         return ["levers fired: none"]
-    parts = [f"{name} {n} ({on_right[name]} on a right answer)" for name, n in fired.most_common()]
+    parts = []
+    for name, n in fired.most_common():
+        answers = n - cells[name]
+        what = [f"{answers} on answers, {on_right[name]} of them right"] if answers else []
+        what += [f"{cells[name]} on cells"] if cells[name] else []
+        parts.append(f"{name} {n} ({'; '.join(what)})")
     return ["levers fired: " + ", ".join(parts)]
 
 

@@ -169,5 +169,7 @@ def test_lever_log_scores_the_reply_each_lever_refused(tmp_path):
                  in_outputs=True, seconds=5, levers_fired=lever_log(str(path), task, exp))]  # fmt: skip
     text = report(rows)
     assert "real tuned 1/1 solved" in text
-    assert "states_result 1 (1 on a right answer)" in text
-    assert "answer_format 1 (0 on a right answer)" in text
+    assert "states_result 1 (1 on answers, 1 of them right)" in text
+    assert "answer_format 1 (1 on answers, 0 of them right)" in text
+    rows[0]["levers_fired"].append({"lever": "repeat_guard", "right_before": None})
+    assert "repeat_guard 1 (1 on cells)" in report(rows)
