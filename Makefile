@@ -56,11 +56,12 @@ $(KERNELS_DIR)/deno/kernel.json: $(DENO)
 
 deno-kernel: $(KERNELS_DIR)/deno/kernel.json
 
-# Headless Chromium renders exported notebooks (tests, PDF export): Debian's package.
+# Headless Chromium renders exported notebooks (tests, PDF export): Debian's package;
+# poppler-utils' pdftotext reads the PDFs back in the attack tests.
 system-deps-chromium:
-	@command -v chromium >/dev/null 2>&1 || { \
+	@{ command -v chromium && command -v pdftotext; } >/dev/null 2>&1 || { \
 		$(SUDO) apt-get update -q && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium; }
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium poppler-utils; }
 
 # Each benchmark prints ratios against a floor measured in the same run.
 bench: venv system-deps
@@ -68,6 +69,7 @@ bench: venv system-deps
 	$(PY) bench/bench_transcript.py
 	$(PY) bench/bench_sandbox.py
 	$(PY) bench/bench_gateway.py
+	$(PY) bench/bench_transfer.py
 	$(PY) bench/bench_verify.py
 	$(PY) bench/bench_mcp.py
 	$(PY) bench/bench_serve.py

@@ -235,8 +235,10 @@ class FakeLLM:
         api_key: str | None = None,
         stream_usage: bool = True,
         tokenizer: Callable[[str], int] | None = None,
+        port: int = 0,
     ) -> None:
         self.models = list(models)
+        self.bind_port = port  # 0: any free port
         self.api_key = api_key  # when set, other keys get a 401
         self.stream_usage = stream_usage
         self.tokenizer = tokenizer
@@ -251,7 +253,7 @@ class FakeLLM:
     # lifecycle
     def start(self) -> FakeLLM:
         handler = type("Handler", (_Handler,), {"fake": self})
-        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server = ThreadingHTTPServer(("127.0.0.1", self.bind_port), handler)
         server.daemon_threads = True
         self._server = server
         self._thread = threading.Thread(

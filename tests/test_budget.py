@@ -267,13 +267,17 @@ def test_the_local_model_is_counted_with_its_own_tokenizer(model_home, tmp_path)
         pytest.skip("the local model needs llama-cpp-python: pip install -e '.[local]'")
     from kernel_agent.llm.local_server import local_endpoint
 
-    settings = Settings.from_env(env={}, model="local", home=model_home, max_tokens=8)
+    settings = Settings.from_env(
+        env={}, model="local", home=model_home, max_tokens=8, local_keep_alive=0
+    )
     messages = [
         {"role": "system", "content": "You are a helpful assistant. Answer in one word."},
         {"role": "user", "content": "What colour is the sky on a clear day?"},
     ]
-    with local_endpoint(settings) as (base_url, model):
-        client = LLMClient(settings.with_(base_url=base_url, model=model, temperature=0.0))
+    with local_endpoint(settings) as (base_url, model, key):
+        client = LLMClient(
+            settings.with_(base_url=base_url, model=model, api_key=key, temperature=0.0)
+        )
 
         async def ask():
             async with client:
@@ -283,7 +287,7 @@ def test_the_local_model_is_counted_with_its_own_tokenizer(model_home, tmp_path)
         streamed = asyncio.run(ask())
         import openai  # llama.cpp reports usage on a plain (not streamed) request
 
-        plain = openai.OpenAI(base_url=base_url, api_key="none").chat.completions.create(
+        plain = openai.OpenAI(base_url=base_url, api_key=key).chat.completions.create(
             model=model,
             messages=messages,
             max_tokens=8,

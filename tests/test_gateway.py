@@ -387,3 +387,27 @@ def test_make_gateway_executor_reads_settings(gateway: KernelGateway) -> None:
 def test_make_gateway_executor_needs_a_url() -> None:
     with pytest.raises(ConfigError, match="KERNEL_AGENT_GATEWAY_URL"):
         make_gateway_executor(Settings.from_env({}))
+
+
+_FORGER = (
+    "from ipykernel.kernelbase import Kernel\n"
+    "k = Kernel.instance(); sess = k.session; parent = k.get_parent('shell')\n"
+)
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "sess.send(k.iopub_socket, 'status', content={}, parent=parent)",
+        "sess.send(k.iopub_socket, 'comm_msg', content=b'[1, 2]', parent=parent)",
+        "sess.send(k.iopub_socket, 'stream', content={'name': 3, 'text': [1]}, parent=parent)",
+    ],
+)
+def test_a_malformed_kernel_message_is_dropped_not_raised(fresh: Any, attack: str) -> None:
+    """The review's E3 through a gateway: the cell ends, the next one runs."""
+    session = fresh()
+    result = session.execute(_FORGER + attack + "\nprint('sent')", timeout=30)
+    assert result.status == "ok", result.error
+    assert "sent" in _text(result)
+    assert "1 malformed kernel messages were dropped" in _text(result)
+    assert _value(session.execute("6 * 7", timeout=30)) == "42"

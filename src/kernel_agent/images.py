@@ -2,21 +2,37 @@
 
 Pure functions over base64 strings (Pillow does the pixels). The transcript keeps the
 original images; these are only what a front end sends back to an outside model.
+
+An image is a kernel's bytes: a 14000x13000 PNG can be 700 KB and decode to 550 MB.
+:func:`open_image` is the one way the host decodes one: it reads the size from the
+header and refuses past :data:`MAX_PIXELS` (:class:`ImageTooLarge`) before any pixel is
+decoded, and lets no Pillow exception or warning out but as ``ValueError``/``OSError``.
+Pillow's own process-wide ``Image.MAX_IMAGE_PIXELS`` is left alone: kernel-agent also
+runs inside a user's kernel (``%%agent``), whose images are none of its business.
 """
 
 from __future__ import annotations
 
 import base64
 import io
+import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
 
 __all__ = [
     "IMAGE_EXTENSIONS",
     "IMAGE_MIMES",
     "RASTER_MIMES",
     "BoundedImage",
+    "ImageTooLarge",
+    "MAX_PIXELS",
     "bound_image",
     "from_data_url",
+    "image_size",
+    "open_image",
 ]
 
 #: Image types stored as base64 pixels, that a model with vision can be shown.
@@ -35,6 +51,55 @@ IMAGE_EXTENSIONS = {
 #: Longest side in pixels, and the most bytes one image may take once encoded.
 MAX_SIDE = 1024
 MAX_BYTES = 512 * 1024
+#: The most pixels the host decodes in one image (40 Mpx: 160 MB as RGBA).
+MAX_PIXELS = 40_000_000
+
+
+class ImageTooLarge(ValueError):
+    """An image with more pixels than the host will decode."""
+
+
+def image_size(raw: bytes) -> tuple[int, int]:
+    """(width, height) from the image's header, no pixel decoded; ValueError/OSError."""
+    from PIL import Image
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(raw)) as img:
+                return img.size
+    except Image.DecompressionBombError:  # past Pillow's own bound: twice MAX_IMAGE_PIXELS
+        limit = 2 * (Image.MAX_IMAGE_PIXELS or 0)
+        raise ImageTooLarge(f"image too large: over {limit:,} pixels") from None
+    except (OSError, ValueError):
+        raise
+    except Exception as exc:  # a broken file may raise anything out of a decoder
+        raise ValueError(f"cannot read the image: {type(exc).__name__}: {exc}") from None
+
+
+def open_image(raw: bytes, max_pixels: int = MAX_PIXELS) -> PILImage:
+    """The decoded image in ``raw``; :class:`ImageTooLarge` past ``max_pixels``.
+
+    The size is checked from the header before anything is decoded. Any other
+    failure is ``OSError`` or ``ValueError``.
+    """
+    from PIL import Image
+
+    width, height = image_size(raw)
+    if width * height > max_pixels:
+        raise ImageTooLarge(
+            f"image too large: {width}x{height} pixels, over the {max_pixels:,} pixel bound"
+        )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            img = Image.open(io.BytesIO(raw))
+            img.load()
+    except (OSError, ValueError):
+        raise
+    except Exception as exc:
+        raise ValueError(f"cannot decode the image: {type(exc).__name__}: {exc}") from None
+    return img
 
 
 @dataclass(frozen=True)
@@ -69,16 +134,13 @@ def bound_image(
         raw = base64.b64decode(data, validate=False)
     except (ValueError, TypeError):
         return None
-    from PIL import Image, UnidentifiedImageError
-
     try:
-        with Image.open(io.BytesIO(raw)) as img:
-            img.load()
+        with open_image(raw) as img:
             width, height = img.size
             if max(width, height) <= max_side and len(raw) <= max_bytes and mime in RASTER_MIMES:
                 return BoundedImage(mime, data, width, height, scaled=False)
             picture = img.convert("RGBA" if img.mode in ("RGBA", "LA", "P") else "RGB")
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+    except Exception:  # too large, or not an image: nothing to show the model
         return None
     side = max_side
     while side >= 64:

@@ -18,10 +18,10 @@ Nothing here talks to a kernel; the caller runs the code and passes the results 
 
 from __future__ import annotations
 
-import ast
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from .expressions import expression_json, expression_string
 
 __all__ = [
     "DATA_STACK",
@@ -67,6 +67,9 @@ OTHER_LIBRARIES: dict[str, str] = {
 
 LIBRARIES: dict[str, str] = {**DATA_STACK, **OTHER_LIBRARIES}
 
+#: the longest probe answer read (the kernel's; a preview is ~3,000 characters)
+_MAX_PROBE_CHARS = 65_536
+
 
 def library_probe_expression(libraries: Mapping[str, str] = LIBRARIES) -> str:
     """A ``user_expression`` whose value is JSON ``{import name: version}`` of what is importable.
@@ -89,15 +92,10 @@ LIBRARY_PROBE_CODE = library_probe_expression()
 
 def parse_library_probe(mime_bundle: Mapping[str, Any] | None) -> dict[str, str]:
     """The kernel's answer to the probe as ``{import name: version}``; ``{}`` if it failed."""
-    if not mime_bundle or mime_bundle.get("status", "ok") != "ok":
-        return {}
-    try:
-        raw = json.loads(ast.literal_eval(mime_bundle["data"]["text/plain"]))
-    except (KeyError, TypeError, ValueError, SyntaxError):
-        return {}
+    raw = expression_json(mime_bundle, _MAX_PROBE_CHARS)
     if not isinstance(raw, dict):
         return {}
-    return {str(name): str(version or "") for name, version in raw.items()}
+    return {str(name)[:80]: str(version or "")[:40] for name, version in list(raw.items())[:100]}
 
 
 def describe_libraries(found: Mapping[str, str], libraries: Mapping[str, str] = LIBRARIES) -> str:
@@ -306,11 +304,8 @@ def data_preview_expression(
 
 
 def parse_text_expression(mime_bundle: Mapping[str, Any] | None) -> str | None:
-    """The string value of a ``user_expression`` (its ``text/plain`` repr), or None."""
-    if not mime_bundle or mime_bundle.get("status", "ok") != "ok":
-        return None
-    try:
-        value = ast.literal_eval(mime_bundle["data"]["text/plain"])
-    except (KeyError, TypeError, ValueError, SyntaxError):
-        return None
-    return value if isinstance(value, str) else None
+    """The string value of a ``user_expression`` (its ``text/plain`` repr), or None.
+
+    None too for an answer of the wrong shape or longer than 64 K characters.
+    """
+    return expression_string(mime_bundle, _MAX_PROBE_CHARS)

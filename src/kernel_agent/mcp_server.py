@@ -4,9 +4,12 @@ Each tool is a JSON schema, a description, and a call on the session; nothing he
 touches a kernel. Failures come back as MCP tool errors (``isError``) whose text is
 one sentence. While a cell runs, a progress notification goes out every
 ``heartbeat_s`` seconds (when the client asked for progress), so clients with a
-request timeout that resets on progress do not give up on long cells.
+request timeout that resets on progress do not give up on long cells. An HTTP client
+that drops its stream without cancelling is noticed at the next heartbeat: its cell
+is interrupted (and recorded), so the next caller does not wait for it.
 
-Transports: :func:`serve_stdio` and :func:`serve_http` (streamable HTTP, bearer token).
+Transports: :func:`serve_stdio` and :func:`serve_http` (streamable HTTP, bearer token,
+Host and Origin checked for any bind address; SIGTERM interrupts a running cell).
 Built on the official ``mcp`` SDK's low-level server.
 """
 
@@ -223,6 +226,18 @@ def _client(ctx: Any) -> dict[str, Any]:
     return {"name": info.name, "version": info.version}
 
 
+async def _client_gone(ctx: Any) -> bool:
+    """Whether the HTTP client of this request has disconnected (False over stdio)."""
+    request = getattr(ctx, "request", None)
+    check = getattr(request, "is_disconnected", None)
+    if check is None:
+        return False
+    try:
+        return bool(await check())
+    except Exception:  # noqa: BLE001 - no answer is "still there"
+        return False
+
+
 class _Tools:
     """The tool handlers: each maps arguments to one session call."""
 
@@ -256,6 +271,9 @@ class _Tools:
                 done, _ = await asyncio.wait({work}, timeout=self.heartbeat_s)
                 if done:
                     break
+                if await _client_gone(ctx):  # dropped its stream without cancelling
+                    work.cancel()
+                    return _text("The client went away; the cell was interrupted.", error=True)
                 elapsed = time.monotonic() - began
                 await ctx.session.report_progress(
                     round(elapsed, 1),
@@ -502,6 +520,9 @@ async def serve_http(
     """Serve streamable HTTP at ``http://host:port/mcp``; ``token`` None means no auth."""
     import uvicorn
 
+    from .httpd import StoppingServer
+    from .webguard import HostGuard, is_loopback_host
+
     await session.start()
     try:
         if session.isolation.warning:
@@ -510,8 +531,18 @@ async def serve_http(
         app: Any = server.streamable_http_app(host=host, streamable_http_path="/mcp")
         if token is not None:
             app = BearerAuth(app, token)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-        web = uvicorn.Server(config)
+        # Host and Origin for every bind address, not only the ones the SDK knows
+        app = HostGuard(app, loopback_only=is_loopback_host(host), same_origin=False)
+        config = uvicorn.Config(
+            app, host=host, port=port, log_level="warning", lifespan="on",
+            timeout_graceful_shutdown=3,
+        )  # fmt: skip
+
+        async def interrupt() -> None:  # a cell running at SIGTERM stops, and is recorded
+            if session.executor is not None:
+                await session.interrupt()
+
+        web = StoppingServer(config, on_stop=interrupt)
         shown = f"[{host}]" if ":" in host else host
         _say(
             f"serving on http://{shown}:{port}/mcp "

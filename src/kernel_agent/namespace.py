@@ -6,11 +6,11 @@ with the cell itself (no extra round trip). Python kernels only.
 
 from __future__ import annotations
 
-import ast
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from .expressions import expression_json
 
 if TYPE_CHECKING:
     from .executors.base import AsyncExecutor
@@ -116,25 +116,53 @@ class VariableInfo:
 
 
 def parse_summary(user_expression_result: dict[str, Any] | None) -> dict[str, VariableInfo] | None:
-    """Turn the kernel's answer to :data:`NAMESPACE_EXPRESSION` into VariableInfo objects."""
-    if not user_expression_result or user_expression_result.get("status") != "ok":
+    """Turn the kernel's answer to :data:`NAMESPACE_EXPRESSION` into VariableInfo objects.
+
+    The answer is the kernel's (it can forge it): None for one of the wrong shape or
+    size; a variable whose entry has the wrong shape is left out.
+    """
+    if not isinstance(user_expression_result, dict) or user_expression_result.get("status") != "ok":
+        return None
+    raw = expression_json(user_expression_result)
+    if not isinstance(raw, dict):
+        return None
+    out: dict[str, VariableInfo] = {}
+    for name, info in list(raw.items())[:_MAX_VARIABLES]:
+        variable = _variable(name, info)
+        if variable is not None:
+            out[name] = variable
+    return out
+
+
+_MAX_VARIABLES = 200
+
+
+def _short(value: Any, limit: int = 80) -> str | None:
+    return None if value is None else str(value)[:limit]
+
+
+def _variable(name: str, info: Any) -> VariableInfo | None:
+    """One variable of the summary; None if its entry has the wrong shape."""
+    if not isinstance(info, dict) or not name.isidentifier():
         return None
     try:
-        raw = json.loads(ast.literal_eval(user_expression_result["data"]["text/plain"]))
-    except (KeyError, ValueError, SyntaxError):
-        return None
-    return {
-        name: VariableInfo(
+        length, ident = info.get("len"), int(info.get("id", 0))
+        columns = info.get("columns")
+        return VariableInfo(
             name=name,
-            type=str(info.get("type", "?")),
-            id=int(info.get("id", 0)),
-            shape=info.get("shape"),
-            len=info.get("len"),
-            value=info.get("value"),
-            columns=tuple(info["columns"]) if info.get("columns") else None,
+            type=str(info.get("type", "?"))[:80],
+            id=ident,
+            shape=_short(info.get("shape")),
+            len=length if isinstance(length, int) and not isinstance(length, bool) else None,
+            value=_short(info.get("value")),
+            columns=(
+                tuple(str(c)[:80] for c in columns[:20])
+                if isinstance(columns, list) and columns
+                else None
+            ),
         )
-        for name, info in raw.items()
-    }
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 def diff_namespaces(

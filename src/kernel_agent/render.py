@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.syntax import Syntax
 
+from .escapes import visible
 from .events import (
     Answer,
     CellFinished,
@@ -38,18 +38,6 @@ from .results import strip_ansi
 from .safefs import UnsafePath, write_beneath
 
 __all__ = ["EventRenderer", "print_result", "save_images", "summary_line", "visible"]
-
-# C0 controls but newline and tab, DEL, and C1 controls: what a terminal would act on
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def visible(text: str) -> str:
-    """``text`` with every control character shown as an escape (``\\x1b``), never raw.
-
-    Outputs and code come from the kernel and the model: an escape sequence passed
-    to the terminal could retitle it, rewrite what was shown, or worse.
-    """
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def save_images(result_outputs: list[Any], folder: Path, step: int) -> list[Path]:

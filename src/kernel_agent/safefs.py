@@ -23,7 +23,7 @@ import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
@@ -37,6 +37,9 @@ __all__ = [
     "write_beneath",
     "read_beneath",
     "list_beneath",
+    "walk_beneath",
+    "Walk",
+    "dot_component",
     "copy_out",
     "file_mode",
     "open_beneath",
@@ -67,6 +70,15 @@ def split_relative(rel: str | os.PathLike[str]) -> list[str]:
     if ".." in parts:
         raise UnsafePath(f"paths with '..' are not allowed: {text}")
     return parts
+
+
+def dot_component(rel: str | os.PathLike[str]) -> str | None:
+    """The first component of ``rel`` that starts with ``.`` (``.git``, ``.envrc``), or None.
+
+    Such names are configuration, not content: a ``.git/config`` with ``core.fsmonitor``
+    runs its command as whoever next runs ``git status`` in the directory.
+    """
+    return next((p for p in split_relative(rel) if p.startswith(".")), None)
 
 
 def _open_root(root: str | os.PathLike[str] | int) -> tuple[int, bool]:
@@ -221,31 +233,92 @@ def _kind(mode: int) -> str:
     return "other"
 
 
-def list_beneath(
-    root: str | os.PathLike[str] | int, *, max_entries: int = 1000, max_depth: int = 4
-) -> list[Entry]:
-    """Entries below ``root`` (breadth first, links not entered), at most ``max_entries``."""
-    out: list[Entry] = []
+@dataclass
+class Walk:
+    """What :func:`walk_beneath` saw: the entries, and what it did not look into."""
+
+    entries: list[Entry] = field(default_factory=list)
+    #: how many dot-named entries (files or directories) ``skip_dot`` left out ...
+    dot_count: int = 0
+    #: ... and the first few of them
+    dot_names: list[str] = field(default_factory=list)
+    #: non-empty directories at ``max_depth`` whose contents were not listed
+    too_deep: list[str] = field(default_factory=list)
+    #: ``max_entries`` was reached before the whole tree was seen
+    truncated: bool = False
+
+
+_NAMES_KEPT = 20  # dot names a Walk keeps (it counts them all)
+
+
+def walk_beneath(
+    root: str | os.PathLike[str] | int,
+    *,
+    max_entries: int = 1000,
+    max_depth: int = 4,
+    skip_dot: bool = False,
+) -> Walk:
+    """Entries below ``root`` (breadth first, links not entered), at most ``max_entries``.
+
+    ``skip_dot`` leaves out every entry whose name starts with ``.`` (and all below it),
+    counted in :attr:`Walk.dot_count` and named in :attr:`Walk.dot_names` (but links: a
+    work dir links the user's own ``.git`` or ``.env``, which is no news); directories at
+    ``max_depth`` that hold something are named in :attr:`Walk.too_deep`. Nothing is left
+    out silently.
+    """
+    walk = Walk()
     queue: list[list[str]] = [[]]
-    while queue and len(out) < max_entries:
+    while queue and not walk.truncated:
         parts = queue.pop(0)
         try:
             with open_dir_beneath(root, parts) as dir_fd:
-                names = sorted(os.listdir(dir_fd))
-                for name in names:
-                    if len(out) >= max_entries:
+                for name in sorted(os.listdir(dir_fd)):
+                    rel = "/".join([*parts, name])
+                    if len(walk.entries) >= max_entries:  # one more than the bound: say so
+                        walk.truncated = True
                         break
                     try:
                         st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
                     except OSError:
                         continue
                     kind = _kind(st.st_mode)
-                    out.append(Entry("/".join([*parts, name]), kind, st.st_size))
-                    if kind == "dir" and len(parts) + 1 < max_depth:
+                    if skip_dot and name.startswith("."):
+                        if kind != "link":  # links (the user's own files) are not listed
+                            walk.dot_count += 1
+                            if len(walk.dot_names) < _NAMES_KEPT:
+                                walk.dot_names.append(rel)
+                        continue
+                    walk.entries.append(Entry(rel, kind, st.st_size))
+                    if kind != "dir":
+                        continue
+                    if len(parts) + 1 < max_depth:
                         queue.append([*parts, name])
+                    elif _has_entries(dir_fd, name):
+                        walk.too_deep.append(rel)
         except (OSError, UnsafePath):
             continue
-    return out
+    return walk
+
+
+def _has_entries(dir_fd: int, name: str) -> bool:
+    try:
+        fd = os.open(name, _NOFOLLOW_DIR, dir_fd=dir_fd)
+    except OSError:
+        return False
+    try:
+        with os.scandir(fd) as it:
+            return next(it, None) is not None
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def list_beneath(
+    root: str | os.PathLike[str] | int, *, max_entries: int = 1000, max_depth: int = 4
+) -> list[Entry]:
+    """Entries below ``root`` (breadth first, links not entered), at most ``max_entries``."""
+    return walk_beneath(root, max_entries=max_entries, max_depth=max_depth).entries
 
 
 def copy_out(
@@ -259,8 +332,13 @@ def copy_out(
 ) -> int:
     """Copy regular file ``src_root/rel`` to ``dest_root/dest_rel``; returns its size.
 
-    Neither side follows links; the copy gets ``mode`` (no setuid bit survives).
+    Neither side follows links; the copy gets ``mode`` (no setuid bit survives). What
+    leaves a kernel's dir is content, never configuration: :class:`UnsafePath` for a
+    ``rel`` with a component that starts with ``.`` (see :func:`dot_component`).
     """
+    dot = dot_component(rel)
+    if dot is not None:
+        raise UnsafePath(f"{os.fspath(rel)}: {dot} is a dot name (configuration, not content)")
     data = read_beneath(src_root, rel, limit=limit)
     write_beneath(dest_root, dest_rel if dest_rel is not None else rel, data, mode=mode)
     return len(data)

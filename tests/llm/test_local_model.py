@@ -374,11 +374,12 @@ def test_real_chat_completion(real_model: Path, real_home: Path, tmp_path: Path)
     need_llama_cpp()
     from openai import OpenAI
 
-    settings = Settings(model="local", home=real_home)
-    with local_endpoint(settings) as (base_url, model_name):
+    settings = Settings(model="local", home=real_home, local_keep_alive=0)
+    before = set(_llama_servers())
+    with local_endpoint(settings) as (base_url, model_name, api_key):
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", base_url)
         assert model_name == BUNDLED_MODEL.name
-        client = OpenAI(base_url=base_url, api_key="unused", max_retries=0)
+        client = OpenAI(base_url=base_url, api_key=api_key, max_retries=0)
         assert [m.id for m in client.models.list()] == [model_name]
         reply = client.chat.completions.create(
             model=model_name,
@@ -391,8 +392,7 @@ def test_real_chat_completion(real_model: Path, real_home: Path, tmp_path: Path)
                 }
             ],
         )
-        port = base_url.rsplit(":", 1)[1].split("/")[0]
-        servers = [p for p in _llama_servers() if f"--port {port} " in _cmdline(p)]
+        servers = sorted(set(_llama_servers()) - before)
     text = reply.choices[0].message.content or ""
     code = re.search(r"```python\n(.*?)```", text, re.S)
     assert code, text
@@ -400,7 +400,7 @@ def test_real_chat_completion(real_model: Path, real_home: Path, tmp_path: Path)
     script.write_text(code.group(1))
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=30)
     assert run.stdout.strip() == "5", text
-    assert len(servers) == 1 and not alive(servers[0])  # stopped on exit
+    assert len(servers) == 1 and wait_gone(servers[0])  # stopped on exit
 
 
 def _cmdline(pid: int) -> str:
@@ -443,11 +443,14 @@ def test_real_server_startup_timeout_kills_the_child(real_model: Path, tmp_path:
     assert all(wait_gone(p, 0) for p in set(_llama_servers()) - before)
 
 
+_DAEMON = "kernel_agent.llm.local_daemon"
+
+
 def _llama_servers() -> list[int]:
     return [
         int(p.name)
         for p in Path("/proc").iterdir()
-        if p.name.isdigit() and "llama_cpp.server" in _cmdline(int(p.name)) and alive(int(p.name))
+        if p.name.isdigit() and _DAEMON in _cmdline(int(p.name)) and alive(int(p.name))
     ]
 
 

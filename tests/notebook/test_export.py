@@ -53,7 +53,9 @@ def test_markdown_writes_images_beside_it(clean_path, tmp_path):
     assert out == tmp_path / "run.clean.md"
     text = out.read_text()
     images = re.findall(r"!\[png\]\(([^)]+)\)", text)
-    assert len(images) == 1 and re.fullmatch(r"run\.clean_files/run\.clean_\d+_0\.png", images[0])
+    assert len(images) == 1 and re.fullmatch(
+        r"run\.clean_md_files/run\.clean_\d+_0\.png", images[0]
+    )
     assert (tmp_path / images[0]).read_bytes().startswith(b"\x89PNG")
     assert "| Model | test-model-7b |" in text
     assert "| Verify | reproduced (4/4 code cells" in text

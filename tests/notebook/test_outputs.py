@@ -7,6 +7,7 @@ import time
 import tracemalloc
 from typing import Any
 
+import nbformat
 import pytest
 
 from kernel_agent.notebook.outputs import OutputCollector, resolve_control_chars, truncation_marker
@@ -277,3 +278,140 @@ def test_on_output_gets_each_new_piece() -> None:
         ("display_data", {"text/plain": "E"}),
         ("error", "E"),
     ]
+
+
+# ------------------------------------------------------------ per-cell bounds
+def _chars(collector: OutputCollector) -> int:
+    total = 0
+    for out in collector.outputs:
+        total += len(out.get("text", "")) + sum(len(str(v)) for v in out.get("data", {}).values())
+    return total
+
+
+def test_stream_switches_are_bounded_per_cell_with_one_note() -> None:
+    # every switch opens a new output: 400 outputs of 50,000 characters, 20 M in all
+    c = OutputCollector(max_chars=100_000, max_cell_chars=400_000)
+    for i in range(200):
+        c.feed(stream(f"o{i}:" + "o" * 50_000))
+        c.feed(stream(f"e{i}:" + "e" * 50_000, "stderr"))
+    outs = c.outputs
+    notes = [o for o in outs if "outputs (" in o.get("text", "")]
+    assert len(notes) == 1
+    assert _chars(c) < 400_000 + 2 * 100_000
+    assert outs[0].text.startswith("o0:")  # the head
+    assert outs[-1].text.startswith("e199:")  # and the tail
+    omitted = 400 - (len(outs) - 1)
+    assert f"{omitted:,} outputs" in notes[0].text
+
+
+def test_displays_and_images_count_towards_the_cell_bound() -> None:
+    c = OutputCollector(max_chars=100_000, max_cell_chars=300_000)
+    for i in range(50):
+        c.feed(display({"text/plain": f"t{i}" + "y" * 60_000}))
+        c.feed(display({"image/png": "A" * 60_000, "text/plain": f"<img {i}>"}))
+    outs = c.outputs
+    assert _chars(c) < 300_000 + 2 * 100_000
+    assert outs[0].data["text/plain"].startswith("t0")
+    assert outs[-1].data["text/plain"] == "<img 49>"
+    assert sum("outputs (" in o.get("text", "") for o in outs) == 1
+
+
+def test_the_number_of_outputs_is_bounded_too() -> None:
+    c = OutputCollector(max_outputs=100)
+    for i in range(5_000):
+        c.feed(stream(f"{i}\n", "stdout" if i % 2 else "stderr"))
+    outs = c.outputs
+    assert len(outs) == 101  # 50 + the note + 50
+    assert outs[0].text == "0\n" and outs[-1].text == "4999\n"
+    assert "4,900 outputs (" in outs[50].text
+
+
+def test_a_cleared_cell_starts_its_budget_again_and_has_no_note() -> None:
+    c = OutputCollector(max_chars=1_000, max_cell_chars=2_000)
+    for _i in range(20):
+        c.feed(display({"text/plain": "z" * 900}))
+    c.feed(msg("clear_output", wait=False))
+    c.feed(stream("fresh\n"))
+    assert [o.text for o in c.outputs] == ["fresh\n"]
+
+
+def test_outputs_dropped_from_the_tail_leave_the_display_map() -> None:
+    shared: dict = {}
+    c = OutputCollector(max_chars=1_000, max_cell_chars=4_000, display_map=shared)
+    for i in range(30):
+        c.feed(display({"text/plain": "d" * 500}, f"id{i}"))
+    kept = {id(o) for o in c.outputs}
+    assert all(id(node) in kept for nodes in shared.values() for node in nodes)
+
+
+def test_the_display_map_keeps_a_bounded_number_of_outputs() -> None:
+    from kernel_agent.notebook.outputs import MAX_DISPLAY_NODES
+
+    shared: dict = {}
+    for _i in range(10):  # ten cells, each displaying the same id 20 times
+        collect(*(display({"text/plain": "v"}, "same") for _ in range(20)), display_map=shared)
+    assert sum(len(v) for v in shared.values()) <= MAX_DISPLAY_NODES
+
+
+def test_many_mime_types_in_one_output_are_bounded_together() -> None:
+    data = {f"text/x-{i}": "m" * 900 for i in range(50)}
+    c = collect(display({**data, "text/plain": "p"}), max_chars=1_000)
+    kept = c.outputs[0].data
+    assert sum(len(v) for k, v in kept.items() if k != "text/plain") <= 1_000
+    assert "omitted oversized" in kept["text/plain"]
+
+
+def test_live_output_stops_after_half_the_budget_with_one_note() -> None:
+    pieces: list = []
+    c = OutputCollector(max_chars=10_000, max_cell_chars=40_000, on_output=pieces.append)
+    for _ in range(100):
+        c.feed(stream("s" * 5_000 + "\n"))
+        c.feed(display({"text/plain": "d" * 5_000}))
+    shown = sum(
+        len(p.get("text", "")) + len(p.get("data", {}).get("text/plain", "")) for p in pieces
+    )
+    assert shown <= 20_000 + 500
+    assert sum("not shown as it comes" in p.get("text", "") for p in pieces) == 1
+
+
+# ------------------------------------------------------------ hostile messages
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"header": {"msg_type": "stream"}, "content": [1, 2]},
+        {"header": {"msg_type": "stream"}, "content": {"name": 3, "text": "x"}},
+        {"header": {"msg_type": "stream"}, "content": {"name": "stdout", "text": ["x"]}},
+        {"header": {"msg_type": "display_data"}, "content": {"data": "not-a-dict"}},
+        {"header": {"msg_type": "display_data"}, "content": {"data": {"text/plain": 5}}},
+        {"header": {"msg_type": "display_data"}, "content": {"data": {}, "metadata": []}},
+        {"header": {"msg_type": "display_data"}, "content": {"data": {}, "transient": "x"}},
+        {"header": {"msg_type": "error"}, "content": {"ename": "E", "evalue": 1}},
+        {
+            "header": {"msg_type": "error"},
+            "content": {"ename": "E", "evalue": "v", "traceback": [1]},
+        },
+        {"header": {"msg_type": "update_display_data"}, "content": {"data": 7}},
+        {"header": {"msg_type": 5}, "content": {}},
+        {"header": "nope", "content": {}},
+        {"content": {}},
+        [],
+    ],
+)
+def test_a_malformed_message_is_dropped_and_counted(bad: Any) -> None:
+    c = collect(stream("before\n"))
+    c.feed(bad)
+    c.feed(stream("after\n"))
+    assert c.malformed == 1
+    texts = [o.text for o in c.outputs]
+    assert texts[0] == "before\nafter\n"
+    assert "1 malformed kernel messages were dropped" in texts[-1]
+
+
+def test_a_forged_execution_count_is_not_kept() -> None:
+    c = collect(
+        msg("execute_input", execution_count="seven"),
+        msg("execute_result", data={"text/plain": "2"}, metadata={}, execution_count=True),
+    )
+    assert c.execution_count is None
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1+1", outputs=c.outputs)])
+    nbformat.validate(nb)  # the result is dropped or kept without the count: valid either way

@@ -208,6 +208,9 @@ class RecordingLauncher:
         launch_kw["env"]["KA_LAUNCHED_BY"] = "test-launcher"
         return launch_kw
 
+    def seal(self, km):
+        self.calls.append("seal")
+
     def cleanup(self, km):
         self.calls.append("cleanup")
 
@@ -237,7 +240,7 @@ def test_launcher_and_kernel_manager_hooks(tmp_path):
     )
     assert report.verdict == "differs", "the launcher's variable reached the kernel"
     assert "test-launcher False" in report.summary() or report.first_difference.number == 1
-    assert launcher.calls == ["prepare", "cleanup"] and made == ["python3"]
+    assert launcher.calls == ["prepare", "seal", "cleanup"] and made == ["python3"]
 
 
 def test_other_kernels_use_their_own_kernelspec(tmp_path):

@@ -64,6 +64,8 @@ class DataPreview(Lever):
         except Exception:
             return None
         text = parse_text_expression(result.user_expressions.get("preview"))
+        if text is not None:
+            text = text[: 2 * self.budget_chars]  # the kernel's answer: bounded again
         if text is None or text.startswith("No files"):
             return None
         if all(line.endswith("/ (directory)") for line in text.splitlines()):

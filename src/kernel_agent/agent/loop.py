@@ -20,10 +20,10 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import hints
-from ..errors import ConfigError, NotebookError
+from ..errors import ConfigError, KernelAgentError, one_line
 from ..events import (
     Answer,
     CellFinished,
@@ -61,6 +61,11 @@ from .history import History
 from .levers import Lever, ResultCheck, levers_for
 from .protocols import FencedProtocol, Protocol, make_protocol
 from .state import Ask, Stop, TaskState, Turn
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+    from ..remote.work import RemoteWork
 
 __all__ = ["AsyncAgent", "Agent", "default_notebook_path"]
 
@@ -236,7 +241,7 @@ class AsyncAgent:
             "system",
             language=language,
             kernel_display=self.executor.kernelspec.get("display_name", language),
-            cwd=str(self._work_dir()),
+            cwd=self._prompt_cwd(),
             how_to_run=how,
             vision_note=vision,
             data_note=prompt("data_note_python") + "\n" if language == "python" else "",
@@ -324,20 +329,24 @@ class AsyncAgent:
                 kernel_time_s=round(result.kernel_time_s, 3),
                 **self.host.run_metadata(),
             )
-        notice = self._deliver(result)
+        remote = self._remote_files()
+        notice = await self._deliver_remote(result, remote) if remote else self._deliver(result)
         if notice is not None:
             yield notice
         if self.host.result.declared:  # set_result's data, and its files beside the notebook
             result.result = self.host.result.data
-            result.files, left_out = self.host.deliver(self.transcript.path)
+            if remote is not None:
+                result.files, left_out = await self._deliver_result_remote(remote)
+            else:
+                result.files, left_out = self.host.deliver(self.transcript.path)
             if left_out:
                 yield Notice(f"result files left out: {'; '.join(left_out[:3])}", "warning")
         if self.settings.clean_notebook:
             try:
                 async for event in self._write_clean(result):
                     yield event
-            except NotebookError as exc:  # the answer is not lost for want of a clean copy
-                yield Notice(f"no clean notebook: {exc}", "warning")
+            except Exception as exc:  # hostile outputs or a full disk: the answer is not lost
+                yield Notice(f"no clean notebook: {one_line(exc)}", "warning")
         yield Answer(result.answer)
         yield RunFinished(result)
 
@@ -349,7 +358,39 @@ class AsyncAgent:
         work = self.executor.kernel_cwd if self.executor is not None else None
         if work is None or transcript is None or self.executor is None or work == self.executor.cwd:
             return None  # no private work dir: the kernel wrote in the user's own
-        delivered, skipped = deliver_work_files(work, transcript.path)
+        return self._delivery_notice(result, *deliver_work_files(work, transcript.path))
+
+    def _remote_files(self) -> RemoteWork | None:
+        """A remote kernel's work dir (its files come over the kernel's channels)."""
+        from ..executors.gateway import AsyncGatewaySession
+
+        executor = self.executor
+        return executor.files if isinstance(executor, AsyncGatewaySession) else None
+
+    async def _deliver_remote(self, result: RunResult, remote: RemoteWork) -> Notice | None:
+        """Pull the files a remote kernel wrote in its work dir beside the notebook."""
+        assert self.transcript is not None
+        try:
+            found = await remote.deliver(self.transcript.path)
+        except KernelAgentError as exc:  # the answer is not lost for want of the files
+            return Notice(f"no files from the remote kernel: {exc}", "warning")
+        return self._delivery_notice(result, *found)
+
+    async def _deliver_result_remote(self, remote: RemoteWork) -> tuple[list[Path], list[str]]:
+        assert self.transcript is not None
+        declared = self.host.result
+        try:
+            return await remote.deliver_result(
+                declared.files, self.transcript.path, declared.limits.max_file_bytes
+            )
+        except KernelAgentError as exc:
+            return [], [str(exc)]
+
+    def _delivery_notice(
+        self, result: RunResult, delivered: list[Path], skipped: list[str]
+    ) -> Notice | None:
+        transcript = self.transcript
+        assert transcript is not None
         result.files = delivered
         if delivered:
             transcript.update_run_metadata(files=[p.name for p in delivered])
@@ -382,12 +423,19 @@ class AsyncAgent:
             cwd=self._work_dir(),
             env_passthrough=self.settings.env_passthrough,
             launcher=self.executor.make_launcher() if self.executor is not None else None,
+            # what this run installed, and nothing the notebook could add
+            install=self.host.rerun_policy(),
         )
         record_verdict(clean, report)
         result.verify = report.to_metadata()
         self.transcript.update_run_metadata(verify=result.verify)
         level = "info" if report.reproduced else "warning"
         yield Notice(f"verify: {report.summary()}", level)
+
+    def _prompt_cwd(self) -> str:
+        """Where the model is told its code runs (a remote kernel's own work dir, if known)."""
+        remote = self._remote_files()
+        return remote.work if remote is not None and remote.work else str(self._work_dir())
 
     def _work_dir(self) -> Path:
         """Where the kernel's code runs (a remote kernel's: ours, as the settings say)."""
@@ -557,6 +605,8 @@ class AsyncAgent:
                     yield Notice(ask.notice)
                 continue
             yield CellStarted(st.step, code)
+            # the code is on disk before it runs: a run that ends mid-cell still shows it
+            recorded = transcript.add_code(code, None, {"status": "running", "step": st.step})
             cell = None
             async for item in self._execute(code, st.step):
                 if isinstance(item, CellResult):
@@ -564,7 +614,7 @@ class AsyncAgent:
                 else:
                     yield item
             assert cell is not None
-            async for event in self._record(st, cell, index, completion, gen_s, call_id):
+            async for event in self._record(st, cell, index, completion, gen_s, call_id, recorded):
                 yield event
 
     def _before_cell(self, st: TaskState, code: str) -> tuple[str, Ask | Stop | None]:
@@ -583,8 +633,10 @@ class AsyncAgent:
         completion: Completion,
         gen_s: float,
         call_id: str | None,
+        pending: NotebookNode,
     ) -> AsyncIterator[Event]:
-        """A cell that ran: the transcript, the levers, the state rebuild, the model's view."""
+        """A cell that ran: the transcript (``pending``, its code recorded before it ran),
+        the levers, the state rebuild, the model's view."""
         transcript = self.transcript
         assert transcript is not None and self.executor is not None
         self.cells.append(cell)
@@ -610,7 +662,7 @@ class AsyncAgent:
             "exec_s": round(cell.duration, 3),
             **self.host.cell_metadata(),
         }
-        transcript.freeze(transcript.add_code(cell.code, cell, meta))
+        transcript.finish_code(pending, cell, meta)
         yield CellFinished(st.step, cell)
         before_restart = dict(self._namespace)
         view_text, images = self._view(cell, summary, hint)

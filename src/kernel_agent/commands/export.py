@@ -14,7 +14,7 @@ def register(subparsers: Any) -> None:
         "export",
         help="export a notebook to HTML, Markdown or PDF with a provenance header",
         description="Export NOTEBOOK with nbconvert. HTML is one self-contained file (images "
-        "embedded); Markdown writes its images into NAME_files/ beside it; PDF needs Chromium, "
+        "embedded); Markdown writes its images into NAME_md_files/ beside it; PDF needs Chromium, "
         "playwright, or xelatex and pandoc.",
     )
     parser.add_argument("notebook", metavar="NOTEBOOK", type=Path, help="the .ipynb to export")

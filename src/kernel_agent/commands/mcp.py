@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import logging
 import os
 import secrets
@@ -18,7 +17,6 @@ __all__ = ["register", "run", "TOKEN_ENV"]
 
 #: Where the HTTP bearer token may come from instead of ``--token`` (kept out of the kernel).
 TOKEN_ENV = "KERNEL_AGENT_MCP_TOKEN"
-_LOOPBACK_NAMES = ("localhost",)
 
 
 def register(sub: Any) -> None:
@@ -74,12 +72,9 @@ def _hide_model_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _is_loopback(host: str) -> bool:
-    if host in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    from ..webguard import is_loopback_host
+
+    return is_loopback_host(host)
 
 
 def _token(args: argparse.Namespace) -> str | None:
@@ -93,6 +88,10 @@ def _token(args: argparse.Namespace) -> str | None:
             flush=True,
         )
         return None
+    if args.token:
+        from ..httpd import argv_secret_warning
+
+        print(argv_secret_warning("mcp", "--token", TOKEN_ENV), file=sys.stderr, flush=True)
     token = args.token or os.environ.get(TOKEN_ENV)
     if token:
         return str(token)

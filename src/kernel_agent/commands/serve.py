@@ -35,6 +35,20 @@ def register(sub: Any) -> None:
         "without one the server binds loopback only",
     )
     p.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name clients may reach this server by, besides loopback names and IP "
+        "addresses (repeatable; others get 421: DNS rebinding)",
+    )
+    p.add_argument(
+        "--allow-local-models",
+        action="store_true",
+        help="let clients pick 'local' or 'local:PATH' (a GGUF file on this host) as a "
+        "session's model",
+    )
+    p.add_argument(
         "--state-dir",
         type=Path,
         help="notebooks, files and the session index (default <home>/serve)",
@@ -91,6 +105,10 @@ def _say(text: str) -> None:
 def config_from_args(args: argparse.Namespace) -> Any:
     from ..service import ServiceConfig
 
+    if args.token:
+        from ..httpd import argv_secret_warning
+
+        print(argv_secret_warning("serve", "--token", TOKEN_ENV), file=sys.stderr, flush=True)
     if not 0 < args.port < 65536:
         raise ConfigError(f"port must be between 1 and 65535, got {args.port}")
     for name in ("session_ttl", "max_sessions", "max_concurrent", "max_file_mb", "max_session_mb"):
@@ -114,6 +132,9 @@ def config_from_args(args: argparse.Namespace) -> Any:
         pool=args.pool,
         max_file_bytes=int(args.max_file_mb * 1024 * 1024),
         max_session_bytes=int(args.max_session_mb * 1024 * 1024),
+        host=args.host,
+        allowed_hosts=tuple(args.allowed_host),
+        allow_local_models=args.allow_local_models,
     )
 
 
@@ -127,19 +148,23 @@ def run(args: argparse.Namespace) -> int:
 
     import uvicorn
 
+    from ..httpd import StoppingServer
     from ..service import create_app
 
     app = create_app(config)
-    server = uvicorn.Server(uvicorn.Config(
+    server = StoppingServer(uvicorn.Config(
         app, host=args.host, port=args.port, log_level="warning", lifespan="on",
-        timeout_graceful_shutdown=3,
-    ))  # fmt: skip
+        timeout_graceful_shutdown=config.stop_grace + 3,
+    ), on_stop=app.state.manager.stopping)  # fmt: skip
     shown = f"[{args.host}]" if ":" in args.host else args.host
     if config.token is None:
         _say("no token: bound to loopback only, and anyone on this machine can run code here")
     auth = "bearer token required" if config.token else "NO AUTH"
     _say(f"serving on http://{shown}:{args.port}/ ({auth}); "
          f"state in {config.state_dir}; warm pool {config.pool}")  # fmt: skip
+    if not _is_loopback(args.host) and not config.allowed_hosts:
+        _say("clients must use an IP address: pass --allowed-host NAME for each host name "
+             "they reach this server by (others get 421)")  # fmt: skip
     # uvicorn turns SIGTERM into a graceful exit (every session finalised), then re-raises
     # it to the handler it found: this one, which lets the command end normally (status 0)
     stopped: list[int] = []

@@ -8,13 +8,15 @@ differing cell and a short diff are printed and the exit code is
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import ConfigError
+from ..errors import ConfigError, one_line
 
-__all__ = ["register", "run", "print_report"]
+__all__ = ["register", "run", "print_report", "terminal_ask"]
 
 
 def register(subparsers: Any) -> None:
@@ -53,6 +55,13 @@ def register(subparsers: Any) -> None:
         choices=("auto", "bwrap", "none"),
         help="isolate the kernel, as runs do (default auto)",
     )
+    parser.add_argument(
+        "--install",
+        metavar="POLICY",
+        default="never",
+        help="whether to install the packages the notebook's metadata names (pip, wheels "
+        "only, onto this host): never (default: refuse), ask, allow:pkg1,pkg2 or any",
+    )
     parser.set_defaults(func=run)
 
 
@@ -64,6 +73,10 @@ def run(args: argparse.Namespace) -> int:
     from ..notebook.verify import record_verdict, verify_notebook
     from ..sandbox import make_launcher
     from ..settings import Settings
+    from ..tools.installs import InstallPolicy
+
+    # the flag only: KERNEL_AGENT_INSTALL is for runs, never for someone else's notebook
+    policy = InstallPolicy.parse(args.install)
 
     cwd = args.notebook.resolve().parent
     launcher = make_launcher(Settings.from_env(sandbox=args.sandbox), cwd)
@@ -77,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
         write=args.write,
         cwd=cwd,
         launcher=launcher,
+        install=policy,
+        ask_install=terminal_ask(args.notebook) if policy.mode == "ask" else None,
     )
     print_report(report)
     if args.record:
@@ -85,10 +100,37 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def terminal_ask(notebook: Path) -> Callable[[str], Awaitable[bool]] | None:
+    """``--install ask``: a y/N question on the terminal (None without one)."""
+    if sys.stdin is None or not sys.stdin.isatty():
+        return None
+
+    async def ask(requirements: str) -> bool:
+        print(
+            f"{one_line(notebook.name, 80)} asks to install {requirements} "
+            "(wheels from your package index, into a scratch directory on this host). "
+            "Install? [y/N] ",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+        answer = await asyncio.to_thread(sys.stdin.readline)
+        return answer.strip().lower() in ("y", "yes")
+
+    return ask
+
+
 def print_report(report: Any, out: TextIO | None = None) -> None:
-    """The per-cell report as plain lines."""
+    """The per-cell report as plain lines, every one through :func:`visible`: the
+    notebook, its outputs and the re-executed ones are a stranger's text."""
+    from ..escapes import visible
+
     out = out or sys.stdout
-    print(f"verify {report.path} in a fresh {report.kernel_name!r} kernel", file=out)
+
+    def say(line: str) -> None:
+        print(visible(line), file=out)
+
+    say(f"verify {report.path} in a fresh {report.kernel_name!r} kernel")
     for check in report.cells:
         count = "" if check.execution_count is None else str(check.execution_count)
         status = check.status.replace("_", " ")
@@ -99,18 +141,18 @@ def print_report(report: Any, out: TextIO | None = None) -> None:
                 line += f" (was {check.original_seconds:.2f} s)"
         if check.problems:
             line += f"  {check.problems[0]}"
-        print(line.rstrip(), file=out)
+        say(line.rstrip())
     first = report.first_difference
     if first is not None:
-        print(f"first difference: {first.label}, notebook cell {first.index}", file=out)
+        say(f"first difference: {first.label}, notebook cell {first.index}")
         for problem in first.problems:
-            print(f"  {problem}", file=out)
+            say(f"  {problem}")
         for line in first.diff:
-            print(f"  {line}", file=out)
+            say(f"  {line}")
     timing = f"kernel start {report.startup_s:.2f} s, cells {report.execute_s:.2f} s"
     if report.original_s is not None:
         timing += f" (originally {report.original_s:.2f} s)"
     same = sum(c.status == "same" for c in report.cells)
-    print(f"{report.verdict}: {same}/{len(report.cells)} code cells reproduced; {timing}", file=out)
+    say(f"{report.verdict}: {same}/{len(report.cells)} code cells reproduced; {timing}")
     if report.written is not None:
-        print(f"wrote the re-executed notebook to {report.written}", file=out)
+        say(f"wrote the re-executed notebook to {report.written}")

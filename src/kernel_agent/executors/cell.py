@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol
 
 from ..notebook.outputs import OutputCollector
 from ..results import CellError, CellResult
+from .messages import user_expressions
 
 __all__ = ["Outcome", "CellBackend", "finish_cell", "take_reply", "now"]
 
@@ -48,11 +49,20 @@ class CellBackend(Protocol):
 
 
 def take_reply(collector: OutputCollector, content: dict[str, Any]) -> str:
-    """Record an ``execute_reply``'s content on ``collector``; return its status."""
-    collector.user_expressions = content.get("user_expressions") or {}
-    if collector.execution_count is None:
-        collector.execution_count = content.get("execution_count")
-    return str(content.get("status", "ok"))
+    """Record an ``execute_reply``'s content on ``collector``; return its status.
+
+    The content is the kernel's: a ``user_expressions`` or ``execution_count`` of the
+    wrong shape is dropped (and counted as malformed).
+    """
+    expressions, malformed = user_expressions(content)
+    collector.user_expressions = expressions
+    count = content.get("execution_count")
+    valid_count = isinstance(count, int) and not isinstance(count, bool) and count >= 0
+    if collector.execution_count is None and valid_count:
+        collector.execution_count = count
+    status = content.get("status", "ok")
+    collector.malformed += malformed + (count is not None and not valid_count)
+    return status if isinstance(status, str) else "error"
 
 
 async def finish_cell(

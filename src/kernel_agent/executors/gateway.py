@@ -35,7 +35,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, GatewayError, KernelDied, KernelStartError
 from ..notebook.outputs import DisplayMap, OutputCollector
@@ -54,6 +54,9 @@ from .gateway_client import (
     ws_url,
 )
 from .gateway_wire import new_message
+
+if TYPE_CHECKING:
+    from ..remote.work import RemoteWork
 
 __all__ = ["AsyncGatewaySession", "GatewaySession", "make_gateway_executor"]
 
@@ -155,6 +158,8 @@ class AsyncGatewaySession:
         self.init_code: str | None = None
         #: called with each comm message the kernel publishes while a cell runs
         self.comm_handler: Callable[[dict[str, Any]], Any] | None = None
+        #: the kernel's own work dir and its files, set up after every (re)start
+        self.files: RemoteWork | None = None
 
     # ----------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -202,6 +207,8 @@ class AsyncGatewaySession:
         self.language_info = dict(reply.get("language_info", {}))
         if self.init_code:
             await self._run_silent(self.init_code)
+        if self.files is not None:
+            await self.files.ready()
         log.info("gateway kernel %s (%s) at %s", self.kernel_id, self.kernel_name, self.url)
 
     async def shutdown(self) -> None:
@@ -317,6 +324,8 @@ class AsyncGatewaySession:
         next_check = time.monotonic() + _ALIVE_CHECK_S
         last_msg = time.monotonic()  # when a message for this cell last arrived
         follow_up: _FollowUp | None = None
+        channels = self._channels  # its reader thread counts the frames it dropped
+        dropped_before = channels.malformed if channels is not None else 0
         try:
             while not (idle and reply):
                 now_ = time.monotonic()
@@ -372,8 +381,11 @@ class AsyncGatewaySession:
                     if item["msg_type"] == "status":
                         idle = item["content"].get("execution_state") == "idle"
                     elif item["msg_type"].startswith("comm_"):
-                        if self.comm_handler is not None:
-                            self.comm_handler(item)
+                        try:
+                            if self.comm_handler is not None:
+                                self.comm_handler(item)
+                        except Exception:  # no kernel message may end the host's run
+                            collector.malformed += 1
                     else:
                         collector.feed(item)
                 elif item["channel"] == "shell" and item["msg_type"] == "execute_reply":
@@ -382,6 +394,8 @@ class AsyncGatewaySession:
         finally:
             if follow_up is not None and self._channels is not None:
                 self._channels.expected.discard(follow_up.msg_id)
+            if channels is not None:
+                collector.malformed += max(0, channels.malformed - dropped_before)
         return "ok" if reply_status == "ok" else "reply_error"
 
     def _websocket_alive(self) -> bool:
@@ -553,6 +567,8 @@ class AsyncGatewaySession:
         self.language_info = dict(reply.get("language_info", self.language_info))
         if self.init_code:
             await self._run_silent(self.init_code)
+        if self.files is not None:
+            await self.files.ready()
 
     async def inject(self, code: str) -> None:
         """Run ``code`` silently now (if started) and after every restart."""
@@ -660,8 +676,15 @@ class GatewaySession(SyncExecutor[AsyncGatewaySession]):
 def make_gateway_executor(
     settings: Settings, *, kernel_id: str | None = None, keep_kernel: bool | None = None
 ) -> AsyncGatewaySession:
-    """An executor for ``settings.gateway_url`` / ``settings.gateway_token``; not started yet."""
-    return AsyncGatewaySession(
+    """An executor for ``settings.gateway_url`` / ``settings.gateway_token``; not started yet.
+
+    Its kernel gets a work dir of its own, with ``settings.files`` (and an explicit
+    ``--cwd``'s data files) sent in at start (:mod:`kernel_agent.remote.work`).
+    """
+    from ..remote.work import RemoteWork, inputs_from_settings
+
+    inputs, notes = inputs_from_settings(settings)
+    session = AsyncGatewaySession(
         settings.gateway_url or "",
         settings.gateway_token,
         settings.kernel_name,
@@ -670,3 +693,5 @@ def make_gateway_executor(
         startup_timeout=settings.startup_timeout,
         max_output_chars=settings.max_output_chars,
     )
+    session.files = RemoteWork(session, inputs, notes=notes)
+    return session

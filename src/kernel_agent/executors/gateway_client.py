@@ -38,7 +38,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import websocket
 
 from ..errors import GatewayError, one_line
-from .gateway_wire import MALFORMED, V1_PROTOCOL, decode, encode, peek_parent_id
+from .gateway_wire import V1_PROTOCOL, decode, encode, peek_parent_id
+from .messages import checked
 
 __all__ = [
     "GatewayREST",
@@ -271,6 +272,8 @@ class Channels:
         self.closed = True
         #: time.monotonic() when bytes last came in (any frame, or part of one)
         self.last_heard = 0.0
+        #: messages dropped for their shape (the reader thread counts them)
+        self.malformed = 0
 
     @property
     def sock(self) -> socket.socket | None:
@@ -380,8 +383,11 @@ class Channels:
                     continue
                 try:
                     self._route(frame, opcode == websocket.ABNF.OPCODE_TEXT)
-                except MALFORMED as exc:
-                    log.warning("dropped a malformed message from the gateway: %s", exc)
+                except Exception as exc:  # bad JSON, JSON nested too deep, a wrong shape
+                    self.malformed += 1
+                    log.warning(
+                        "dropped a malformed message from the gateway: %s", type(exc).__name__
+                    )
         except (websocket.WebSocketException, OSError) as exc:
             reason = one_line(str(exc)) or type(exc).__name__
         finally:
@@ -392,12 +398,19 @@ class Channels:
     def _route(self, frame: bytes, text: bool) -> None:
         parent = peek_parent_id(frame, self.protocol, text=text)
         if parent in self.expected:
-            self.inbox.put(decode(frame, self.protocol, text=text))
+            self.inbox.put(_checked(decode(frame, self.protocol, text=text)))
         elif not parent:
-            msg = decode(frame, self.protocol, text=text)
+            msg = _checked(decode(frame, self.protocol, text=text))
             state = msg["content"].get("execution_state")
             if msg["msg_type"] == "status" and state in ("restarting", "dead"):
                 self.inbox.put(msg)
+
+
+def _checked(msg: Any) -> dict[str, Any]:
+    kept = checked(msg)
+    if kept is None or not isinstance(kept.get("channel"), str):
+        raise ValueError("a message of the wrong shape")
+    return kept
 
 
 class SendFailed(Exception):

@@ -24,15 +24,17 @@ import zmq
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.kernelspec import NoSuchKernel
 from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.session import Session
 
 from ..errors import ConfigError, KernelDied, KernelNotFound, KernelStartError
-from ..notebook.outputs import DisplayMap, OutputCollector
+from ..notebook.outputs import LOST_END_NOTE, DisplayMap, OutputCollector
 from ..results import CellResult
 from ..sandbox.env import kernel_environment
 from ..syncify import blocking
 from .base import Isolation, OutputCallback, SyncExecutor, check_timeout
 from .cell import Outcome, finish_cell, take_reply
 from .cell import now as _now
+from .messages import checked
 
 if TYPE_CHECKING:
     from ..sandbox import KernelLauncher
@@ -40,6 +42,12 @@ if TYPE_CHECKING:
 __all__ = ["AsyncKernelSession", "KernelSession"]
 
 _ALIVE_CHECK_S = 1.0
+#: how long one of a cell's idle and reply may come without the other before we ask
+_FOLLOW_UP_S = 1.0
+#: messages dropped per loop turn while draining between cells
+_DRAIN_BATCH = 256
+#: messages queued in this process per socket (zmq's default is 1000)
+_RCVHWM = 8
 
 
 class AsyncKernelSession:
@@ -86,6 +94,8 @@ class AsyncKernelSession:
         self.init_code: str | None = None
         #: called with each comm message the kernel publishes while a cell runs
         self.comm_handler: Callable[[dict[str, Any]], Any] | None = None
+        # between cells, the loop that drops what the kernel sends, and the fds it watches
+        self._draining: tuple[asyncio.AbstractEventLoop, list[int]] | None = None
 
     # ----------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -124,14 +134,15 @@ class AsyncKernelSession:
     async def _connect(self) -> None:
         """Connect a client and wait until the kernel answers on shell and iopub."""
         km = self._manager()
-        kc = BlockingKernelClient(
-            **km.get_connection_info(session=True), context=zmq.Context.instance()
-        )
+        kc = BlockingKernelClient(**km.get_connection_info(session=True), context=_client_context())
         kc.start_channels(stdin=False, hb=False, control=False)
         self._kc = kc
         try:
             reply = await self._handshake()
+            if self.launcher is not None:
+                self.launcher.seal(km)  # the kernel can no longer touch its ipc paths
         except KernelStartError as exc:
+            self._drain_between_cells(False)
             kc.stop_channels()
             self._kc = None
             await km.shutdown_kernel(now=True)
@@ -141,15 +152,18 @@ class AsyncKernelSession:
             if said:
                 raise KernelStartError(f"{exc}{said}") from None
             raise
-        self.language_info = dict(reply["content"].get("language_info", {}))
+        info = reply["content"].get("language_info")
+        self.language_info = dict(info) if isinstance(info, dict) else {}
         if self.init_code:
             await self._run_silent(self.init_code)
+        self._drain_between_cells(True)
 
     async def inject(self, code: str) -> None:
         """Run ``code`` silently now (if started) and after every restart."""
         self.init_code = code
         if self._kc is not None:
             await self._run_silent(code)
+            self._drain_between_cells(True)
 
     async def _run_silent(self, code: str) -> None:
         """Execute ``code`` without an execution count; raise KernelStartError if it fails."""
@@ -194,6 +208,7 @@ class AsyncKernelSession:
 
     async def shutdown(self) -> None:
         """Stop the kernel. Safe to call twice."""
+        self._drain_between_cells(False)
         km, kc = self._km, self._kc
         self._km = self._kc = None
         if kc is not None:
@@ -253,6 +268,7 @@ class AsyncKernelSession:
     async def restart(self) -> None:
         """Restart the kernel (state is lost) and reconnect."""
         km = self._manager()
+        self._drain_between_cells(False)
         if self._kc is not None:
             self._kc.stop_channels()
             self._kc = None
@@ -293,7 +309,38 @@ class AsyncKernelSession:
         )
         deadline = None if timeout is None else time.monotonic() + timeout
         outcome = await self._collect(msg_id, collector, deadline)
-        return await finish_cell(self, code, msg_id, collector, started, timeout, outcome)
+        result = await finish_cell(self, code, msg_id, collector, started, timeout, outcome)
+        self._drain_between_cells(True)
+        return result
+
+    def _drain_between_cells(self, on: bool) -> None:
+        """Drop what the kernel sends while no cell runs (``on``), or stop doing so.
+
+        Nothing that arrives between cells is wanted (a cell's messages carry its id),
+        but left queued it holds the host's memory: a kernel thread that publishes
+        50 MB messages while the agent waits for the model would fill zmq's queue of
+        1000 messages. Needs a running loop (the agent's, or the blocking twin's
+        while a call runs).
+        """
+        if self._draining is not None:
+            loop, fds = self._draining
+            self._draining = None
+            if not loop.is_closed():
+                for fd in fds:
+                    loop.remove_reader(fd)
+        kc = self._kc
+        if not on or kc is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        sockets = (kc.iopub_channel.socket, kc.shell_channel.socket)
+        fds = [_fd(sock) for sock in sockets]
+        for fd in fds:
+            loop.add_reader(fd, _discard, sockets)
+        self._draining = (loop, fds)
+        _discard(sockets)
 
     async def _recover_from_death(self) -> bool:
         if not self.restart_on_death:
@@ -316,34 +363,62 @@ class AsyncKernelSession:
         Everything already queued is read without waiting (one wake-up per burst of
         messages, not one per message). Returns the outcome, "ok", "reply_error",
         "timeout" (deadline passed) or "died", and the shell reply if it came.
+
+        When one of idle and reply has come and the other has not for a second, a
+        ``kernel_info`` request follows: the kernel answers it after our reply, and
+        publishes its status after our idle, so seeing its answer first means ours
+        was lost (a message over the size bound, or one the kernel dropped in a
+        flood). The cell then ends with a note instead of at its timeout.
         """
         kc, km = self._kc, self._km
         assert kc is not None and km is not None
         iopub, shell = kc.iopub_channel.socket, kc.shell_channel.socket
         session = kc.session
-        idle = False
+        idle = lost = False
         reply: dict[str, Any] | None = None
         next_alive_check = time.monotonic() + _ALIVE_CHECK_S
+        status = "ok"
+        half_done: float | None = None  # when one of idle and reply came
+        follow_up: str | None = None
+        self._drain_between_cells(False)
         while True:
             for frames in _queued(iopub):
-                msg = session.deserialize(session.feed_identities(frames)[1])
-                if msg["parent_header"].get("msg_id") == msg_id:
-                    if msg["msg_type"] == "status":
-                        idle = msg["content"]["execution_state"] == "idle"
-                    elif msg["msg_type"].startswith("comm_"):
-                        if self.comm_handler is not None:
-                            self.comm_handler(msg)
-                    else:
-                        collector.feed(msg)
+                msg = _decode(session, frames)
+                if msg is None:
+                    collector.malformed += 1
+                    continue
+                parent = msg["parent_header"].get("msg_id")
+                if parent == msg_id:
+                    try:
+                        if msg["msg_type"] == "status":
+                            idle = msg["content"]["execution_state"] == "idle"
+                        elif msg["msg_type"].startswith("comm_"):
+                            if self.comm_handler is not None:
+                                self.comm_handler(msg)
+                        else:
+                            collector.feed(msg)
+                    except Exception:  # no kernel message may end the host's run
+                        collector.malformed += 1
+                elif follow_up is not None and parent == follow_up and not idle:
+                    lost = True
             for frames in _queued(shell):
-                msg = session.deserialize(session.feed_identities(frames)[1])
-                if msg["parent_header"].get("msg_id") == msg_id:
+                msg = _decode(session, frames)
+                if msg is None:
+                    collector.malformed += 1
+                    continue
+                parent = msg["parent_header"].get("msg_id")
+                if parent == msg_id:
                     reply = msg
-                    take_reply(collector, msg["content"])
+                    status = take_reply(collector, msg["content"])
+                elif follow_up is not None and parent == follow_up and reply is None:
+                    lost = True
             if idle and reply is not None:
-                ok = reply["content"].get("status", "ok") == "ok"
-                return ("ok" if ok else "reply_error"), reply
+                return ("ok" if status == "ok" else "reply_error"), reply
             now = time.monotonic()
+            if lost:
+                collector.notes.append(LOST_END_NOTE)
+                ok = status == "ok" and collector.error is None
+                return ("ok" if ok else "reply_error"), reply
             if deadline is not None and now >= deadline:
                 return "timeout", reply
             if now >= next_alive_check:
@@ -351,6 +426,12 @@ class AsyncKernelSession:
                     return "died", reply
                 next_alive_check = now + _ALIVE_CHECK_S
             wait = next_alive_check - now
+            if (idle or reply is not None) and follow_up is None:
+                half_done = half_done or now
+                if now - half_done >= _FOLLOW_UP_S:
+                    follow_up = kc.kernel_info()
+                else:
+                    wait = min(wait, half_done + _FOLLOW_UP_S - now)
             if deadline is not None:
                 wait = min(wait, deadline - now)
             await _readable((iopub, shell), max(wait, 0))
@@ -367,6 +448,50 @@ class AsyncKernelSession:
             except ValueError:
                 return f"killed by signal {-code}"
         return f"exit code {code}"
+
+
+def _client_context() -> zmq.Context[zmq.Socket[bytes]]:
+    """The shared zmq context, with the bound this client's sockets are made with.
+
+    A shadow: the same I/O thread, its own socket defaults. ``RCVHWM`` bounds how many
+    messages wait in this process while it is busy; the kernel's own queue holds the
+    rest, in its own bounded memory. (No ``MAXMSGSIZE``: a message over it drops the
+    connection, and libzmq did not bring iopub back for the kernel's lifetime.)
+    """
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context.shadow(zmq.Context.instance().underlying)
+    ctx.setsockopt(zmq.RCVHWM, _RCVHWM)
+    return ctx
+
+
+def _decode(session: Session, frames: list[bytes]) -> dict[str, Any] | None:
+    """One message from its wire frames; None for one that does not decode or has a bad shape."""
+    try:
+        return checked(session.deserialize(session.feed_identities(frames)[1]))
+    except Exception:  # a bad signature, bad JSON, JSON nested too deep, missing keys
+        return None
+
+
+def _discard(sockets: tuple[zmq.Socket, ...]) -> None:
+    """Read and drop what is queued on ``sockets`` (between cells nothing there is wanted).
+
+    At most ``_DRAIN_BATCH`` messages per call, then again at the loop's next turn, so
+    a kernel that floods cannot starve the loop (the model's stream runs on it).
+    """
+    for sock in sockets:
+        for _ in range(_DRAIN_BATCH):
+            try:
+                sock.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                break
+            except zmq.ZMQError:  # closed meanwhile
+                return
+        else:
+            asyncio.get_running_loop().call_soon(_discard, sockets)
+            return
+        try:
+            sock.getsockopt(zmq.EVENTS)  # re-arms the edge-triggered descriptor
+        except zmq.ZMQError:
+            return
 
 
 def _events(sock: zmq.Socket) -> int:

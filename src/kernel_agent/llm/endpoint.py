@@ -6,6 +6,7 @@
 - ``ollama:qwen2.5-coder`` → http://localhost:11434/v1 unless ``--base-url``;
 - ``vllm:NAME`` → http://localhost:8000/v1, ``llamacpp:NAME`` → http://localhost:8080/v1;
 - any name with ``--base-url`` → that server;
+- the API key goes only to ``--base-url`` or to OpenAI, never to a provider's default URL;
 - ``local`` (the default with no key and no base URL) → the bundled model.
 """
 
@@ -63,9 +64,13 @@ def resolve_endpoint(settings: Settings) -> Endpoint:
                 "no API key for OpenAI: set OPENAI_API_KEY or pass --api-key "
                 "(or use --base-url for another server, or --model local)"
             )
+    # the key belongs to the endpoint it was configured with (--base-url, or OpenAI's
+    # own): a provider's default URL on a local port (which any local user can bind)
+    # never receives it
+    keyed = settings.base_url is not None or provider == "openai"
     return Endpoint(
         base_url=base_url,
-        api_key=settings.api_key or _NO_KEY_NEEDED,
+        api_key=(settings.api_key if keyed else None) or _NO_KEY_NEEDED,
         model=name,
         provider=provider or "custom",
     )
@@ -81,12 +86,13 @@ async def open_endpoint(settings: Settings) -> AsyncIterator[Endpoint]:
 
     path, options = await asyncio.to_thread(server_arguments, settings)
     server = AsyncLocalModelServer(path, **options)  # type: ignore[arg-type]
-    # started from this (long-lived) loop thread: the server dies with it, never orphaned
+    # started from this (long-lived) loop thread: a per-run server dies with it, never
+    # orphaned; a kept-alive one stops itself when idle
     await server.start()
     try:
         yield Endpoint(
             base_url=server.base_url,
-            api_key=_NO_KEY_NEEDED,
+            api_key=server.api_key,
             model=server.model_name,
             provider="local",
             local=True,

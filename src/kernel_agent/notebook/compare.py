@@ -24,7 +24,6 @@ from __future__ import annotations
 import base64
 import binascii
 import difflib
-import io
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -32,7 +31,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import one_line
-from ..images import RASTER_MIMES
+from ..escapes import visible
+from ..images import RASTER_MIMES, ImageTooLarge, image_size, open_image
 from ..results import strip_ansi
 from .outputs import resolve_control_chars
 
@@ -86,6 +86,7 @@ _SUBSTITUTIONS: list[tuple[re.Pattern[str], str]] = [
 ]
 _SVG_IDS = re.compile(r"(\bid=\"|url\(#|href=\"#)[^\")]+")
 _SVG_DATE = re.compile(r"<dc:date>.*?</dc:date>", re.S)
+_STRIP_ROWS = 512
 _TRUNCATED = re.compile(r"\n\[kernel-agent: output truncated, [\d,]+ characters omitted\]\n")
 
 
@@ -138,35 +139,65 @@ class ImageComparison:
     fraction: float = 0.0
 
 
+def _raw(data: ImageData) -> bytes:
+    return data if isinstance(data, bytes) else base64.b64decode("".join(str(data).split()))
+
+
 def _decode_image(data: ImageData) -> PILImage:
+    """The image as RGB, any alpha composited onto white; bounded by ``images.MAX_PIXELS``."""
     from PIL import Image
 
-    raw = data if isinstance(data, bytes) else base64.b64decode("".join(str(data).split()))
-    image = Image.open(io.BytesIO(raw))
-    image.load()
-    rgba = image.convert("RGBA")
-    white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-    return Image.alpha_composite(white, rgba).convert("RGB")
+    image = open_image(_raw(data))
+    if image.mode == "RGB":
+        return image
+    if image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info:
+        rgba = image.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("RGB")
+    return image.convert("RGB")
 
 
 def compare_images(
     stored: ImageData, fresh: ImageData, tolerance: ImageTolerance | None = None
 ) -> ImageComparison:
-    """Compare two images (base64 text or bytes) by decoded pixels."""
+    """Compare two images (base64 text or bytes) by decoded pixels.
+
+    The same bytes are the same image, decoded or not. An image past the host's pixel
+    bound (:data:`kernel_agent.images.MAX_PIXELS`) is not decoded: "image too large".
+    Nothing an image holds makes this raise.
+    """
     import numpy as np
 
     tolerance = tolerance or ImageTolerance()
     try:
-        a, b = _decode_image(stored), _decode_image(fresh)
-    except (OSError, ValueError, binascii.Error) as exc:
+        a_raw, b_raw = _raw(stored), _raw(fresh)
+    except (ValueError, binascii.Error) as exc:
         return ImageComparison(False, f"cannot decode image: {exc}")
+    if a_raw == b_raw:
+        return ImageComparison(True, "the same bytes")
+    try:
+        a, b = _decode_image(a_raw), _decode_image(b_raw)
+    except ImageTooLarge as exc:
+        return ImageComparison(False, str(exc))
+    except Exception as exc:  # a kernel's bytes: whatever Pillow raises is a difference
+        return ImageComparison(False, f"cannot decode image: {one_line(str(exc), 200)}")
     if a.size != b.size:
         return ImageComparison(
             False, f"size {a.size[0]}x{a.size[1]} became {b.size[0]}x{b.size[1]}", a.size, b.size
         )
-    diff = np.abs(np.asarray(a, dtype=np.int16) - np.asarray(b, dtype=np.int16))
-    mean = float(diff.mean())
-    fraction = float((diff.max(axis=2) > tolerance.pixel_threshold).mean())
+    width, height = a.size
+    total = 0.0
+    differing = 0
+    for top in range(0, height, _STRIP_ROWS):  # a strip at a time: memory stays flat
+        box = (0, top, width, min(top + _STRIP_ROWS, height))
+        diff = np.abs(
+            np.asarray(a.crop(box), dtype=np.int16) - np.asarray(b.crop(box), dtype=np.int16)
+        )
+        total += float(diff.sum())
+        differing += int((diff.max(axis=2) > tolerance.pixel_threshold).sum())
+    pixels = max(width * height, 1)
+    mean = total / (pixels * 3)
+    fraction = differing / pixels
     same = fraction <= tolerance.fraction and mean <= tolerance.mean
     reason = (
         f"{fraction:.2%} of pixels differ, mean difference {mean:.2f}/255 "
@@ -281,7 +312,10 @@ def compare_outputs(
         problems.extend(_compare_rich(number, a, b, tolerance))
     if not problems:
         return CellComparison(True)
-    return CellComparison(False, problems, short_diff(stored, fresh))
+    # the report is shown in terminals and stored: no escape, bidi or zero-width char raw
+    return CellComparison(
+        False, [visible(p) for p in problems], [visible(line) for line in short_diff(stored, fresh)]
+    )
 
 
 # ----------------------------------------------------------------- diffing
@@ -308,7 +342,9 @@ def render_outputs(outputs: Iterable[Output]) -> list[str]:
 
 def _image_size(value: ImageData) -> str:
     try:
-        width, height = _decode_image(value).size
+        width, height = image_size(_raw(value))  # from the header: no pixel decoded
+    except ImageTooLarge:
+        return "too large"
     except Exception:
         return "undecodable"
     return f"{width}x{height}"

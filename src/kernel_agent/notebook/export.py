@@ -4,9 +4,12 @@
   ``embed_images`` inlines images referenced from markdown cells, so nothing is
   written beside it. (The page still names the CDN scripts nbconvert's template
   uses for MathJax and require.js; without a network they just do not load.)
-- **markdown**: ``NAME.md`` plus its images as files in ``NAME_files/`` beside it
-  (data URIs are stripped by most Markdown renderers, GitHub's among them).
-- **pdf**: the HTML export printed by headless Chromium when it is installed; else
+- **markdown**: ``NAME.md`` plus its images as files in ``NAME_md_files/`` beside it
+  (data URIs are stripped by most Markdown renderers, GitHub's among them). Not
+  ``NAME_files/``: that is where a run keeps its images, ``work/`` and ``result/``.
+- **pdf**: the HTML export printed by headless Chromium when it is installed (as an
+  unprivileged uid in Chromium's sandbox, with no script, no network and no file
+  access: see :mod:`kernel_agent.chromium`); else
   nbconvert's ``webpdf`` when playwright is importable; else LaTeX when ``xelatex``
   and ``pandoc`` are on PATH; else :class:`~kernel_agent.errors.ExportError`
   saying what is missing.
@@ -18,12 +21,13 @@ pair this is); a notebook without that metadata is exported as it is.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import html as html_lib
 import importlib.util
 import os
+import re
 import shutil
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -33,7 +37,7 @@ from nbformat.v4 import new_markdown_cell
 
 from ..errors import ConfigError, ExportError, one_line
 from ..events import tokens_text
-from ..safefs import write_beneath
+from ..safefs import UnsafePath, remove_beneath, write_beneath
 from .nbio import read_notebook
 from .transcript import _atomic_write_text
 
@@ -112,17 +116,29 @@ def _html(nb: NotebookNode, nb_path: Path) -> str:
 def _markdown(nb: NotebookNode, nb_path: Path, out: Path) -> None:
     from nbconvert import MarkdownExporter
 
-    files_dir = f"{out.stem}_files"
+    # not NAME_files/: a run's own files (its images, work/ and result/) live there
+    files_dir = f"{out.stem}_md_files"
     resources = _resources(nb_path)
     resources.update(output_files_dir=files_dir, unique_key=out.stem)
     body, resources = MarkdownExporter().from_notebook_node(nb, resources=resources)
     outputs: dict[str, bytes] = resources.get("outputs") or {}
-    target = out.parent / files_dir
-    if target.exists():
-        shutil.rmtree(target)
+    _remove_earlier_images(out.parent, files_dir, out.stem)
     for name, data in outputs.items():
         write_beneath(out.parent, name, data)  # names come from the notebook: no links, no ..
     _atomic_write_text(out, body)
+
+
+def _remove_earlier_images(parent: Path, files_dir: str, stem: str) -> None:
+    """Remove the images an earlier export of ``stem`` wrote (nbconvert's names), nothing else."""
+    ours = re.compile(re.escape(stem) + r"_\d+_\d+\.[A-Za-z0-9]+")
+    try:
+        names = os.listdir(parent / files_dir)
+    except OSError:
+        return
+    for name in names:
+        if ours.fullmatch(name):
+            with contextlib.suppress(OSError, UnsafePath):
+                remove_beneath(parent, f"{files_dir}/{name}")  # a link is removed, never followed
 
 
 def pdf_engine(preferred: PdfEngine = "auto") -> str | None:
@@ -156,13 +172,12 @@ def _pdf(nb: NotebookNode, nb_path: Path, out: Path, preferred: PdfEngine) -> No
             "PDF export needs Chromium (apt-get install chromium), playwright, "
             "or xelatex and pandoc; none was found"
         )
-    if engine == "chromium":
-        from ..chromium import print_pdf
+    if engine == "chromium":  # unprivileged, sandboxed, no file://, no script, no network
+        from ..chromium import render_pdf
 
-        with tempfile.TemporaryDirectory(prefix="kernel-agent-export-") as tmp:
-            page = Path(tmp) / f"{out.stem}.html"
-            page.write_text(_html(nb, nb_path), encoding="utf-8")
-            print_pdf(page, out)
+        data = render_pdf(_html(nb, nb_path)).data
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_beneath(out.parent, out.name, data)
         return
     from nbconvert import PDFExporter, WebPDFExporter
 

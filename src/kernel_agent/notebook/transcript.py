@@ -53,7 +53,7 @@ def _new_file_mode() -> int:
 _NEW_FILE_MODE = _new_file_mode()
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
+def _atomic_write_text(path: Path, text: str | list[str]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -67,7 +67,7 @@ def _atomic_write_text(path: Path, text: str) -> None:
             mode = _NEW_FILE_MODE
         os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            fh.writelines([text] if isinstance(text, str) else text)
         os.replace(tmp, path)
     except BaseException as exc:
         try:
@@ -156,6 +156,26 @@ class Transcript:
             cell.metadata["kernel_agent"] = dict(metadata)
         return self._append(cell)
 
+    def finish_code(
+        self,
+        cell: NotebookNode,
+        result: CellResult,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> NotebookNode:
+        """Fill a cell added (with its code) before it ran: outputs, count, metadata; save.
+
+        Recording the code first keeps it in the notebook if the run ends mid-cell.
+        The cell is frozen: its text is reused by later saves.
+        """
+        cell.outputs = list(result.outputs)
+        cell.execution_count = result.execution_count
+        if metadata:
+            cell.metadata["kernel_agent"] = dict(metadata)
+        self._cache.pop(id(cell), None)
+        self._autosave()
+        self.freeze(cell)
+        return cell
+
     def update_run_metadata(self, **values: Any) -> None:
         self.run_metadata.update(values)
         self._autosave()
@@ -185,17 +205,25 @@ class Transcript:
 
     def render(self) -> str:
         """The notebook as ``nbformat.writes`` would write it."""
+        return "".join(self._render_parts())
+
+    def _render_parts(self) -> list[str]:
+        """The notebook's text in pieces (each cell's cached text is one): joined, it is
+        :meth:`render`; written one by one, no second copy of the whole is made."""
         shell = {k: v for k, v in self.nb.items() if k not in ("cells", "metadata")}
         shell["metadata"] = {k: v for k, v in self.nb.metadata.items() if k not in _TRANSIENT}
         shell["cells"] = "__kernel_agent_cells__"
         head = json.dumps(shell, **_JSON_KW)
         if not self.nb.cells:
-            return head.replace(_CELLS_PLACEHOLDER, "[]")
+            return [head.replace(_CELLS_PLACEHOLDER, "[]")]
         alive = {id(c) for c in self.nb.cells}
         self._cache = {k: v for k, v in self._cache.items() if k in alive}
-        parts = [self._cell_json(cell) for cell in self.nb.cells]
-        body = "[\n" + ",\n".join(parts) + "\n ]"
-        return head.replace(_CELLS_PLACEHOLDER, body)
+        before, after = head.split(_CELLS_PLACEHOLDER, 1)
+        parts = [before, "[\n"]
+        for index, cell in enumerate(self.nb.cells):
+            parts.extend((",\n", self._cell_json(cell)) if index else (self._cell_json(cell),))
+        parts.extend(("\n ]", after))
+        return parts
 
     def _cell_json(self, cell: NotebookNode) -> str:
         key = id(cell)
@@ -219,7 +247,7 @@ class Transcript:
 
     def save(self) -> Path:
         """Write the notebook atomically; returns its path."""
-        _atomic_write_text(self.path, self.render())
+        _atomic_write_text(self.path, self._render_parts())
         return self.path
 
     def validate(self) -> None:

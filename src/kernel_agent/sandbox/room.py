@@ -7,9 +7,20 @@ temp dir, holding:
   one symlink per entry of the user's directory (the *view*, which the sandbox
   shows read-only), so ``pd.read_csv("sales.csv")`` works while nothing of the
   user's can be changed; new files the kernel writes stay here.
-- ``R/c``: the connection file and ipc sockets, owned by the kernel's uid. ``R`` is
-  root-only, so no other kernel can reach into it, whatever its uid.
+- ``R/c``: the connection file and ipc sockets. ``R`` is root-only, so no other
+  kernel can reach into it, whatever its uid. When the kernel runs as another uid,
+  ``c`` and the connection file belong to the agent, with the kernel's group: ``c``
+  is group-writable (sticky) only while a kernel starts, so that it can bind its
+  sockets, and :meth:`Room.seal` takes that away once it answers. A kernel can then
+  never swap a socket for a symlink that the agent's reconnects would follow (the
+  limits wrapper gives the write bit back, as the agent, when a new kernel starts).
+  With ``disk_mb`` (a sandboxed kernel, the agent root), ``R/w`` is a filesystem of
+  its own: a sparse ext4 image ``R/disk.img`` of that size, loop-mounted ``nosuid,nodev``,
+  so the kernel cannot fill the host's disk (it gets ``ENOSPC``). Made in ~40 ms;
+  where it cannot be made (no ``mkfs.ext4``, no loop device), a plain directory.
 - ``R/kernel.log``: the kernel's stdout and stderr (never the agent's terminal).
+- ``R/agent``: which agent made the room (pid namespace, pid, start time), so a
+  later agent can remove rooms whose agent provably died (:func:`prune_rooms`).
 
 The host never follows a path inside ``R/w``: it reads from there only through
 :mod:`kernel_agent.safefs`. Nothing outside ``R`` is chowned or chmodded, ever.
@@ -19,7 +30,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
+import stat
+import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,10 +42,25 @@ from typing import IO
 from .cgroups import Cgroup
 from .uids import UidLease
 
-__all__ = ["Room", "make_room", "check_view_dir", "VIEW_LINKS_MAX"]
+__all__ = [
+    "Room",
+    "make_room",
+    "check_view_dir",
+    "prune_rooms",
+    "agent_stamp",
+    "VIEW_LINKS_MAX",
+    "CONN_OPEN",
+    "CONN_SEALED",
+]
 
 #: at most this many entries of the user's directory are linked into the work dir
 VIEW_LINKS_MAX = 2000
+
+#: the connection dir's mode while a kernel of another uid starts, and once it answered
+CONN_OPEN = 0o1770
+CONN_SEALED = 0o1750
+_PREFIX = "ka-"
+_ROOM_NAME = re.compile(rf"{_PREFIX}[0-9a-z_]+$")  # as tempfile.mkdtemp names them
 
 _SYSTEM_DIRS = {
     "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/media",
@@ -65,6 +94,10 @@ class Room:
     log: Path
     lease: UidLease | None = None
     cgroup: Cgroup | None = None
+    #: the kernel's uid
+    uid: int = -1
+    #: the size of the work dir's own filesystem, None when it is a plain directory
+    disk_mb: int | None = None
     log_file: IO[bytes] | None = field(default=None, repr=False)
 
     def log_tail(self, limit: int = 600) -> str:
@@ -78,6 +111,19 @@ class Room:
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         return " | ".join(lines[-3:])
 
+    def seal(self, ipc_paths: list[Path], uid: int) -> None:
+        """Take the kernel's write access to ``conn`` away, then check that every
+        ``ipc_paths`` entry is a unix socket of ``uid``, not a link (OSError if not).
+
+        Called once the kernel answered, before the agent relies on the sockets for
+        the kernel's life (zmq reconnects by path, as the agent). The chmod comes
+        first, so nothing can change after the check. A kernel of the agent's own uid
+        (no uid drop) could give itself the bit back: there it is the check only.
+        """
+        if os.stat(self.conn).st_uid == os.geteuid() and uid != os.geteuid():
+            os.chmod(self.conn, CONN_SEALED)
+        check_sockets(ipc_paths, uid)
+
     def remove(self) -> None:
         if self.log_file is not None:
             with contextlib.suppress(OSError):
@@ -86,10 +132,116 @@ class Room:
         if self.cgroup is not None:
             self.cgroup.remove()
             self.cgroup = None
-        shutil.rmtree(self.root, ignore_errors=True)
+        remove_tree(self.root)
         if self.lease is not None:
             self.lease.release()
             self.lease = None
+
+
+def check_sockets(paths: list[Path], uid: int, missing_ok: bool = False) -> None:
+    """OSError unless each path is a unix socket owned by ``uid`` (a link is refused)."""
+    for path in paths:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            if missing_ok:
+                continue
+            raise OSError(f"{path.name} is missing") from None
+        if not stat.S_ISSOCK(st.st_mode):
+            raise OSError(f"{path.name} is not a socket (mode {st.st_mode:o})")
+        if st.st_uid != uid:
+            raise OSError(f"{path.name} belongs to uid {st.st_uid}, not the kernel's {uid}")
+
+
+def agent_stamp(pid: int | None = None) -> str:
+    """``"<pid namespace> <pid> <start time>"`` of a process (this one by default)."""
+    pid = os.getpid() if pid is None else pid
+    ns = os.stat(f"/proc/{pid}/ns/pid").st_ino
+    stat_line = Path(f"/proc/{pid}/stat").read_text()
+    start = stat_line.rpartition(")")[2].split()[19]
+    return f"{ns} {pid} {start}"
+
+
+def _stamp_dead(stamp: str) -> bool:
+    """Whether the agent of ``stamp`` is provably gone (same pid namespace as us)."""
+    fields = stamp.split()
+    if len(fields) != 3 or not fields[1].isdigit():
+        return False
+    ns, pid, _ = fields
+    try:
+        if str(os.stat("/proc/self/ns/pid").st_ino) != ns:
+            return False  # another namespace: its pids are not ours to judge
+        return agent_stamp(int(pid)) != stamp
+    except FileNotFoundError:
+        return True  # no such process
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def prune_rooms(base: str | None = None) -> list[Path]:
+    """Remove the rooms (ours, by uid) whose agent has died; the removed ones.
+
+    Only a room whose ``agent`` stamp names a process of our pid namespace that is
+    no longer alive (or is another process now, by start time) goes.
+    """
+    base = base or _base_dir()
+    removed: list[Path] = []
+    try:
+        names = [n for n in os.listdir(base) if n.startswith(_PREFIX)]
+    except OSError:
+        return removed
+    for name in names:
+        if not _ROOM_NAME.match(name):
+            continue
+        root = Path(base) / name
+        try:
+            st = os.lstat(root)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+                continue
+            stamp = (root / "agent").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            continue
+        if _stamp_dead(stamp.strip()):
+            remove_tree(root)
+            removed.append(root)
+    return removed
+
+
+def remove_tree(root: Path) -> None:
+    """Remove a room, unmounting its work dir's filesystem first (lazily: a process
+    still inside keeps it until it goes; the loop device is freed with it)."""
+    work = root / "w"
+    if os.path.ismount(work):
+        subprocess.run(["umount", "-l", str(work)], capture_output=True, check=False)
+    if not os.path.ismount(work):
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _mount_disk(room: Room, size_mb: int, uid: int, gid: int) -> bool:
+    """Make ``room.work`` an ext4 filesystem of ``size_mb`` (see the module docstring)."""
+    mkfs, mount = shutil.which("mkfs.ext4"), shutil.which("mount")
+    if mkfs is None or mount is None:
+        return False
+    image = room.root / "disk.img"
+    try:
+        with open(image, "xb") as fh:
+            fh.truncate(size_mb * 1024 * 1024)
+        subprocess.run(
+            [mkfs, "-q", "-F", "-m", "0", "-O", "^has_journal",
+             "-E", f"lazy_itable_init=1,lazy_journal_init=1,root_owner={uid}:{gid}", str(image)],
+            capture_output=True, check=True, timeout=30,
+        )  # fmt: skip
+        subprocess.run(
+            [mount, "-o", "loop,nosuid,nodev", str(image), str(room.work)],
+            capture_output=True, check=True, timeout=30,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        with contextlib.suppress(OSError):
+            image.unlink()
+        return False
+    with contextlib.suppress(OSError):
+        (room.work / "lost+found").rmdir()
+    return True
 
 
 def _base_dir() -> str:
@@ -117,17 +269,27 @@ def make_room(
     view: Path | None,
     lease: UidLease | None = None,
     files: tuple[Path, ...] = (),
+    disk_mb: int | None = None,
 ) -> Room:
     """A fresh room for a kernel running as ``uid``/``gid``; its work dir links the
-    entries of ``view`` and the ``files`` (absolute paths) by name."""
-    root = Path(tempfile.mkdtemp(prefix="ka-", dir=_base_dir())).resolve()
-    room = Room(root, root / "c", root / "w", root / "kernel.log", lease)
+    entries of ``view`` and the ``files`` (absolute paths) by name, on a filesystem of
+    ``disk_mb`` where one can be made (``room.disk_mb`` says)."""
+    root = Path(tempfile.mkdtemp(prefix=_PREFIX, dir=_base_dir())).resolve()
+    room = Room(root, root / "c", root / "w", root / "kernel.log", lease, uid=uid)
     try:
-        for sub in (room.conn, room.work):
-            sub.mkdir(mode=0o700)
-            if sub == room.work:
-                _link_view(sub, view, files)
-            os.chown(sub, uid, gid)
+        with contextlib.suppress(OSError):
+            (root / "agent").write_text(agent_stamp(), encoding="ascii")
+        room.work.mkdir(mode=0o700)
+        if disk_mb and os.geteuid() == 0 and _mount_disk(room, disk_mb, uid, gid):
+            room.disk_mb = disk_mb
+            os.chmod(room.work, 0o700)
+        _link_view(room.work, view, files)
+        os.chown(room.work, uid, gid)
+        room.conn.mkdir(mode=0o700)
+        if uid != os.geteuid():
+            # the agent's, with the kernel's group: writable until sealed
+            os.chown(room.conn, os.geteuid(), gid)
+            os.chmod(room.conn, CONN_OPEN)
         room.log_file = open(room.log, "wb")  # noqa: SIM115 - closed in remove()
     except BaseException:
         room.remove()

@@ -9,11 +9,17 @@ A lease is an exclusive ``flock`` on a file named after the uid in a root-only
 directory. The kernel holds no such fd; the agent does, for the kernel's life, and
 the kernel loses it with the agent (a crashed agent frees its uids). The range is
 large and the pick random, so a uid is rarely handed out again soon after.
+
+Lock files no one holds are removed (:func:`prune_leases`, once per process, at the
+first lease). That is safe because a lease counts only if, once locked, its fd is
+still the file at that name: a lease that locked a file just pruned tries again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import functools
 import os
 import pwd
 import secrets
@@ -21,7 +27,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["UidLease", "lease_uid", "uid_range", "UID_BASE", "UID_COUNT"]
+__all__ = ["UidLease", "lease_uid", "prune_leases", "uid_range", "UID_BASE", "UID_COUNT"]
 
 #: the preferred range: far above any account, below 2**31 (some tools sign uids)
 UID_BASE = 1_900_000_000
@@ -74,11 +80,55 @@ class UidLease:
     uid: int
     gid: int
     _fd: int = field(default=-1, repr=False)
+    _path: Path | None = field(default=None, repr=False)
 
     def release(self) -> None:
         if self._fd >= 0:
+            if self._path is not None:  # still locked: see the module docstring
+                with contextlib.suppress(OSError):
+                    os.unlink(self._path)
             os.close(self._fd)
             self._fd = -1
+
+
+def _open_lock(path: Path) -> int | None:
+    """An fd holding the lock on ``path``, or None if someone else holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        here = os.stat(path, follow_symlinks=False)
+        mine = os.fstat(fd)
+    except (BlockingIOError, FileNotFoundError):
+        os.close(fd)
+        return None
+    if (here.st_dev, here.st_ino) != (mine.st_dev, mine.st_ino):
+        os.close(fd)  # pruned (and perhaps made again) between our open and our lock
+        return None
+    return fd
+
+
+def prune_leases(folder: Path | None = None) -> int:
+    """Remove the lock files no one holds; how many went."""
+    folder = folder or _lock_dir()
+    removed = 0
+    for name in os.listdir(folder):
+        if not name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            fd = _open_lock(folder / name)
+            if fd is not None:
+                try:
+                    os.unlink(folder / name)  # while locked: see the module docstring
+                    removed += 1
+                finally:
+                    os.close(fd)
+    return removed
+
+
+@functools.cache
+def _pruned_once() -> None:
+    with contextlib.suppress(OSError):
+        prune_leases()
 
 
 def lease_uid(attempts: int = 64) -> UidLease:
@@ -87,6 +137,7 @@ def lease_uid(attempts: int = 64) -> UidLease:
     if count <= 0:
         raise OSError("no uid range to run sandboxed kernels in")
     folder = _lock_dir()
+    _pruned_once()
     for _ in range(attempts):
         uid = first + secrets.randbelow(count)
         try:
@@ -94,13 +145,8 @@ def lease_uid(attempts: int = 64) -> UidLease:
             continue  # an account has it
         except KeyError:
             pass
-        fd = os.open(
-            folder / str(uid), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-        )
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        fd = _open_lock(folder / str(uid))
+        if fd is None:
             continue
-        return UidLease(uid, uid, fd)
+        return UidLease(uid, uid, fd, folder / str(uid))
     raise OSError(f"no free uid in {first}..{first + count - 1} after {attempts} tries")

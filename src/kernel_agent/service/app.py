@@ -1,65 +1,156 @@
 """The HTTP API: each route maps one request to one :class:`SessionManager` call.
 
 Auth: every route but ``/healthz`` and ``/login`` needs the bearer token, sent as
-``Authorization: Bearer T``, or (for the web page) the cookie the login sets.
+``Authorization: Bearer T``, or (for the web page) the cookie the login sets (a value
+derived from the token and a secret made at start, never the token itself).
 Tokens are compared in constant time. Errors are JSON ``{"error": "..."}``.
+
+Before auth, every request passes :class:`~kernel_agent.webguard.HostGuard` (Host and
+Origin: DNS rebinding, cross-origin pages) and a cap on JSON bodies (413). Whatever a
+kernel wrote (rendered notebooks, files) is served with a sandboxing CSP.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import hmac
 import json
 import os
+import secrets
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
 from .. import __version__
 from ..errors import ConfigError, KernelAgentError
 from ..safefs import UnsafePath
+from ..webguard import DOWNLOAD_HEADERS, NOTEBOOK_CSP, HostGuard, is_loopback_host
 from .limits import ServiceError, TooBusy
 from .manager import ServiceConfig, SessionManager
 from .runs import cell_json, sse
 
-__all__ = ["create_app", "COOKIE"]
+__all__ = ["create_app", "COOKIE", "MAX_TIMEOUT_S", "MAX_TTL_S"]
 
-COOKIE = "kernel_agent_token"
+COOKIE = "kernel_agent_session"
 _OPEN_PATHS = ("/healthz", "/login")
+#: the longest a request may ask a cell to run, and a session to idle (finite, bounded)
+MAX_TIMEOUT_S = 24 * 3600.0
+MAX_TTL_S = 30 * 24 * 3600.0
 
 
 class SessionCreate(BaseModel):
-    kernel: str | None = Field(None, description="Jupyter kernelspec name (default: the server's)")
+    kernel: str | None = Field(
+        None, max_length=200, description="Jupyter kernelspec name (default: the server's)"
+    )
     ttl: float | None = Field(
-        None, gt=0, description="seconds of inactivity before the session is culled"
+        None, gt=0, le=MAX_TTL_S, allow_inf_nan=False,
+        description="seconds of inactivity before the session is culled",
+    )  # fmt: skip
+    model: str | None = Field(
+        None, max_length=300, description="model for agent runs in this session"
     )
-    model: str | None = Field(None, description="model for agent runs in this session")
-    temperature: float | None = None
-    max_steps: int | None = Field(None, ge=1)
+    temperature: float | None = Field(None, ge=0, le=2, allow_inf_nan=False)
+    max_steps: int | None = Field(None, ge=1, le=1000)
     cell_timeout: float | None = Field(
-        None, gt=0, description="default seconds before a cell is interrupted"
-    )
+        None, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False,
+        description="default seconds before a cell is interrupted",
+    )  # fmt: skip
 
 
 class ExecuteRequest(BaseModel):
     code: str = Field(..., min_length=1)
-    timeout: float | None = Field(None, gt=0)
+    timeout: float | None = Field(None, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
 
 
 class RunRequest(BaseModel):
     task: str = Field(..., min_length=1)
 
 
-def _authorized(request: Request, token: str | None) -> bool:
+def cookie_value(token: str, secret: bytes) -> str:
+    """The login cookie: an HMAC of the token under a secret made when the app starts, so
+    the cookie (sent to every port of this host) never carries the token and dies with
+    the server."""
+    return hmac.new(secret, token.encode(), hashlib.sha256).hexdigest()
+
+
+def _authorized(request: Request, token: str | None, cookie: str) -> bool:
     if token is None:
         return True
-    expected = token.encode()
     header = request.headers.get("authorization", "")
-    given = header[7:] if header[:7].lower() == "bearer " else request.cookies.get(COOKIE, "")
-    return hmac.compare_digest(given.encode(), expected)
+    if header[:7].lower() == "bearer ":
+        return hmac.compare_digest(header[7:].encode(), token.encode())
+    given = request.cookies.get(COOKIE, "")
+    return hmac.compare_digest(given.encode(), cookie.encode())
+
+
+class BodyLimit:
+    """ASGI middleware: request bodies over ``limit`` bytes get 413, except file uploads
+    (``PUT .../files/...``, limited by the manager as they stream)."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or (
+            scope["method"] == "PUT" and "/files/" in scope.get("path", "")
+        ):
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limit:
+            await self._too_large(send)
+            return
+        body, more = bytearray(), True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.limit:
+                await self._too_large(send)
+                return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()  # then the disconnect, when it comes
+
+        await self.app(scope, replay, send)
+
+    async def _too_large(self, send: Any) -> None:
+        data = json.dumps({"error": f"the request body is over {self.limit} bytes"}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(data)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": data})
+
+
+async def _gone(request: Request) -> None:
+    """Return when the client of ``request`` disconnects (its body already read)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
 
 
 def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> FastAPI:
@@ -85,21 +176,24 @@ def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> 
     )
     app.state.manager = manager
     app.state.config = config
+    cookie = cookie_value(config.token or "", secrets.token_bytes(32))
+    app.state.cookie = cookie
 
     @app.middleware("http")
     async def auth(request: Request, call_next: Any) -> Response:
         path = request.url.path
-        if path in _OPEN_PATHS or _authorized(request, config.token):
+        if path in _OPEN_PATHS or _authorized(request, config.token, cookie):
             return await call_next(request)
         given = request.query_params.get("token")
         if (
             given is not None
             and config.token
+            and request.method == "GET"
             and hmac.compare_digest(given.encode(), config.token.encode())
         ):
             from .web import login_redirect
 
-            return login_redirect(request, given)
+            return login_redirect(request, cookie)
         if not path.startswith("/v1/") and path != "/openapi.json" and request.method == "GET":
             from .web import login_page
 
@@ -110,6 +204,15 @@ def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> 
             headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
         )
 
+    # outermost first: Host/Origin, then the body cap, then auth and the routes
+    app.add_middleware(BodyLimit, limit=config.max_body_bytes)
+    app.add_middleware(
+        HostGuard,
+        loopback_only=is_loopback_host(config.host),
+        names=config.allowed_hosts,
+        same_origin=True,
+    )
+
     @app.exception_handler(ServiceError)
     async def service_error(request: Request, exc: ServiceError) -> JSONResponse:
         headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, TooBusy) else None
@@ -119,6 +222,15 @@ def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> 
     async def agent_error(request: Request, exc: KernelAgentError) -> JSONResponse:
         status = 400 if isinstance(exc, (ConfigError, UnsafePath)) else 500
         return JSONResponse({"error": str(exc)}, status_code=status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        """422 ``{"error": ...}``: where and what, never the value sent (it may be NaN)."""
+        parts = []
+        for err in exc.errors()[:5]:
+            where = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
+            parts.append(f"{where}: {err.get('msg', 'invalid')}" if where else str(err.get("msg")))
+        return JSONResponse({"error": "; ".join(parts) or "invalid request"}, status_code=422)
 
     @app.exception_handler(ValueError)
     async def value_error(request: Request, exc: ValueError) -> JSONResponse:
@@ -174,7 +286,13 @@ def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> 
                     yield block
 
         return StreamingResponse(
-            chunks(), media_type="application/octet-stream", headers={"Content-Length": str(size)}
+            chunks(),
+            media_type="application/octet-stream",
+            headers={
+                "Content-Length": str(size),
+                "Content-Disposition": "attachment",
+                **DOWNLOAD_HEADERS,
+            },
         )
 
     @app.delete("/v1/sessions/{sid}/files/{path:path}", status_code=204)
@@ -184,10 +302,26 @@ def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> 
 
     # --------------------------------------------------------------------- execute
     @app.post("/v1/sessions/{sid}/execute")
-    async def execute(sid: str, body: ExecuteRequest) -> dict[str, Any]:
-        """Run one cell; the answer holds its nbformat outputs. Recorded in the notebook."""
-        run = await manager.execute(sid, body.code, body.timeout)
-        return {**cell_json(run.result), "cell": run.index}
+    async def execute(sid: str, body: ExecuteRequest, request: Request) -> Response:
+        """Run one cell; the answer holds its nbformat outputs. Recorded in the notebook.
+
+        A client that disconnects gives up its cell: it is interrupted (and recorded when it
+        stops), and its slot is freed. DELETE of the session answers it with 410."""
+        work = asyncio.ensure_future(manager.execute(sid, body.code, body.timeout))
+        gone = asyncio.ensure_future(_gone(request))
+        try:
+            await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            work.cancel()
+            raise
+        finally:
+            gone.cancel()
+        if not work.done():  # the client went away: nobody reads this answer
+            work.cancel()
+            await asyncio.wait({work})
+            return Response(status_code=499)
+        run = work.result()
+        return JSONResponse({**cell_json(run.result), "cell": run.index})
 
     # ------------------------------------------------------------------------ runs
     @app.post("/v1/sessions/{sid}/runs")
@@ -221,7 +355,11 @@ def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> 
         return Response(
             path.read_bytes(),
             media_type=media,
-            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+            headers={
+                "Content-Disposition": f'attachment; filename="{name}"',
+                **DOWNLOAD_HEADERS,
+                "Content-Security-Policy": NOTEBOOK_CSP,
+            },
         )
 
     from .web import add_pages

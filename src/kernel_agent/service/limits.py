@@ -3,8 +3,10 @@
 ServiceError            base: an HTTP status and a one-line message
 ├── NotFound            404: no such session, run or file
 ├── Ended               409: the session has ended (its notebook and files stay readable)
+├── Deleted             410: the session was deleted while the request waited on it
 ├── TooLarge            413: a file or the session's disk use over its limit
-└── TooBusy             429: over --max-sessions, or --max-concurrent with a full queue
+├── TooBusy             429: over --max-sessions, or --max-concurrent with a full queue
+└── Stopping            503: the server is stopping
 """
 
 from __future__ import annotations
@@ -15,7 +17,16 @@ from contextlib import asynccontextmanager
 
 from ..errors import KernelAgentError
 
-__all__ = ["ServiceError", "NotFound", "Ended", "TooLarge", "TooBusy", "Limiter"]
+__all__ = [
+    "ServiceError",
+    "NotFound",
+    "Ended",
+    "Deleted",
+    "TooLarge",
+    "TooBusy",
+    "Stopping",
+    "Limiter",
+]
 
 
 class ServiceError(KernelAgentError):
@@ -28,6 +39,14 @@ class NotFound(ServiceError):
 
 class Ended(ServiceError):
     status = 409
+
+
+class Deleted(ServiceError):
+    status = 410
+
+
+class Stopping(ServiceError):
+    status = 503
 
 
 class TooLarge(ServiceError):

@@ -19,6 +19,9 @@ import contextlib
 import json
 import logging
 import os
+import shutil
+import stat
+import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator
@@ -27,15 +30,19 @@ from pathlib import Path
 from typing import Any
 
 from ..safefs import UnsafePath
+from ..sandbox.room import remove_tree
 from ..session import CellRun, Session
 from ..settings import Settings
-from .limits import Ended, Limiter, NotFound, TooBusy, TooLarge
+from .limits import Deleted, Ended, Limiter, NotFound, Stopping, TooBusy, TooLarge
 from .pool import WarmPool
 from .runs import HostedRun, event_json
 
 __all__ = ["ServiceConfig", "Hosted", "SessionManager"]
 
 log = logging.getLogger(__name__)
+
+#: how long the walk of a work dir's files counts for uploads (the kernel writes meanwhile)
+_USAGE_TTL_S = 5.0
 
 
 @dataclass
@@ -53,6 +60,15 @@ class ServiceConfig:
     max_file_bytes: int = 100 * 1024 * 1024
     max_session_bytes: int = 1024 * 1024 * 1024
     cull_interval: float | None = None  # default: a quarter of the TTL, at most 30 s
+    #: where the server listens, and the extra Host names it answers to (DNS rebinding)
+    host: str = "127.0.0.1"
+    allowed_hosts: tuple[str, ...] = ()
+    #: largest JSON request body (file uploads have their own limits)
+    max_body_bytes: int = 4 * 1024 * 1024
+    #: clients may ask for ``local``/``local:PATH`` models (a GGUF path on this host)
+    allow_local_models: bool = False
+    #: seconds the server waits for interrupted cells on SIGTERM before it cancels them
+    stop_grace: float = 2.0
 
 
 @dataclass
@@ -75,6 +91,13 @@ class Hosted:
     busy: int = 0
     runs: dict[str, HostedRun] = field(default_factory=dict)
     sandbox: str = ""
+    #: the execute requests running in this session now (cancelled by DELETE)
+    inflight: set[asyncio.Task[Any]] = field(default_factory=set)
+    deleted: bool = False
+    #: uploads check the session's room and write under this lock (one at a time)
+    upload_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: (monotonic time, bytes) of the work dir's last walk, plus what uploads added since
+    usage: tuple[float, int] | None = None
 
     @property
     def files_dir(self) -> Path:
@@ -132,18 +155,42 @@ class SessionManager:
     def base_settings(self) -> Settings:
         settings = self.config.settings
         if settings.cwd is None:  # sessions see an empty directory, not the server's cwd
+            _private_dir(self.config.state_dir)
             view = self.config.state_dir / "view"
-            view.mkdir(parents=True, exist_ok=True)
+            view.mkdir(exist_ok=True)
             settings = settings.with_(cwd=view.resolve())
         return settings
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        _private_dir(self.state_dir)
         self.pool.settings = self.base_settings
         self._load_index()
         self.pool.start()
         self._culler = asyncio.ensure_future(self._cull_forever())
+
+    async def stopping(self) -> None:
+        """The server is about to stop: refuse new work, interrupt every running cell so its
+        request is answered with what it printed so far (recorded in the notebook), and
+        after ``stop_grace`` seconds cancel what still runs (executes answered 503, agent
+        runs ended ``cancelled``, so their event streams end too)."""
+        self._closed = True
+        busy = [h for h in self.sessions.values() if h.session is not None and h.busy]
+        for hosted in busy:
+            with contextlib.suppress(Exception):
+                await hosted.session.interrupt()  # type: ignore[union-attr]
+        pending = {t for h in busy for t in h.inflight} | {
+            r.task_handle
+            for h in busy
+            for r in h.runs.values()
+            if r.task_handle is not None and not r.task_handle.done()
+        }
+        if pending:
+            _, late = await asyncio.wait(pending, timeout=self.config.stop_grace)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late, timeout=1.0)
 
     async def shutdown(self) -> None:
         """Finalise every live session (notebook and files kept) and stop every kernel."""
@@ -171,10 +218,12 @@ class SessionManager:
         ttl = self.config.session_ttl if ttl is None else float(ttl)
         if ttl <= 0:
             raise ValueError("ttl must be positive")
+        self._check_model(overrides.get("model"))
         settings = self.base_settings.with_(kernel_name=kernel, **overrides)
         sid = uuid.uuid4().hex[:16]
         folder = self.state_dir / "sessions" / sid
-        folder.mkdir(parents=True, exist_ok=True)
+        _private_dir(folder.parent)
+        _private_dir(folder)
         pooled = self.pool.take() if self.pool.matches(settings) else None
         session = Session(
             settings,
@@ -202,11 +251,36 @@ class SessionManager:
             session=session,
             settings=settings,
             work_dir=str(session.work_dir),
-            sandbox=session.isolation.note,
+            sandbox=self._public(session.isolation.note),
         )
         self.sessions[sid] = hosted
         self._save_index()
         return hosted
+
+    def _public(self, value: Any) -> Any:
+        """``value`` (an event's JSON, a note) with the server's state dir left out of its
+        strings: clients see ``sessions/<id>/...``, not where the server keeps its files."""
+        prefix = f"{self.state_dir}{os.sep}"
+        if isinstance(value, str):
+            return value.replace(prefix, "").replace(str(self.state_dir), ".")
+        if isinstance(value, dict):
+            return {k: self._public(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._public(v) for v in value]
+        return value
+
+    def _check_model(self, model: str | None) -> None:
+        """A client's model: ``local``/``local:PATH`` (a model served from a file on this
+        host) only when the operator allows it (``--allow-local-models``)."""
+        from ..llm.providers import is_local_spec
+
+        if model is None or self.config.allow_local_models:
+            return
+        if is_local_spec(model):
+            raise ValueError(
+                f"model {model!r} is served from this host's files: this server does not "
+                "let clients choose it (the operator can pass --allow-local-models)"
+            )
 
     def get(self, sid: str) -> Hosted:
         hosted = self.sessions.get(sid)
@@ -227,12 +301,17 @@ class SessionManager:
     async def delete(self, sid: str) -> None:
         """Stop the kernel and remove the work dir (and the session from the index)."""
         hosted = self.get(sid)
+        hosted.deleted = True
         await self._cancel_runs(hosted)
+        await self._cancel_inflight(hosted)
         session, hosted.session = hosted.session, None
         self.sessions.pop(sid, None)
         if session is not None:
             await session.close()
         self._save_index()
+        folder = hosted.notebook.parent  # its notebooks and delivered files: unreachable now
+        if folder.parent == self.state_dir / "sessions" and folder.name == sid:
+            await asyncio.to_thread(shutil.rmtree, folder, True)
 
     async def finalise(self, hosted: Hosted, status: str, reason: str) -> None:
         """End ``hosted``, keeping everything: files copied beside the notebook, the clean
@@ -240,6 +319,7 @@ class SessionManager:
         from ..delivery import deliver_work_files
 
         await self._cancel_runs(hosted)
+        await self._cancel_inflight(hosted)
         session, hosted.session = hosted.session, None
         if session is None:
             return
@@ -254,6 +334,15 @@ class SessionManager:
         finally:
             await session.close()
             self._save_index()
+
+    async def _cancel_inflight(self, hosted: Hosted) -> None:
+        """Cancel the execute requests running in ``hosted``: each is answered (410 or 503),
+        its cell is interrupted and its ``--max-concurrent`` slot freed."""
+        pending = set(hosted.inflight)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=5.0)
 
     async def _cancel_runs(self, hosted: Hosted) -> None:
         for run in hosted.runs.values():
@@ -293,6 +382,28 @@ class SessionManager:
             hosted.last_active = time.time()
 
     async def execute(self, sid: str, code: str, timeout: float | None) -> CellRun:
+        """Run one cell. Cancelling the caller (a client gone) interrupts the cell and frees
+        its slot; DELETE or a stopping server cancels it and the caller gets 410 or 503."""
+        hosted = self.get(sid)
+        self.live(sid)
+        work = asyncio.ensure_future(self._execute(sid, code, timeout))
+        hosted.inflight.add(work)
+        try:
+            await asyncio.wait({work})
+        except asyncio.CancelledError:
+            work.cancel()
+            raise
+        finally:
+            hosted.inflight.discard(work)
+        if work.cancelled():
+            if hosted.deleted:
+                raise Deleted(f"session {sid} was deleted while the cell ran")
+            if self._closed:
+                raise Stopping("the server stopped while the cell ran; it was interrupted")
+            raise Ended(f"session {sid} ended while the cell ran")
+        return work.result()
+
+    async def _execute(self, sid: str, code: str, timeout: float | None) -> CellRun:
         async with self._busy(sid) as (_, session):
             return await session.run_cell(
                 code, timeout, provenance={"source": "serve", "tool": "execute"}
@@ -320,7 +431,7 @@ class SessionManager:
                         task, notebook=notebook, settings=hosted.settings,
                         provenance={"source": "serve", "tool": "run", "run": run.id},
                     ):  # fmt: skip
-                        item = event_json(event)
+                        item = self._public(event_json(event))
                         if item["type"] == "RunFinished":
                             run.result = item.get("result")
                         run.push(item)
@@ -345,20 +456,32 @@ class SessionManager:
         self, sid: str, path: str, chunks: AsyncIterable[bytes], declared: int | None
     ) -> int:
         session = self.live(sid)
+        hosted = self.get(sid)
         limit = self.config.max_file_bytes
-        room = self.config.max_session_bytes - session.disk_usage()
-        if declared is not None and declared > min(limit, room):
-            raise TooLarge(self._too_large(declared, limit, room))
+        if declared is not None and declared > limit:
+            raise TooLarge(self._too_large(declared, limit, limit))
+        # one upload at a time per session: the room it checks is the room it writes into.
+        # The kernel's own files count too; walking them happens off the event loop.
+        async with hosted.upload_lock:
+            now = time.monotonic()
+            if hosted.usage is None or now - hosted.usage[0] > _USAGE_TTL_S:
+                hosted.usage = (now, await asyncio.to_thread(session.disk_usage))
+            used = hosted.usage[1]
+            room = self.config.max_session_bytes - used
+            if declared is not None and declared > min(limit, room):
+                raise TooLarge(self._too_large(declared, limit, room))
 
-        async def bounded() -> AsyncIterator[bytes]:
-            size = 0
-            async for chunk in chunks:
-                size += len(chunk)
-                if size > min(limit, room):
-                    raise TooLarge(self._too_large(size, limit, room))
-                yield chunk
+            async def bounded() -> AsyncIterator[bytes]:
+                size = 0
+                async for chunk in chunks:
+                    size += len(chunk)
+                    if size > min(limit, room):
+                        raise TooLarge(self._too_large(size, limit, room))
+                    yield chunk
 
-        return await session.upload(path, bounded())
+            size = await session.upload(path, bounded())
+            hosted.usage = (hosted.usage[0], used + size)  # a replaced file counts twice: safe
+            return size
 
     @staticmethod
     def _too_large(size: int, limit: int, room: int) -> str:
@@ -398,6 +521,7 @@ class SessionManager:
         from ..errors import ConfigError
 
         session = self.live(sid)
+        self.get(sid).usage = None  # walk again at the next upload
         try:
             session.delete_file(path)
         except ConfigError as exc:
@@ -413,7 +537,9 @@ class SessionManager:
     def _save_index(self) -> None:
         data = {"sessions": [h.index_entry() for h in self.sessions.values()]}
         tmp = self.index_path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, indent=1))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(data, indent=1))
         os.replace(tmp, self.index_path)
 
     def _load_index(self) -> None:
@@ -446,9 +572,51 @@ class SessionManager:
                     "the server stopped abruptly",
                     time.time(),
                 )
+                hosted.cells = _count_cells(hosted.notebook, hosted.cells)
                 work = entry.get("work_dir")
                 if work and Path(work).is_dir():
                     with contextlib.suppress(Exception):
                         deliver_work_files(Path(work), hosted.notebook)
+                    _remove_room(Path(work))
             self.sessions[hosted.id] = hosted
         self._save_index()
+
+
+def _private_dir(path: Path) -> None:
+    """Make ``path`` (and missing parents) a directory only this server's user can enter.
+
+    Kernels run as other uids and see ``/`` read-only: a 0755 state dir would let every
+    session's kernel read every other session's notebooks and files.
+    """
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o077:
+        log.warning("%s was readable by others: now mode 0700", path)
+        path.chmod(0o700)
+
+
+def _count_cells(notebook: Path, default: int) -> int:
+    """The cells in a notebook a crashed server left (its index was saved before them)."""
+    try:
+        cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return default
+    return len(cells) if isinstance(cells, list) else default
+
+
+def _remove_room(work: Path) -> None:
+    """Remove the room (``<tmp>/ka-*/w``'s parent) of a kernel a crashed server left, once
+    its files are delivered; only a root-of-ours, 0700 ``ka-*`` dir in the temp dir."""
+    room = work.parent
+    try:
+        st = os.lstat(room)
+    except OSError:
+        return
+    if (
+        work.name == "w"
+        and room.name.startswith("ka-")
+        and str(room.parent) in {tempfile.gettempdir(), "/tmp"}
+        and stat.S_ISDIR(st.st_mode)
+        and st.st_uid == os.geteuid()
+        and stat.S_IMODE(st.st_mode) == 0o700
+    ):
+        remove_tree(room)  # unmounts the work dir's own filesystem first

@@ -2,7 +2,12 @@
 
 Plain server-rendered HTML and a little JavaScript. The token comes from a login
 form or ``?token=``; either sets an HttpOnly, SameSite=Strict cookie that the API
-also accepts, so the page's ``fetch`` calls need no token in JavaScript.
+also accepts, so the page's ``fetch`` calls need no token in JavaScript. The cookie
+holds a value derived from the token, never the token (cookies reach every port of
+a host).
+
+The notebook a kernel wrote is shown in a sandboxed frame, served with a CSP that
+runs no script: a ``<script>`` in a cell's output cannot use the operator's cookie.
 """
 
 from __future__ import annotations
@@ -10,11 +15,12 @@ from __future__ import annotations
 import hmac
 import html
 import time
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from ..webguard import NOTEBOOK_CSP
 from .manager import SessionManager
 
 __all__ = ["add_pages", "login_page", "login_redirect"]
@@ -52,17 +58,25 @@ def login_page(status: int = 200, error: str = "") -> HTMLResponse:
     )
 
 
-def _with_cookie(response: Response, token: str) -> Response:
-    response.set_cookie("kernel_agent_token", token, httponly=True, samesite="strict", path="/")
+def _with_cookie(response: Response, cookie: str) -> Response:
+    from .app import COOKIE
+
+    response.set_cookie(COOKIE, cookie, httponly=True, samesite="strict", path="/")
     return response
 
 
-def login_redirect(request: Request, token: str) -> Response:
-    """Drop ``?token=`` from the address (it stays in the cookie) and come back."""
+def same_site_path(path: str) -> str:
+    """``path`` as a redirect target that stays on this server: one leading ``/``, never
+    ``//host`` or ``/\\host`` (which browsers read as another host)."""
+    return "/" + path.lstrip("/\\")
+
+
+def login_redirect(request: Request, cookie: str) -> Response:
+    """Drop ``?token=`` from the address (the login is in the cookie) and come back."""
     params = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-    query = "&".join(f"{k}={v}" for k, v in params)
-    target = request.url.path + (f"?{query}" if query else "")
-    return _with_cookie(RedirectResponse(target, status_code=303), token)
+    query = urlencode(params)
+    target = same_site_path(request.url.path) + (f"?{query}" if query else "")
+    return _with_cookie(RedirectResponse(target, status_code=303), cookie)
 
 
 def _ago(seconds: float) -> str:
@@ -151,7 +165,7 @@ def add_pages(app: FastAPI, manager: SessionManager) -> None:
         form = parse_qs((await request.body()).decode("utf-8", "replace"))
         given = (form.get("token") or [""])[0]
         if token is None or hmac.compare_digest(given.encode(), token.encode()):
-            return _with_cookie(RedirectResponse("/", status_code=303), given)
+            return _with_cookie(RedirectResponse("/", status_code=303), app.state.cookie)
         return login_page(status=401, error="That token is not right.")
 
     @app.get("/", include_in_schema=False)
@@ -183,7 +197,7 @@ def add_pages(app: FastAPI, manager: SessionManager) -> None:
         sid_html = html.escape(hosted.id)
         body = (
             f"<p id='status'>{html.escape(hosted.status)}</p><div id='cols'>"
-            "<iframe id='nb' title='notebook'></iframe><div id='side'>"
+            "<iframe id='nb' sandbox title='notebook'></iframe><div id='side'>"
             "<form id='run'>"
             "<textarea id='task' rows='3' placeholder='a task for the agent'></textarea>"
             "<button>Run</button></form><pre id='events'></pre>"
@@ -201,4 +215,7 @@ def add_pages(app: FastAPI, manager: SessionManager) -> None:
     async def session_view(sid: str) -> HTMLResponse:
         from .views import live_html
 
-        return HTMLResponse(await live_html(manager, sid))
+        return HTMLResponse(
+            await live_html(manager, sid),
+            headers={"Content-Security-Policy": NOTEBOOK_CSP, "X-Content-Type-Options": "nosniff"},
+        )

@@ -5,5 +5,7 @@
 - :mod:`.kernel_side`: the helpers' source, executed in the kernel at start;
 - :mod:`.declared`: ``set_result``'s checks and file delivery;
 - :mod:`.installs`: the install policy and the per-session install site;
+- :mod:`.requirements`: package names and versions from strangers, checked;
+- :mod:`.pip_runner`: pip wheels-only, without secrets, as a leased uid in bubblewrap;
 - :mod:`.host`: :class:`~.host.HostSide`, what the agent holds of all this.
 """

@@ -44,6 +44,8 @@ class BridgeLimits:
     max_request_bytes: int = 1_000_000  # one request's arguments, as JSON
     max_batch: int = 64  # calls in one call_tools_parallel
     record_args_chars: int = 200  # arguments as the transcript records them
+    max_records: int = 200  # calls recorded per cell (the rest are counted)
+    max_in_flight: int = 256  # requests being answered at once (the rest are refused)
 
 
 def kernel_init_code(
@@ -91,6 +93,8 @@ class HostBridge:
         self.handlers = dict(handlers or {})
         self.executor: Any = None
         self._records: list[dict[str, Any]] = []
+        self._unrecorded = 0  # calls past max_records since the last take
+        self._refused = 0  # requests refused since the last take (too many in flight)
         self._tasks: set[asyncio.Task[None]] = set()
         # a whole batch runs at once (the loop's default pool has cores + 4 threads);
         # threads are made as needed
@@ -109,19 +113,34 @@ class HostBridge:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def take_records(self) -> list[dict[str, Any]]:
-        """The calls recorded since the last take (for one cell's metadata)."""
+        """The calls recorded since the last take (for one cell's metadata).
+
+        At most ``max_records``: :meth:`take_left_out` counts the rest.
+        """
         records, self._records = self._records, []
         return records
 
+    def take_left_out(self) -> dict[str, int]:
+        """Since the last take: calls not recorded (past ``max_records``) and requests
+        refused (past ``max_in_flight``); only the non-zero counts."""
+        counts = {"unrecorded": self._unrecorded, "refused": self._refused}
+        self._unrecorded = self._refused = 0
+        return {k: v for k, v in counts.items() if v}
+
     def feed(self, msg: dict[str, Any]) -> None:
-        """One comm message from the kernel (called from the executor's message loop)."""
-        if msg.get("msg_type", msg.get("header", {}).get("msg_type")) != "comm_msg":
+        """One comm message from the kernel (called from the executor's message loop).
+
+        The message is the kernel's: one of the wrong shape is ignored, never raised.
+        Past ``max_in_flight`` requests being answered, a new one is refused at once.
+        """
+        request = _request(msg)
+        if request is None:
             return
-        content = msg.get("content") or {}
-        data = content.get("data") or {}
-        if not isinstance(data, dict) or "id" not in data or "op" not in data:
-            return
-        task = asyncio.ensure_future(self._serve(str(content.get("comm_id", "")), data))
+        comm_id, data = request
+        if len(self._tasks) >= self.limits.max_in_flight:
+            self._refused += 1
+            data = {**data, "op": "busy"}
+        task = asyncio.ensure_future(self._serve(comm_id, data))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -142,8 +161,13 @@ class HostBridge:
     async def _outcome(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request["op"]
         try:
-            if op == "call":
-                reply = await self._calls(request.get("calls") or [])
+            if op == "busy":
+                reply = {"ok": False, "error": "too many requests at once; try again"}
+            elif op == "call":
+                calls = request.get("calls") or []
+                if not isinstance(calls, list):
+                    raise TypeError("calls must be a list")
+                reply = await self._calls(calls)
             elif op in self.handlers:
                 started = time.monotonic()
                 try:
@@ -166,8 +190,12 @@ class HostBridge:
         return {"ok": True, "results": list(results)}
 
     async def _call(self, call: dict[str, Any]) -> dict[str, Any]:
-        name, kwargs = str(call.get("tool", "")), call.get("kwargs") or {}
         started = time.monotonic()
+        if not isinstance(call, dict) or not isinstance(call.get("kwargs") or {}, dict):
+            reply = {"ok": False, "error": "a call is {'tool': name, 'kwargs': {...}}"}
+            self._record("?", None, started, reply)
+            return reply
+        name, kwargs = str(call.get("tool", ""))[:200], call.get("kwargs") or {}
         tool = self.tools.get(name)
         if tool is None:
             known = ", ".join(sorted(self.tools)) or "none"
@@ -209,7 +237,13 @@ class HostBridge:
         return {"ok": True, "value": value}
 
     def _record(self, tool: str, args: Any, started: float, reply: dict[str, Any]) -> None:
-        text = json.dumps(args, default=str)
+        if len(self._records) >= self.limits.max_records:
+            self._unrecorded += 1
+            return
+        try:
+            text = json.dumps(args, default=str)
+        except (TypeError, ValueError, RecursionError):
+            text = "(not JSON)"
         cap = self.limits.record_args_chars
         record: dict[str, Any] = {
             "tool": tool,
@@ -220,6 +254,26 @@ class HostBridge:
         if not reply.get("ok"):
             record["error"] = str(reply.get("error", ""))[:300]
         self._records.append(record)
+
+
+def _request(msg: Any) -> tuple[str, dict[str, Any]] | None:
+    """(comm id, request) of a well-formed helper request, else None."""
+    if not isinstance(msg, dict):
+        return None
+    header = msg.get("header")
+    msg_type = msg.get("msg_type", header.get("msg_type") if isinstance(header, dict) else None)
+    content = msg.get("content")
+    if msg_type != "comm_msg" or not isinstance(content, dict):
+        return None
+    data = content.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("op"), str):
+        return None
+    if not isinstance(data.get("id"), (str, int)) or isinstance(data.get("id"), bool):
+        return None
+    subshell = data.get("subshell_id")
+    if subshell is not None and not isinstance(subshell, str):
+        return None
+    return str(content.get("comm_id", ""))[:200], data
 
 
 def _failure(exc: BaseException, tool: str | None = None) -> dict[str, Any]:

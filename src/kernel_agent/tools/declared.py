@@ -2,8 +2,9 @@
 
 Checked when the kernel declares them, so the code hears at once what is refused:
 the data must be JSON of bounded size; a file is a relative path inside the kernel's
-work dir, a regular file reached without symlinks, under a size bound, and at most so
-many of them. At the end of the run the files are copied beside the notebook
+work dir, a regular file reached without symlinks, with no component that starts with
+``.`` (content, not configuration: a ``.git/config`` can run code), under a size bound,
+and at most so many of them. At the end of the run the files are copied beside the notebook
 (``<notebook>_files/result/``) with no-follow reads (:mod:`kernel_agent.safefs`).
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ToolError
-from ..safefs import UnsafePath, copy_out, open_beneath, split_relative
+from ..safefs import UnsafePath, copy_out, dot_component, open_beneath, split_relative
 
 __all__ = ["ResultLimits", "DeclaredResult"]
 
@@ -57,6 +58,9 @@ class DeclaredResult:
     def _check(self, name: str, work: Path) -> str:
         try:
             rel = "/".join(split_relative(name))
+            dot = dot_component(rel)
+            if dot is not None:
+                raise UnsafePath(f"{dot} is a dot name: files are content, not configuration")
             fd = open_beneath(work, rel)
         except UnsafePath as exc:
             raise ToolError(f"set_result: refused {name!r}: {exc}") from None

@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from ..errors import InstallError, KernelStartError, ToolError
 from ..prompts import prompt
 from ..settings import Settings
@@ -23,6 +25,7 @@ from .bridge import BridgeLimits, HostBridge, kernel_init_code
 from .declared import DeclaredResult
 from .installs import Installer, InstallPolicy, install_pinned, new_site
 from .registry import describe_tools, load_tools, make_tools
+from .requirements import Pin
 
 __all__ = ["HostSide", "prepare_rerun"]
 
@@ -104,7 +107,11 @@ class HostSide:
 
     def cell_metadata(self) -> dict[str, Any]:
         records = self.bridge.take_records()
-        return {"tool_calls": records} if records else {}
+        meta: dict[str, Any] = {"tool_calls": records} if records else {}
+        left_out = self.bridge.take_left_out()
+        if left_out:  # a flood of calls: the first ones are recorded, the rest counted
+            meta["tool_calls_left_out"] = left_out
+        return meta
 
     def run_metadata(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -115,6 +122,13 @@ class HostSide:
         if self.result.declared:
             out["result"] = {"data": self.result.data, "files": list(self.result.files)}
         return out
+
+    def rerun_policy(self) -> InstallPolicy:
+        """What this run's own ``--verify`` may install: exactly what the run installed."""
+        if self.installer is None or not self.installer.installed:
+            return InstallPolicy()
+        names = frozenset(canonicalize_name(n) for n in self.installer.installed)
+        return InstallPolicy("allow", names)
 
     def deliver(self, notebook: Path) -> tuple[list[Path], list[str]]:
         work = self._work()
@@ -133,6 +147,10 @@ class HostSide:
         if not isinstance(files, list):
             raise ToolError("set_result: files must be a list of paths")
         work = self._work()
+        if files and work is None and self.remote:  # checked by name here, by content on delivery
+            from ..remote.result import declare_remote
+
+            return declare_remote(self.result, request.get("data"), files)
         if files and work is None:
             raise ToolError(
                 "set_result: files cannot be taken from a remote kernel; pass data only"
@@ -150,25 +168,34 @@ class HostSide:
         return await self.installer.install(request)
 
 
-async def prepare_rerun(run_meta: dict[str, Any]) -> tuple[str | None, Path | None]:
+async def prepare_rerun(
+    run_meta: dict[str, Any], pins: list[Pin] | None = None
+) -> tuple[str | None, Path | None]:
     """For a verify re-run of a notebook a run made: (helpers' init code, install site).
 
-    The recorded installs go, at their exact versions, into a fresh site the caller
-    mounts read-only for the kernel (and removes afterwards). (None, None) for a
-    notebook made without the helpers.
+    ``pins`` are the notebook's recorded installs as :func:`~.installs.check_rerun`
+    checked and allowed them (nothing is installed without them: the recorded
+    ``installs`` are only passed on to the helpers). They go, at their exact versions,
+    into a fresh site the caller mounts read-only for the kernel (and removes
+    afterwards). (None, None) for a notebook made without the helpers.
     """
-    installs = dict(run_meta.get("installs") or {})
+    installs = run_meta.get("installs")
     if not run_meta.get("host_helpers") and not installs:
         return None, None
     site = None
-    if installs:
+    if pins:
         site = new_site()
         try:
-            await install_pinned(site, installs)
+            await install_pinned(site, pins)
         except BaseException:
             shutil.rmtree(site, ignore_errors=True)
             raise
+    # the helpers echo the names as the run recorded them (checked, so safe to embed)
+    wanted = {p.name for p in pins or []}
+    recorded = {
+        n: v for n, v in dict(installs or {}).items() if canonicalize_name(str(n)) in wanted
+    }
     code = kernel_init_code(
-        listening=False, site=str(site) if site else None, rerun={"installs": installs}
+        listening=False, site=str(site) if site else None, rerun={"installs": recorded}
     )
     return code, site

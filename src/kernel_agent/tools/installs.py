@@ -6,30 +6,40 @@ per-session directory that the kernel sees read-only on ``sys.path``. The policy
 ``ask`` goes through the run's approval callback. Every install is recorded as the
 distributions and exact versions that landed in the target, so ``verify`` can put
 the same versions into its own fresh target before re-running the notebook.
+
+Names and versions are checked by :mod:`.requirements`, and pip runs through
+:mod:`.pip_runner` (wheels only, no secrets, a leased uid in bubblewrap). A notebook's
+recorded installs are someone else's request: :func:`check_rerun` puts them under
+the same policy before ``verify`` installs anything (:func:`install_pinned`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import re
-import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from ..errors import ConfigError, InstallError
+from .pip_runner import run_pip
+from .requirements import Pin, parse_pins, parse_request
 
-__all__ = ["InstallPolicy", "Installer", "installed_versions", "install_pinned", "new_site"]
-
-#: a project name, optionally pinned: ``name`` or ``name==1.2``
-_REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(==[A-Za-z0-9.+!_-]+)?$")
+__all__ = [
+    "InstallPolicy",
+    "Installer",
+    "check_rerun",
+    "installed_versions",
+    "install_pinned",
+    "new_site",
+]
 
 
 def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return canonicalize_name(name)
 
 
 @dataclass(frozen=True)
@@ -62,7 +72,8 @@ def new_site() -> Path:
 
 
 def installed_versions(site: Path) -> dict[str, str]:
-    """{distribution name: version} of what ``pip --target`` put into ``site``."""
+    """{distribution name: version} of what ``pip --target`` put into ``site`` (entries
+    whose name or version :func:`~.requirements.parse_pins` refuses are left out)."""
     out: dict[str, str] = {}
     for info in sorted(site.glob("*.dist-info")):
         meta = info / "METADATA"
@@ -78,35 +89,18 @@ def installed_versions(site: Path) -> dict[str, str]:
         except OSError:
             continue
         if name and version:
+            try:  # a wheel's metadata is the index's word: record only what verify will take
+                parse_pins({name: version}, "a wheel's metadata")
+            except InstallError:
+                continue
             out[name] = version
     return out
 
 
-async def _pip(site: Path, requirements: list[str], timeout: float) -> None:
-    argv = [
-        sys.executable, "-m", "pip", "install", "--target", str(site), "--no-input",
-        "--disable-pip-version-check", "--no-warn-script-location", "--upgrade", *requirements,
-    ]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    proc = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
-    )
-    try:
-        _, err = await asyncio.wait_for(proc.communicate(), timeout)
-    except asyncio.TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise InstallError(f"pip did not finish within {timeout:g} s") from None
-    if proc.returncode != 0:
-        lines = [ln for ln in err.decode(errors="replace").splitlines() if ln.strip()]
-        said = next((ln for ln in reversed(lines) if "ERROR" in ln), lines[-1] if lines else "")
-        raise InstallError(f"pip could not install {' '.join(requirements)}: {said.strip()}")
-
-
-async def install_pinned(site: Path, pins: dict[str, str], timeout: float = 600.0) -> None:
-    """Install exactly ``pins`` ({name: version}) into ``site`` (for verify)."""
-    if pins:
-        await _pip(site, [f"{n}=={v}" for n, v in sorted(pins.items())], timeout)
+async def install_pinned(site: Path, pins: list[Pin], timeout: float = 600.0) -> None:
+    """Install exactly ``pins`` (checked, from :func:`check_rerun`) into ``site``, without
+    resolving dependencies: the record already lists every distribution that landed."""
+    await run_pip(site, pins, timeout, no_deps=True)
 
 
 Ask = Callable[[str], Awaitable[bool]]
@@ -122,21 +116,21 @@ class Installer:
     timeout: float = 600.0
     #: every distribution installed so far: {name: version}
     installed: dict[str, str] = field(default_factory=dict)
+    #: one pip at a time: each makes the site its uid's while it runs
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
     async def install(self, request: dict[str, Any]) -> dict[str, Any]:
-        name = str(request.get("name", "")).strip()
-        match = _REQUIREMENT.match(name)
-        if not match:
-            raise InstallError(f"install_package: {name!r} is not a package name")
-        await self._permit(name, _canonical(match.group(1)))
-        before = installed_versions(self.site)
-        await _pip(self.site, [name], self.timeout)
-        after = installed_versions(self.site)
+        pin = parse_request(request.get("name", ""))
+        await self._permit(pin.requirement, pin.name)
+        async with self._lock:
+            before = installed_versions(self.site)
+            await run_pip(self.site, [pin], self.timeout)
+            after = installed_versions(self.site)
         changed = {n: v for n, v in after.items() if before.get(n) != v}
         self.installed.update(changed)
-        project = next((n for n in after if _canonical(n) == _canonical(match.group(1))), None)
+        project = next((n for n in after if _canonical(n) == pin.name), None)
         return {
-            "name": project or match.group(1),
+            "name": project or pin.name,
             "version": after.get(project or "", None),
             "installed": changed,
             "path": str(self.site),
@@ -165,3 +159,46 @@ class Installer:
         raise InstallError(
             f"install_package({requirement!r}) refused by the install policy '{policy}': {how}"
         )
+
+
+def _listed(pins: list[Pin], most: int = 8) -> str:
+    shown = " ".join(p.requirement for p in pins[:most])
+    return shown + (f" and {len(pins) - most} more" if len(pins) > most else "")
+
+
+async def check_rerun(
+    installs: Any, policy: InstallPolicy, ask: Ask | None = None, where: str = "the notebook"
+) -> list[Pin]:
+    """The checked pins of a notebook's ``installs`` that ``policy`` lets ``verify`` install.
+
+    Every entry is checked first (:func:`~.requirements.parse_pins`); then ``never``
+    refuses, naming the packages and the flag; ``allow:`` must list every one of them;
+    ``ask`` asks once for the whole set (``ask`` gets the requirements, space-separated);
+    ``any`` takes them. Refusals are :class:`InstallError` (one line).
+    """
+    pins = parse_pins(installs, where)
+    if not pins or policy.mode == "any":
+        return pins
+    if policy.mode == "allow":
+        others = [p for p in pins if p.name not in policy.allowed]
+        if not others:
+            return pins
+        raise InstallError(
+            f"{where} asks to install {_listed(others)}, which --install {policy} does not "
+            f"allow: pass --install allow:{','.join(p.name for p in pins)} to install them"
+        )
+    if policy.mode == "ask":
+        if ask is None:
+            raise InstallError(
+                f"{where} asks to install {_listed(pins)}; the install policy is 'ask' and "
+                "there is nobody to ask (no terminal): pass --install allow:NAMES or --install any"
+            )
+        if await ask(" ".join(p.requirement for p in pins)):
+            return pins
+        raise InstallError(f"{where} asks to install {_listed(pins)}: declined")
+    raise InstallError(
+        f"{where} asks to install {_listed(pins)} before it runs, and verify installs "
+        f"nothing a notebook names unless told to: pass --install ask, "
+        f"--install allow:{','.join(p.name for p in pins)} or --install any "
+        "(wheels from your package index, onto this host)"
+    )
