@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-__all__ = ["DATASETS", "TASKS", "Expected", "Task", "half_of", "write_dataset"]
+__all__ = ["DATASETS", "TASKS", "E", "Expected", "Task", "half_of", "with_halves", "write_dataset"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,10 @@ class Task:
     slots: bool = True  # "@name[value]" form; else prose
     plot: bool = False  # a plot must be made (an image output)
     extra: tuple[str, ...] = field(default=())
+    #: the data file's name (default: the generated dataset's, from ``DATASETS``)
+    file: str = ""
+    #: "synthetic" (generated tables) or "real" (public datasets, ``real_tasks.py``)
+    suite: str = "synthetic"
 
     @property
     def half(self) -> str:
@@ -47,7 +51,7 @@ class Task:
 
     def prompt(self, expected: list[Expected]) -> str:
         """The question with its file and the required answer form."""
-        file = DATASETS[self.dataset][0]
+        file = self.file or DATASETS[self.dataset][0]
         text = f"Using the file {file}: {self.question}"
         if self.slots:
             form = " ".join(f"@{e.name}[{_placeholder(e)}]" for e in expected)
@@ -65,6 +69,17 @@ def half_of(tasks: list[Task]) -> dict[str, str]:
     """Each task's half: tuned and held-out alternate through the tasks grouped by category."""
     ordered = sorted(range(len(tasks)), key=lambda i: (tasks[i].category, i))
     return {tasks[i].id: ("tuned", "held-out")[n % 2] for n, i in enumerate(ordered)}
+
+
+def with_halves(tasks: list[Task]) -> list[Task]:
+    """``tasks``, their halves recorded (``Task.half``); ids must be new."""
+    taken = set(_HALVES) & {t.id for t in tasks}
+    assert not taken, f"task ids used twice: {sorted(taken)}"
+    _HALVES.update(half_of(tasks))
+    return tasks
+
+
+_HALVES: dict[str, str] = {}
 
 
 # ------------------------------------------------------------------ data
@@ -266,7 +281,7 @@ def _age_groups(d: pd.DataFrame) -> pd.Series:
     return pd.cut(a, [0, 17.999, 59.999, 200], labels=["child", "adult", "senior"]).value_counts()
 
 
-TASKS: list[Task] = [
+TASKS: list[Task] = with_halves([
     # ---------------------------------------------------------------- sales
     Task("sales-units-stats", "sales", "summary",
          "What are the mean and the median number of units per order? Round to 2 decimal places.",
@@ -514,6 +529,4 @@ TASKS: list[Task] = [
                         d[d.ticker == "AAA"].sort_values("date")["close"])),
                     E("bbb_change", 100 * (lambda s: s.iloc[-1] / s.iloc[0] - 1)(
                         d[d.ticker == "BBB"].sort_values("date")["close"]))], plot=True),
-]  # fmt: skip
-
-_HALVES = half_of(TASKS)
+])  # fmt: skip

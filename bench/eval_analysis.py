@@ -7,10 +7,19 @@ tasks: and a plot was made). Failure kinds: ``wrong value``, ``format`` (the val
 in the answer but not in the asked form), ``no answer`` (the run ended without one),
 ``crash``. ``in outputs`` counts failed tasks whose values a cell printed anyway.
 
-Tasks fall in two halves, ``tuned`` and ``held-out``; both are always reported.
+Tasks fall in two halves, ``tuned`` and ``held-out``; both are always reported. Two
+suites: ``synthetic`` (six generated, messy tables: ``analysis_tasks.py``) and ``real``
+(public datasets shipped inside statsmodels and scikit-learn: ``real_tasks.py``).
+``--no-data`` is the control: the same questions with the file withheld, which shows how
+many can be answered without the data.
 
-    python bench/eval_analysis.py [--half tuned|held-out|all] [--levers auto|none|-name,...]
-        [--model local|NAME --base-url URL] [--only ID] [--json out.json]
+Each lever that sent an answer back is logged per task (the transcript's note cells
+name it and keep the reply it refused), and that reply is scored too: the report gives
+how often each lever fired on an answer that was already right.
+
+    python bench/eval_analysis.py [--suite synthetic|real|all] [--half tuned|held-out|all]
+        [--levers auto|none|-name,...] [--no-data] [--model local|NAME --base-url URL]
+        [--only ID] [--sample N] [--json out.json]
 """
 
 from __future__ import annotations
@@ -29,6 +38,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from analysis_tasks import TASKS, Expected, Task, write_dataset  # noqa: E402
+from real_tasks import REAL_DATASETS, REAL_TASKS, write_real_dataset  # noqa: E402
+
+#: every task of both suites
+ALL_TASKS: list[Task] = [*TASKS, *REAL_TASKS]
+#: code that loads a bundled dataset from a package (the no-data control's way around)
+_FROM_PACKAGE = re.compile(r"\b(?:statsmodels\.datasets|sklearn\.datasets|load_(?:iris|wine|"
+                           r"diabetes|breast_cancer)|sm\.datasets)\b")  # fmt: skip
 
 _SLOT = re.compile(r"@([A-Za-z_][\w-]*)\[([^\]]*)\]")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -114,13 +130,55 @@ def made_plot(cells) -> bool:
     )
 
 
+def task_data(task: Task, folder: Path):
+    """Write the task's data file into ``folder``; the frame as read back."""
+    if task.dataset in REAL_DATASETS:
+        return write_real_dataset(task.dataset, folder)[1]
+    return write_dataset(task.dataset, folder)[1]
+
+
+def lever_log(notebook: str, task: Task, expected: list[Expected]) -> list[dict]:
+    """Each lever firing in the run's transcript: its name, and whether the answer it sent
+    back was already right (None: it stopped a cell, not an answer)."""
+    if not notebook or not Path(notebook).exists():
+        return []
+    cells = json.loads(Path(notebook).read_text(encoding="utf-8")).get("cells", [])
+    fired = []
+    for cell in cells:
+        meta = cell.get("metadata", {}).get("kernel_agent", cell.get("metadata", {}))
+        lever = meta.get("lever")
+        if not lever:
+            continue
+        if meta.get("role") == "note":
+            right = score(task, expected, "ok", meta.get("reply", ""), "", True).solved
+            fired.append({"lever": lever, "right_before": right})
+        else:
+            fired.append({"lever": lever, "right_before": None})
+    return fired
+
+
+def composed_by(notebook: str) -> str:
+    if not notebook or not Path(notebook).exists():
+        return ""
+    for cell in json.loads(Path(notebook).read_text(encoding="utf-8")).get("cells", []):
+        meta = cell.get("metadata", {}).get("kernel_agent", cell.get("metadata", {}))
+        if meta.get("role") == "answer" and meta.get("composed_by"):
+            return str(meta["composed_by"])
+    return ""
+
+
 def run_task(task: Task, args: argparse.Namespace, root: Path) -> dict:
     from kernel_agent.agent import Agent
     from kernel_agent.settings import Settings
 
     work = root / task.id
     work.mkdir(parents=True)
-    _, df = write_dataset(task.dataset, work)
+    if args.no_data:  # the control: the answers from the file, the file kept out of reach
+        withheld = root / "_withheld" / task.id
+        withheld.mkdir(parents=True)
+        df = task_data(task, withheld)
+    else:
+        df = task_data(task, work)
     expected = task.answers(df)
     prompt = task.prompt(expected)
     options = dict(
@@ -148,8 +206,12 @@ def run_task(task: Task, args: argparse.Namespace, root: Path) -> dict:
     s = score(task, expected, status, answer, outputs_text(cells), made_plot(cells))
     return {
         "task": task.id,
+        "suite": task.suite + (" no-data" if args.no_data else ""),
         "half": task.half,
         "category": task.category,
+        "levers_fired": lever_log(notebook, task, expected),
+        "composed_by": composed_by(notebook),
+        "from_package": any(_FROM_PACKAGE.search(c.code) for c in cells),
         "solved": s.solved,
         "kind": s.kind,
         "in_outputs": s.in_outputs,
@@ -164,10 +226,15 @@ def run_task(task: Task, args: argparse.Namespace, root: Path) -> dict:
 
 def report(rows: list[dict]) -> str:
     lines = []
-    for half in ("tuned", "held-out"):
-        part = [r for r in rows if r["half"] == half]
-        if part:
-            lines.append(f"{half:9} {sum(r['solved'] for r in part)}/{len(part)} solved")
+    names = {r.get("suite", "synthetic") for r in rows}
+    suites = sorted(names, key=lambda s: (s != "synthetic", s))
+    for suite in suites:
+        prefix = "" if suite == "synthetic" else f"{suite} "
+        for half in ("tuned", "held-out"):
+            part = [r for r in rows if r["half"] == half and r.get("suite", "synthetic") == suite]
+            if part:
+                label = f"{prefix}{half}"
+                lines.append(f"{label:9} {sum(r['solved'] for r in part)}/{len(part)} solved")
     lines.append(f"{'all':9} {sum(r['solved'] for r in rows)}/{len(rows)} solved")
     by_cat: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
@@ -179,6 +246,15 @@ def report(rows: list[dict]) -> str:
     lines.append("failures: " + (", ".join(f"{k} {n}" for k, n in kinds.most_common()) or "none"))
     lost = sum(1 for r in rows if not r["solved"] and r["in_outputs"])
     lines.append(f"failed although a cell printed every value: {lost}")
+    lines += lever_report(rows)
+    composed = sum(1 for r in rows if r.get("composed_by"))
+    if composed:
+        right = sum(1 for r in rows if r.get("composed_by") and r["solved"])
+        lines.append(f"answers composed from printed lines (no model turn): {composed}, "
+                     f"{right} right")  # fmt: skip
+    packaged = sum(1 for r in rows if r.get("from_package"))
+    if packaged:
+        lines.append(f"runs that loaded a dataset from a package: {packaged}")
     secs = sorted(r["seconds"] for r in rows)
     if secs:
         p90 = secs[min(len(secs) - 1, int(round(0.9 * (len(secs) - 1))))]
@@ -186,9 +262,33 @@ def report(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def lever_report(rows: list[dict]) -> list[str]:
+    """Per lever: how often it fired, and how often on an answer that was already right."""
+    fired: Counter[str] = Counter()
+    on_right: Counter[str] = Counter()
+    cells: Counter[str] = Counter()
+    for r in rows:
+        for f in r.get("levers_fired", []):
+            fired[f["lever"]] += 1
+            on_right[f["lever"]] += bool(f["right_before"])
+            cells[f["lever"]] += f["right_before"] is None
+    if not fired:
+        return ["levers fired: none"]
+    parts = []
+    for name, n in fired.most_common():
+        answers = n - cells[name]
+        what = [f"{answers} on answers, {on_right[name]} of them right"] if answers else []
+        what += [f"{cells[name]} on cells"] if cells[name] else []
+        parts.append(f"{name} {n} ({'; '.join(what)})")
+    return ["levers fired: " + ", ".join(parts)]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--suite", choices=["synthetic", "real", "all"], default="all")
     parser.add_argument("--half", choices=["tuned", "held-out", "all"], default="all")
+    parser.add_argument("--no-data", action="store_true", help="withhold the data files")
+    parser.add_argument("--sample", type=int, default=0, help="every k-th task (k = N)")
     parser.add_argument("--levers", default="auto", help="auto, none, names or -names")
     parser.add_argument("--model", default=None, help="default: as the CLI (local with no key)")
     parser.add_argument("--base-url", default=None)
@@ -196,11 +296,15 @@ def main() -> int:
     parser.add_argument("--only", action="append", help="a task id (repeatable)")
     parser.add_argument("--json", help="write every row here")
     args = parser.parse_args()
-    tasks = [t for t in TASKS if args.half in ("all", t.half)]
+    tasks = [t for t in ALL_TASKS if args.half in ("all", t.half)]
+    tasks = [t for t in tasks if args.suite in ("all", t.suite)]
     if args.only:
         tasks = [t for t in tasks if t.id in args.only]
+    if args.sample > 1:
+        tasks = tasks[:: args.sample]
     root = Path(tempfile.mkdtemp(prefix="eval-analysis-"))
-    print(f"{len(tasks)} tasks, levers={args.levers}, work in {root}", flush=True)
+    data = "withheld" if args.no_data else "given"
+    print(f"{len(tasks)} tasks, levers={args.levers}, data {data}, work in {root}", flush=True)
     rows = []
     for task in tasks:
         row = run_task(task, args, root)

@@ -121,3 +121,19 @@ def test_an_image_note_or_figure_repr_is_no_printed_value() -> None:
         NOW,
     )
     assert StatesResult().on_answer(TaskState("Plot the mean.", cells=[plot]), "plotted") is None
+
+
+def test_an_answer_stating_an_earlier_cells_value_is_kept() -> None:
+    """Issue 22: "15! is 1307674368000." was sent back because the *last* cell printed
+    unrelated numbers (``key: None``, ``n = 6``)."""
+    cells = [
+        ok("f = math.factorial(15)\nprint(f)", "1307674368000\n"),
+        ok("print('key:', d.get('key'))\nprint('n =', len(d))", "key: None\nn = 6\n"),
+    ]
+    task = "What is 15! (15 factorial)?"
+    assert StatesResult().on_answer(TaskState(task, cells=cells), "15! is 1307674368000.") is None
+    # an answer restating only the task's own number still goes back, with the last output
+    ask = StatesResult().on_answer(TaskState(task, cells=cells), "15! is a large number.")
+    assert ask is not None and "n = 6" in ask.message
+    wrong = StatesResult().on_answer(TaskState(task, cells=cells), "15! is 42.")
+    assert wrong is not None

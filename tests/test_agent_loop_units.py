@@ -174,3 +174,18 @@ def test_no_delivery_when_the_kernel_works_in_the_users_dir(fake_llm, tmp_path) 
     fake_llm.enqueue(text("nothing to do"))
     result, _ = run(fake_llm, tmp_path, FakeExecutor(cwd=tmp_path), levers="none")
     assert result.files == []
+
+
+def test_a_note_names_the_lever_and_keeps_the_reply_it_refused(fake_llm, tmp_path) -> None:
+    """The eval scores that reply: how often a lever fires on an answer already right."""
+    executor = FakeExecutor(FakeCell(stdout="12.35\n"))
+    fake_llm.enqueue(run_cell("print(m)"), text("The mean is about 7."), text("It is 12.35."))
+    result, _ = run(fake_llm, tmp_path, executor, task="Compute the mean.", levers="states_result")
+    assert result.answer == "It is 12.35."
+    nb = nbformat.read(result.notebook, as_version=4)
+    notes = [
+        c.metadata["kernel_agent"]
+        for c in nb.cells
+        if c.metadata.get("kernel_agent", {}).get("role") == "note"
+    ]
+    assert [(n["lever"], n["reply"]) for n in notes] == [("states_result", "The mean is about 7.")]

@@ -97,6 +97,10 @@ def test_prose_in_a_code_fence_is_asked_for_as_the_answer() -> None:
     assert not looks_like_prose("df = pd.read_csv('a.csv')\ndf.head(")  # broken code, not prose
     assert not looks_like_prose("!ls data files here please")
     assert not looks_like_prose("Answer: 42")  # valid Python (an annotation)
+    # an answer in @name[value] slots written as a cell (a SyntaxError when run), seen in the eval
+    assert looks_like_prose("@mean[2.50]\n@pvalue[0.14]\n@significant[False]")
+    assert looks_like_prose("@a[1], @b[x y]")
+    assert not looks_like_prose("@decorator\ndef f(): pass")
     st, lever = TaskState("t"), ProseCell()
     assert lever.before_cell(st, "The answer is 42 as computed.") is None, "no cell ran yet"
     st.cells.append(ok("print(42)", "42\n"))

@@ -187,6 +187,30 @@ def test_preview_as_an_expression_takes_no_execution_count_and_leaves_no_names(
     assert after.outputs[0]["data"]["text/plain"] == before.outputs[0]["data"]["text/plain"]
 
 
+def test_preview_of_a_wide_table_shows_rows_of_the_columns_the_task_names(kernel, kernel_workdir):
+    folder = kernel_workdir / "focus"
+    folder.mkdir(exist_ok=True)
+    header = ",".join(f"col{i}" for i in range(10)) + ",unemp rate"
+    rows = "\n".join(",".join(str(r * 100 + i) for i in range(11)) for r in range(4))
+    (folder / "wide.csv").write_text(header + "\n" + rows + "\n")
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+
+    def shown(task: str) -> str:
+        expression = data_preview_expression(budget_chars=3000, focus=task)
+        result = kernel.execute("", timeout=60, user_expressions={"p": expression})
+        text = parse_text_expression(result.user_expressions["p"])
+        assert text is not None and "'col9' int64" in text  # every column is still listed
+        return text
+
+    focused = shown("What is the mean of col3 and of 'unemp rate' by col1?")
+    assert "first rows of the columns the task names" in focused
+    table = focused.split("task names:")[1]
+    assert "col3" in table and "unemp rate" in table and "col1" in table
+    assert "col2" not in table and "col30" not in table
+    everything = shown("What is the mean of everything?")
+    assert "task names" not in everything and "col2" in everything.split("missing values")[1]
+
+
 def test_preview_in_the_sandbox_reads_the_linked_input_file(tmp_path):
     problem, _, _ = bwrap_problem()
     if problem is not None:

@@ -178,9 +178,21 @@ def _table(df, label, note):
     else:
         lines.append("  missing values: none")
     if rows:
-        text = df.head(ROWS).to_string(max_cols=MAX_COLS, max_colwidth=24, line_width=WIDTH)
+        named = _named(df.columns) if cols > FOCUS_OVER else []
+        rows_of = df[named] if named else df
+        if named:
+            lines.append("  first rows of the columns the task names:")
+        text = rows_of.head(ROWS).to_string(max_cols=MAX_COLS, max_colwidth=24, line_width=WIDTH)
         lines += ["  " + line for line in text.splitlines()]
     return lines
+
+def _named(columns):
+    """The columns the task names (as whole words), to show rows of a wide table."""
+    import re
+    if not FOCUS:
+        return []
+    return [c for c in columns if len(str(c)) > 1 and re.search(
+        r"(?<![\w])" + re.escape(str(c).lower()) + r"(?![\w])", FOCUS)][:MAX_COLS]
 
 def _main():
     names = NAMES if NAMES is not None else sorted(  # data files first, then the rest
@@ -270,17 +282,23 @@ def _preview_settings(
         "MAX_READ": int(max_read_bytes),
         "PARTIAL_ROWS": 10_000,
         "WIDTH": 100,
+        "FOCUS": "",
+        "FOCUS_OVER": 8,
     }
 
 
-def data_preview_expression(names: Sequence[str] | None = None, budget_chars: int = 3000) -> str:
+def data_preview_expression(
+    names: Sequence[str] | None = None, budget_chars: int = 3000, focus: str = ""
+) -> str:
     """The preview of :func:`data_preview_code` as a ``user_expression`` whose value is the text.
 
     Evaluated beside an empty cell, it takes no execution count and leaves no names, so
     a transcript and its clean notebook do not show it. Read it with
-    :func:`parse_text_expression`.
+    :func:`parse_text_expression`. ``focus`` (the task): a table wider than 8 columns
+    shows rows of only the columns it names, when it names any (all are still listed).
     """
     settings = _preview_settings(names, budget_chars)
+    settings["FOCUS"] = focus.lower()[:4000]
     source = _PREVIEW_SOURCE + "__preview__ = _main()"
     return f"(lambda g: (exec({source!r}, g), g['__preview__'])[1])({settings!r})"
 

@@ -106,9 +106,12 @@ def format_problems(spec: FormatSpec, answer: str) -> list[str]:
 
 
 class StatesResult(Lever):
-    """An answer that states no value the last output printed goes back once with the output.
+    """An answer that states none of the printed values goes back once with the last output.
 
-    Only for tasks that ask for a value ("how many", "what is", "mean", ``@name[...]``...).
+    Only for tasks that ask for a value ("how many", "what is", "mean", ``@name[...]``...),
+    and only when the last successful cell printed a number. An answer stating a value that
+    *any* successful cell printed is kept: the last cell often prints something unrelated
+    (``key: None``, ``n = 6``) after the cell that computed the answer.
     """
 
     name = "states_result"
@@ -121,9 +124,14 @@ class StatesResult(Lever):
         if not printed:
             return None
         stated = numbers_in(answer)
-        if stated and (len(set(printed)) > 4 or any(_same(p, stated) for p in printed)):
-            return None
-        if not stated and _names_a_word(state, answer, last):
+        if stated:
+            if len(set(printed)) > 4:
+                return None
+            given = set(numbers_in(state.task))
+            own = [n for n in stated if n not in given] or stated
+            if any(_same(p, own) for p in _all_printed(state)):
+                return None
+        elif _names_a_word(state, answer, last):
             return None
         state.fired.add(self.name)
         return Ask(
@@ -161,6 +169,16 @@ def _last_output(state: TaskState) -> str:
             if text:
                 return text
     return ""
+
+
+def _all_printed(state: TaskState) -> list[str]:
+    """The numbers every successful cell of the task printed (image notes left out)."""
+    found: list[str] = []
+    for cell in state.cells:
+        if cell.ok:
+            lines = render_cell(cell, budget=3000).text.splitlines()
+            found += numbers_in("\n".join(ln for ln in lines if not _NOT_PRINTED.match(ln)))
+    return found
 
 
 def _same(printed: str, stated: list[str]) -> bool:

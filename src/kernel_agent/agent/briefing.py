@@ -55,7 +55,8 @@ class DataPreview(Lever):
     async def task_note(self, state: TaskState, executor: AsyncExecutor) -> str | None:
         if executor.language_info.get("name") != "python":
             return None
-        expression = data_preview_expression(budget_chars=self.budget_chars)
+        # rows of a wide table: only the columns the task names (fewer tokens to read)
+        expression = data_preview_expression(budget_chars=self.budget_chars, focus=state.task)
         try:
             result = await executor.execute(
                 "", timeout=_PROBE_TIMEOUT_S, user_expressions={"preview": expression}

@@ -7,6 +7,8 @@ A lever sees the run's :class:`~.state.TaskState` and may return an :class:`~.st
 - ``before_cell(state, code)``: a cell is about to run (an Ask skips it);
 - ``after_cell(state, cell, hint)``: a cell ran (record what it taught);
 - ``on_answer(state, answer)``: the model answered without code (an Ask refuses the answer);
+- ``compose(state)``: a reply's cells ran and the last succeeded: a final answer made
+  from what it printed settles the run with no further model turn;
 - ``task_note(state, executor)``: a task starts (text added to the task's message).
 
 ``before_cell`` may also return a :class:`~.state.Stop`: the run ends there, honestly.
@@ -65,6 +67,9 @@ class Lever:
         return None
 
     def on_answer(self, state: TaskState, answer: str) -> Ask | None:
+        return None
+
+    def compose(self, state: TaskState) -> str | None:
         return None
 
     async def task_note(self, state: TaskState, executor: AsyncExecutor) -> str | None:
@@ -175,6 +180,7 @@ LEVERS = (
     "grounding_check",
     "states_result",
     "answer_format",
+    "printed_answer",
     "repeat_guard",
     "no_install",
     "prose_cell",
@@ -222,6 +228,7 @@ def levers_for(settings: Settings) -> list[Lever]:
         raise ConfigError(f"unknown lever {unknown[0]!r}; the levers are: {', '.join(LEVERS)}")
     from .answers import AnswerFormat, StatesResult
     from .briefing import DataPreview
+    from .composed import PrintedAnswer
     from .progress import NoInstall, ProseCell, StallGuard
 
     made: dict[str, Lever] = {
@@ -231,6 +238,7 @@ def levers_for(settings: Settings) -> list[Lever]:
         "grounding_check": GroundingCheck(settings.llm_output_chars),
         "states_result": StatesResult(),
         "answer_format": AnswerFormat(),
+        "printed_answer": PrintedAnswer(),
         "repeat_guard": RepeatGuard(settings.temperature),
         "no_install": NoInstall(settings.install),
         "prose_cell": ProseCell(),

@@ -467,7 +467,8 @@ class AsyncAgent:
                     f"the last error was: {self.cells[-1].error}"
                 )
         self._step = st.step
-        transcript.add_markdown(result.answer, {"role": "answer"})
+        meta = {"role": "answer", **({"composed_by": st.composed_by} if st.composed_by else {})}
+        transcript.add_markdown(result.answer, meta)
 
     async def _turn(self, st: TaskState, result: RunResult) -> AsyncIterator[Event]:
         """One reply and the cells it asks for; sets ``result`` when the run is settled."""
@@ -505,8 +506,24 @@ class AsyncAgent:
             async for event in self._answer(st, result, completion, turn, gen_s):
                 yield event
             return
+        ran = len(st.cells)
         async for event in self._run_cells(st, result, turn, completion, gen_s):
             yield event
+        if result.status == "error" and len(st.cells) > ran and st.cells[-1].ok:
+            notice = self._compose(st, result)
+            if notice is not None:
+                yield notice
+
+    def _compose(self, st: TaskState, result: RunResult) -> Notice | None:
+        """The final answer made from the last cell's output by a lever, with no model turn."""
+        for lever in self.levers:
+            answer = lever.compose(st)
+            if answer:
+                result.answer, result.status = answer, "ok"
+                st.composed_by = lever.name
+                self.history.assistant({"role": "assistant", "content": answer})
+                return Notice("the last cell printed every asked value; answered from them")
+        return None
 
     async def _answer(
         self, st: TaskState, result: RunResult, completion: Completion, turn: Turn, gen_s: float
@@ -518,12 +535,13 @@ class AsyncAgent:
         answer = turn.prose.strip() or completion.text.strip()
         if completion.truncated:
             st.steps += 1  # bounded by max_steps, like a cell
+            by = "reply_truncated"
             ask: Ask | None = Ask(
                 prompt("reply_truncated"),
                 notice="the model's reply was cut off at the token limit; asking for a shorter one",
             )
         else:
-            ask = _first(lever.on_answer(st, answer) for lever in self.levers)
+            by, ask = _first((lever.name, lever.on_answer(st, answer)) for lever in self.levers)
             if ask is None:
                 result.answer = answer
                 result.status = "ok" if st.ran_code else "no_code"
@@ -532,9 +550,10 @@ class AsyncAgent:
         assert self.transcript is not None
         why = ask.notice or "asked the model again"
         quoted = "\n".join(f"> {line}" for line in answer[:1500].splitlines()) or "> (empty)"
+        # the lever and the reply it refused: the eval scores that reply (a lever's precision)
         self.transcript.add_markdown(
             f"*kernel-agent: {why}.* The reply was:\n\n{quoted}",
-            {"role": "note", "gen_s": round(gen_s, 3)},
+            {"role": "note", "gen_s": round(gen_s, 3), "lever": by, "reply": answer[:4000]},
         )
         self.history.user(ask.message)
         if ask.notice:
@@ -567,9 +586,9 @@ class AsyncAgent:
                 )
                 yield CellSkipped(st.step, code)
                 continue
-            ask = self._before_cell(st, code)
+            by, ask = self._before_cell(st, code)
             if isinstance(ask, Stop):
-                transcript.add_code(code, None, {"status": "skipped", "step": st.step})
+                transcript.add_code(code, None, {"status": "skipped", "step": st.step, "lever": by})
                 self.protocol.reply(self.history, call_id, ask.answer)
                 result.status, result.answer = ask.status, ask.answer
                 if ask.notice:
@@ -578,7 +597,7 @@ class AsyncAgent:
             if ask is not None:
                 st.failures += 1 if ask.failure else 0
                 transcript.add_code(
-                    code, None, {"status": "skipped", "step": st.step, **ask.cell_meta}
+                    code, None, {"status": "skipped", "step": st.step, "lever": by, **ask.cell_meta}
                 )
                 self.protocol.reject(self.history, call_id, ask.message)
                 st.sampling = dict(ask.sampling)
@@ -598,13 +617,13 @@ class AsyncAgent:
             async for event in self._record(st, cell, index, completion, gen_s, call_id, recorded):
                 yield event
 
-    def _before_cell(self, st: TaskState, code: str) -> Ask | Stop | None:
-        """The first lever that skips the cell (or stops the run) before it runs."""
+    def _before_cell(self, st: TaskState, code: str) -> tuple[str, Ask | Stop | None]:
+        """The first lever that skips the cell (or stops the run) before it runs, by name."""
         for lever in self.levers:
             decision = lever.before_cell(st, code)
             if decision is not None:
-                return decision
-        return None
+                return lever.name, decision
+        return "", None
 
     async def _record(
         self,
@@ -797,9 +816,9 @@ class AsyncAgent:
         return text, view.images
 
 
-def _first(asks: Iterator[Ask | None]) -> Ask | None:
-    """The first lever's ask (later levers are not consulted once one asks)."""
-    return next((ask for ask in asks if ask is not None), None)
+def _first(asks: Iterator[tuple[str, Ask | None]]) -> tuple[str, Ask | None]:
+    """The first lever's ask and its name (later levers are not consulted once one asks)."""
+    return next(((name, ask) for name, ask in asks if ask is not None), ("", None))
 
 
 def _fenced(note: str) -> str:

@@ -32,6 +32,7 @@ _INSTALL = re.compile(
     re.M,
 )
 _SENTENCE = re.compile(r"^[\"'*_]*[A-Z][A-Za-z'’-]*(?: +[^\s=(){}]+){3,}")
+_SLOTS_ONLY = re.compile(r"^(?:@[A-Za-z_][\w-]*\[[^\[\]]*\][\s,;.]*)+$")
 _CODE_MARK = re.compile(r"[=(){}\[\]]|^\s*(?:import|from|def|class|for|if|print)\b")
 
 
@@ -47,6 +48,8 @@ def looks_like_prose(code: str) -> bool:
     except SyntaxError:
         pass
     lines = [line.strip() for line in code.strip().splitlines() if line.strip()]
+    if lines and all(_SLOTS_ONLY.match(line) for line in lines):
+        return True  # "@mean[2.50]" lines: an answer in @name[value] slots, not code
     if not lines or any(line.startswith(("!", "%", "#")) for line in lines):
         return False
     sentences = sum(1 for ln in lines if _SENTENCE.match(ln) and not _CODE_MARK.search(ln))

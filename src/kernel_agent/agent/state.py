@@ -87,6 +87,8 @@ class TaskState:
     stalls: int = 0
     #: what this task may spend, and has spent (None: no accounting, as in lever tests)
     budget: Budget | None = None
+    #: the lever that composed the final answer from printed values ("": the model's own)
+    composed_by: str = ""
 
     @property
     def ran_code(self) -> bool:

@@ -1,0 +1,130 @@
+"""A final answer composed from the last cell's printed lines: no model turn spent on it.
+
+When the task asks for ``@name[value]`` slots and the last successful cell printed every
+one of them, either in that form or as ``name: value`` / ``name = value`` lines, the
+answer is those slots, filled with the printed values. It is grounded by construction,
+and it saves the model turn that would only restate them (20-50 s on the bundled model).
+
+Nothing is guessed: a slot printed twice with different values, a value that is not one
+number or one short label, a rounding the task asks for that cannot be told per slot, or a
+plot the task asks for that no cell made: the model answers as usual.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from ..llm.view import render_cell
+from ..prompts import prompt
+from ..results import CellResult
+from .answers import FormatSpec
+from .levers import Lever
+from .state import TaskState
+
+if TYPE_CHECKING:
+    from ..executors.base import AsyncExecutor
+
+__all__ = ["PrintedAnswer", "compose_answer", "printed_values"]
+
+_SLOT_LINE = re.compile(r"@([A-Za-z_][\w-]*)\[([^\[\]\n]*)\]")
+_LABELED = re.compile(r"^\s*['\"]?([A-Za-z_][\w ()-]{0,60}?)['\"]?\s*[:=]\s*(.+?)\s*$")
+_WRAPPED = re.compile(r"^(?:np\.|numpy\.)?(?:float|int)\d*\((.+)\)$")
+_NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
+_LABEL = re.compile(r"^[A-Za-z][\w .'/-]{0,40}$")
+_DECIMALS = re.compile(
+    r"\b(\d|zero|one|two|three|four|five|six)\s+(?:decimal(?:\s+places?|\s+digits?|s)?|dp)\b",
+    re.I,
+)
+_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+_PLOT = re.compile(r"\b(?:plot|chart|graph|histogram|figure|visuali[sz]e)\b", re.I)
+_NOT_VALUES = {"", "nan", "none", "null", "value", "...", "n/a", "na", "inf", "-inf"}
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[\s-]+", "_", name.strip().lower())
+
+
+def printed_values(text: str) -> dict[str, set[str]]:
+    """``{name: {values}}`` from ``@name[value]`` and ``name: value`` lines of ``text``."""
+    found: dict[str, set[str]] = {}
+    for line in text.splitlines():
+        slots = _SLOT_LINE.findall(line)
+        if slots:
+            for name, value in slots:
+                found.setdefault(_key(name), set()).add(value.strip())
+        elif m := _LABELED.match(line):
+            found.setdefault(_key(m.group(1)), set()).add(m.group(2).strip())
+    return found
+
+
+def _decimals_asked(task: str) -> set[int]:
+    return {int(w) if w.isdigit() else _WORDS[w.lower()] for w in _DECIMALS.findall(task)}
+
+
+def _clean(value: str, decimals: set[int]) -> str | None:
+    """The value as the answer states it, or None when it is not one clear value."""
+    value = value.strip().strip("'\"`").strip()
+    if m := _WRAPPED.match(value):
+        value = m.group(1).strip()
+    if value.lower() in _NOT_VALUES:
+        return None
+    if _NUMBER.match(value):
+        places = len(value.lower().split("e")[0].partition(".")[2])
+        if "e" not in value.lower() and (not decimals or places <= min(decimals)):
+            return value
+        if len(decimals) != 1:
+            return None  # which rounding applies to this slot is not known
+        return f"{float(value):.{next(iter(decimals))}f}"
+    return value if _LABEL.match(value) else None
+
+
+def compose_answer(task: str, cell: CellResult, cells: list[CellResult]) -> str | None:
+    """The ``@name[value]`` answer ``task`` asks for, from ``cell``'s output, or None."""
+    spec = FormatSpec.of(task)
+    if not spec.slots or not cell.ok:
+        return None
+    if _PLOT.search(task) and not any(_has_image(c) for c in cells):
+        return None
+    found = printed_values(render_cell(cell, budget=4000).text)
+    decimals = _decimals_asked(task)
+    placeholder = {name: text.strip().lower() for name, text in _SLOT_LINE.findall(task)}
+    parts = []
+    for slot in spec.slots:
+        values = found.get(_key(slot), set())
+        if len(values) != 1:
+            return None
+        whole = placeholder.get(slot, "").startswith(("int", "whole", "count"))
+        value = _clean(next(iter(values)), {0} if whole else decimals)
+        if value is None or value.lower() in spec.placeholders:
+            return None
+        parts.append(f"@{slot}[{value}]")
+    return " ".join(parts)
+
+
+def _has_image(cell: CellResult) -> bool:
+    return any(
+        any(mime.startswith("image/") for mime in out.get("data", {})) for out in cell.outputs
+    )
+
+
+class PrintedAnswer(Lever):
+    """The last cell printed every asked ``@name[value]`` slot: that is the final answer.
+
+    A task that asks for slots is told, in a note, to print them so (Python kernels); a
+    task that does not is told nothing (a small model otherwise prints slots, or writes
+    them as code, where prose is asked).
+    """
+
+    name = "printed_answer"
+
+    async def task_note(self, state: TaskState, executor: AsyncExecutor) -> str | None:
+        slots = FormatSpec.of(state.task).slots
+        if not slots or executor.language_info.get("name") != "python":
+            return None
+        return prompt("print_slots", slots=" ".join(f"@{s}[...]" for s in slots), first=slots[0])
+
+    def compose(self, state: TaskState) -> str | None:
+        if not state.cells:
+            return None
+        return compose_answer(state.task, state.cells[-1], state.cells)
