@@ -241,7 +241,6 @@ class AsyncAgent:
             "system",
             language=language,
             kernel_display=self.executor.kernelspec.get("display_name", language),
-            cwd=self._prompt_cwd(),
             how_to_run=how,
             vision_note=vision,
             data_note=prompt("data_note_python") + "\n" if language == "python" else "",
@@ -249,7 +248,11 @@ class AsyncAgent:
         if self._libraries_note:
             system += f"\n{self._libraries_note}"
         section = self.host.prompt_section()
-        return f"{system}\n\n{section}" if section else system
+        if section:
+            system += f"\n\n{section}"
+        # last: a sandboxed kernel's work dir is new each run, and everything before it is a
+        # prefix a warm local model has already evaluated
+        return f"{system}\n\n{prompt('workdir', cwd=self._prompt_cwd()).strip()}"
 
     # --------------------------------------------------------------------- run
     async def run(self, task: str) -> AsyncIterator[Event]:
