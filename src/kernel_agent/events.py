@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Event",
     "EventBase",
+    "EventHandlers",
     "RunStarted",
     "ModelDelta",
     "ModelRetracted",
@@ -242,3 +243,76 @@ Event: TypeAlias = (
     | Answer
     | RunFinished
 )
+
+
+class EventHandlers:
+    """Calls the ``_on_<Kind>`` method for an event's type; a front end overrides the
+    ones it shows. The ``match`` is on types, so a renamed event fails the type check."""
+
+    def __call__(self, event: Event) -> None:
+        match event:
+            case RunStarted():
+                self._on_RunStarted(event)
+            case ModelDelta():
+                self._on_ModelDelta(event)
+            case ModelRetracted():
+                self._on_ModelRetracted(event)
+            case ModelCalled():
+                self._on_ModelCalled(event)
+            case StateRebuilt():
+                self._on_StateRebuilt(event)
+            case ModelReply():
+                self._on_ModelReply(event)
+            case CellStarted():
+                self._on_CellStarted(event)
+            case CellOutput():
+                self._on_CellOutput(event)
+            case CellFinished():
+                self._on_CellFinished(event)
+            case CellSkipped():
+                self._on_CellSkipped(event)
+            case Notice():
+                self._on_Notice(event)
+            case Answer():
+                self._on_Answer(event)
+            case RunFinished():
+                self._on_RunFinished(event)
+
+    def _on_RunStarted(self, event: RunStarted) -> None:
+        pass
+
+    def _on_ModelDelta(self, event: ModelDelta) -> None:
+        pass
+
+    def _on_ModelRetracted(self, event: ModelRetracted) -> None:
+        pass
+
+    def _on_ModelCalled(self, event: ModelCalled) -> None:
+        pass
+
+    def _on_StateRebuilt(self, event: StateRebuilt) -> None:
+        pass
+
+    def _on_ModelReply(self, event: ModelReply) -> None:
+        pass
+
+    def _on_CellStarted(self, event: CellStarted) -> None:
+        pass
+
+    def _on_CellOutput(self, event: CellOutput) -> None:
+        pass
+
+    def _on_CellFinished(self, event: CellFinished) -> None:
+        pass
+
+    def _on_CellSkipped(self, event: CellSkipped) -> None:
+        pass
+
+    def _on_Notice(self, event: Notice) -> None:
+        pass
+
+    def _on_Answer(self, event: Answer) -> None:
+        pass
+
+    def _on_RunFinished(self, event: RunFinished) -> None:
+        pass

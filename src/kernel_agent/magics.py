@@ -35,7 +35,7 @@ from .events import (
     CellFinished,
     CellSkipped,
     CellStarted,
-    Event,
+    EventHandlers,
     ModelDelta,
     ModelReply,
     ModelRetracted,
@@ -352,7 +352,7 @@ def _approver(view: _View) -> Callable[[str, int], tuple[str, str | None]]:
     return approve
 
 
-class _View:
+class _View(EventHandlers):
     """Renders agent events in the cell: rich displays under ipykernel, text in a terminal.
 
     The outputs of the agent's code are not rendered here: the shell shows them
@@ -366,31 +366,6 @@ class _View:
         self._handle: Any = None
         self._shown_at = 0.0
         self._asked: tuple[int, str] | None = None
-
-    def __call__(self, event: Event) -> None:
-        match event:  # on types: a renamed event fails the type check
-            case RunStarted():
-                self._on_RunStarted(event)
-            case ModelDelta():
-                self._on_ModelDelta(event)
-            case ModelRetracted():
-                self._on_ModelRetracted(event)
-            case ModelReply():
-                self._on_ModelReply(event)
-            case CellStarted():
-                self._on_CellStarted(event)
-            case CellFinished():
-                self._on_CellFinished(event)
-            case CellSkipped():
-                self._on_CellSkipped(event)
-            case Notice():
-                self._on_Notice(event)
-            case Answer():
-                self._on_Answer(event)
-            case RunFinished():
-                self._on_RunFinished(event)
-            case _:
-                pass  # events this front end does not show (traces and notebooks do)
 
     # primitives
     def show(self, markdown: str, plain: str, html: str | None = None) -> None:

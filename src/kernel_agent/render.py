@@ -26,9 +26,9 @@ from .events import (
     CellSkipped,
     CellStarted,
     Event,
+    EventHandlers,
     ModelDelta,
     ModelReply,
-    ModelRetracted,
     Notice,
     RunFinished,
     RunResult,
@@ -64,7 +64,7 @@ def save_images(result_outputs: list[Any], folder: Path, step: int) -> list[Path
     return paths
 
 
-class EventRenderer:
+class EventRenderer(EventHandlers):
     """Shows a run as it happens. ``quiet`` keeps only notices and errors."""
 
     def __init__(self, console: Console, *, quiet: bool = False, show_code: bool = True) -> None:
@@ -75,33 +75,6 @@ class EventRenderer:
         self._status: Any = None
         self._live: Any = None
         self._stream_text = ""
-
-    def __call__(self, event: Event) -> None:
-        match event:  # on types: a renamed event fails the type check
-            case RunStarted():
-                self._on_RunStarted(event)
-            case ModelDelta():
-                self._on_ModelDelta(event)
-            case ModelRetracted():
-                self._on_ModelRetracted(event)
-            case ModelReply():
-                self._on_ModelReply(event)
-            case CellStarted():
-                self._on_CellStarted(event)
-            case CellOutput():
-                self._on_CellOutput(event)
-            case CellFinished():
-                self._on_CellFinished(event)
-            case CellSkipped():
-                self._on_CellSkipped(event)
-            case Notice():
-                self._on_Notice(event)
-            case Answer():
-                self._on_Answer(event)
-            case RunFinished():
-                self._on_RunFinished(event)
-            case _:
-                pass  # events this front end does not show (traces and notebooks do)
 
     def _end_stream(self) -> None:
         """Clear the transient view of the streaming reply (its text is printed elsewhere)."""
