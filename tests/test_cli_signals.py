@@ -77,6 +77,12 @@ def test_signal_mid_cell_keeps_the_notebook_and_leaves_no_orphans(fake_llm, tmp_
             proc.kill()
     cells = nbformat.read(nb, as_version=4)
     nbformat.validate(cells)
-    assert [c.source for c in cells.cells if c.cell_type == "code"] == ["a = 1"]
+    code = [c for c in cells.cells if c.cell_type == "code"]
+    assert [c.source for c in code] == [
+        "a = 1",
+        "print('started', flush=True)\nimport time; time.sleep(60)",
+    ]
+    # the cell the run ended in keeps its code, marked as such
+    assert code[-1].metadata["kernel_agent"]["status"] == "interrupted"
     time.sleep(0.5)
     assert [k for k in kernels if k.is_running() and k.status() != psutil.STATUS_ZOMBIE] == []

@@ -611,11 +611,15 @@ class AsyncAgent:
             # the code is on disk before it runs: a run that ends mid-cell still shows it
             recorded = transcript.add_code(code, None, {"status": "running", "step": st.step})
             cell = None
-            async for item in self._execute(code, st.step):
-                if isinstance(item, CellResult):
-                    cell = item
-                else:
-                    yield item
+            try:
+                async for item in self._execute(code, st.step):
+                    if isinstance(item, CellResult):
+                        cell = item
+                    else:
+                        yield item
+            except BaseException:  # Ctrl-C, SIGTERM, a cancelled task: the run ends in this cell
+                transcript.mark(recorded, "interrupted")
+                raise
             assert cell is not None
             async for event in self._record(st, cell, index, completion, gen_s, call_id, recorded):
                 yield event

@@ -176,6 +176,12 @@ class Transcript:
         self.freeze(cell)
         return cell
 
+    def mark(self, cell: NotebookNode, status: str) -> None:
+        """Set a recorded cell's ``status`` (a cell the run ended in is ``interrupted``)."""
+        cell.metadata.setdefault("kernel_agent", {})["status"] = status
+        self._cache.pop(id(cell), None)
+        self._autosave()
+
     def update_run_metadata(self, **values: Any) -> None:
         self.run_metadata.update(values)
         self._autosave()
