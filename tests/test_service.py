@@ -307,3 +307,30 @@ def test_without_a_token_only_loopback(tmp_path: Path) -> None:
     with serve(tmp_path / "state", token=None) as srv:
         assert httpx.get(f"{srv.url}/v1/sessions", timeout=30).status_code == 200
         assert "no token" in srv.log and "loopback only" in srv.log
+
+
+def test_a_gateway_session_never_delivers_the_servers_own_dir(tmp_path: Path) -> None:
+    """A gateway kernel has no work dir on this host: finalising its session must not copy
+    the server's --cwd (which Session.work_dir falls back to) beside the notebook."""
+    from gateway_server import KernelGateway
+
+    own = tmp_path / "server-dir"
+    own.mkdir()
+    (own / "server-secret.txt").write_text("the server's own file")
+    kg_root = tmp_path / "kg"
+    kg_root.mkdir()
+    kg = KernelGateway(kg_root, "svc-gw-token").start()
+    state = tmp_path / "state"
+    try:
+        with serve(state, "--cwd", str(own), "--gateway-url", kg.url,
+                   "--gateway-token", "svc-gw-token") as srv:  # fmt: skip
+            with httpx.Client(base_url=srv.url, headers=AUTH, timeout=120) as http:
+                sid = new_session(http)
+                reply = http.post(f"/v1/sessions/{sid}/execute", json={"code": "print(6 * 7)"})
+                assert stdout(reply.json()) == "42\n", reply.text
+            assert srv.stop() == 0, srv.log
+    finally:
+        kg.stop()
+    folder = state / "sessions" / sid
+    assert folder.is_dir()
+    assert not [p for p in folder.rglob("*") if p.name == "server-secret.txt"]

@@ -327,8 +327,13 @@ class SessionManager:
         try:
             if session.transcript is not None:
                 hosted.cells = len(session.transcript.cells)
-            with contextlib.suppress(Exception):
-                deliver_work_files(session.work_dir, hosted.notebook)
+            executor = session.executor
+            work = executor.kernel_cwd if executor is not None else None
+            if work is not None and executor is not None and work != executor.cwd:
+                # a private work dir on this host (a gateway kernel's has none here: never
+                # the server's own --cwd)
+                with contextlib.suppress(Exception):
+                    deliver_work_files(work, hosted.notebook)
             with contextlib.suppress(Exception):
                 session.write_clean()
         finally:
