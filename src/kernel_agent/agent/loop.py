@@ -243,7 +243,12 @@ class AsyncAgent:
             kernel_display=self.executor.kernelspec.get("display_name", language),
             how_to_run=how,
             vision_note=vision,
-            data_note=prompt("data_note_python") + "\n" if language == "python" else "",
+            data_note=(
+                prompt("data_note_python")
+                if language == "python"
+                else prompt("code_note_other", language=language)
+            )
+            + "\n",
         )
         if self._libraries_note:
             system += f"\n{self._libraries_note}"
