@@ -34,6 +34,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
+from .local_state import try_flock
+
 __all__ = ["HOST", "STATS_PATH", "main"]
 
 HOST = "127.0.0.1"
@@ -105,17 +107,6 @@ def llama_stats() -> dict[str, Any]:
     }
 
 
-def try_exclusive(path: Path) -> int | None:
-    """An fd holding ``LOCK_EX`` on ``path``, or None if a client holds its shared lock."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
-
-
 def remove_state(path: Path, pid: int) -> None:
     """Remove the state file if it still describes this process."""
     with contextlib.suppress(OSError, ValueError):
@@ -175,7 +166,7 @@ async def serve(config: dict[str, Any], ready_fd: int) -> None:
             await asyncio.sleep(tick)
             if tracker.busy or time.monotonic() - tracker.last_activity < keep_alive:
                 continue
-            held = try_exclusive(lease) if lease is not None else None
+            held = try_flock(lease, fcntl.LOCK_EX) if lease is not None else None
             if lease is not None and held is None:  # a client holds the server
                 tracker.last_activity = time.monotonic()
                 continue

@@ -31,6 +31,7 @@ __all__ = [
     "private_dir",
     "read_state",
     "take_lease",
+    "try_flock",
     "wait_gone",
 ]
 
@@ -79,9 +80,15 @@ async def lock_file(path: Path, timeout: float) -> int:
 
 def take_lease(path: Path) -> int | None:
     """An fd holding a shared lock on the lease file; None if the server is exiting."""
+    return try_flock(path, fcntl.LOCK_SH)
+
+
+def try_flock(path: Path, mode: int) -> int | None:
+    """An fd holding ``mode`` (``LOCK_SH``/``LOCK_EX``) on ``path`` (made 0600, never
+    through a link), or None when a conflicting lock is held."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
     except OSError:
         os.close(fd)
         return None
