@@ -20,11 +20,8 @@ from gateway_server import KernelGateway, free_port
 
 from kernel_agent.errors import ConfigError, GatewayError
 from kernel_agent.executors import AsyncExecutor, gateway_client, gateway_wire
-from kernel_agent.executors.gateway import (
-    AsyncGatewaySession,
-    GatewaySession,
-    make_gateway_executor,
-)
+from kernel_agent.executors.factory import make_gateway_executor
+from kernel_agent.executors.gateway import AsyncGatewaySession, GatewaySession
 from kernel_agent.executors.gateway_wire import V1_PROTOCOL
 from kernel_agent.settings import Settings
 

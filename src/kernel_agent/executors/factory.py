@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..settings import Settings
 from .base import AsyncExecutor
 
-__all__ = ["make_executor"]
+if TYPE_CHECKING:
+    from .gateway import AsyncGatewaySession
+
+__all__ = ["make_executor", "make_gateway_executor"]
 
 
 def make_executor(settings: Settings) -> AsyncExecutor:
@@ -19,8 +23,6 @@ def make_executor(settings: Settings) -> AsyncExecutor:
     cannot have it.
     """
     if settings.gateway_url:
-        from .gateway import make_gateway_executor
-
         return make_gateway_executor(
             settings, kernel_id=settings.gateway_kernel_id, keep_kernel=settings.keep_kernel
         )
@@ -36,3 +38,28 @@ def make_executor(settings: Settings) -> AsyncExecutor:
         max_output_chars=settings.max_output_chars,
         launcher=make_launcher(settings, cwd),
     )
+
+
+def make_gateway_executor(
+    settings: Settings, *, kernel_id: str | None = None, keep_kernel: bool | None = None
+) -> AsyncGatewaySession:
+    """An executor for ``settings.gateway_url`` / ``settings.gateway_token``; not started yet.
+
+    Its kernel gets a work dir of its own, with ``settings.files`` (and an explicit
+    ``--cwd``'s data files) sent in at start (:mod:`kernel_agent.remote.work`).
+    """
+    from ..remote.work import RemoteWork, inputs_from_settings
+    from .gateway import AsyncGatewaySession
+
+    inputs, notes = inputs_from_settings(settings)
+    session = AsyncGatewaySession(
+        settings.gateway_url or "",
+        settings.gateway_token,
+        settings.kernel_name,
+        kernel_id=kernel_id,
+        keep_kernel=keep_kernel,
+        startup_timeout=settings.startup_timeout,
+        max_output_chars=settings.max_output_chars,
+    )
+    session.files = RemoteWork(session, inputs, notes=notes)
+    return session

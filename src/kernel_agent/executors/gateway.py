@@ -33,17 +33,15 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, GatewayError, KernelDied, KernelStartError
-from ..notebook.outputs import DisplayMap, OutputCollector
-from ..results import CellResult
-from ..settings import Settings
+from ..notebook.outputs import OutputCollector
 from ..syncify import blocking
-from .base import Isolation, OutputCallback, SyncExecutor, check_timeout
-from .cell import Outcome, finish_cell, now, take_reply
+from .base import Isolation, SyncExecutor
+from .cell import KernelProtocolExecutor, Outcome, take_reply
 from .gateway_client import (
     AuthRefused,
     Channels,
@@ -58,7 +56,7 @@ from .gateway_wire import new_message
 if TYPE_CHECKING:
     from ..remote.work import RemoteWork
 
-__all__ = ["AsyncGatewaySession", "GatewaySession", "make_gateway_executor"]
+__all__ = ["AsyncGatewaySession", "GatewaySession"]
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +102,7 @@ class _FollowUp:
         return now_ - self.answered_at >= _IOPUB_GRACE_S  # iopub has gone silent
 
 
-class AsyncGatewaySession:
+class AsyncGatewaySession(KernelProtocolExecutor):
     """A kernel on a gateway that keeps its state across ``execute`` calls.
 
     ``url`` is the gateway's base URL (``http://host:8888``, a path prefix is kept);
@@ -135,29 +133,23 @@ class AsyncGatewaySession:
     ) -> None:
         if not url:
             raise ConfigError("no gateway URL: set --gateway-url or KERNEL_AGENT_GATEWAY_URL")
-        check_timeout(startup_timeout, "startup timeout")
+        super().__init__(
+            startup_timeout=startup_timeout,
+            max_output_chars=max_output_chars,
+            interrupt_grace=interrupt_grace,
+            restart_on_death=restart_on_death,
+        )
         self.rest = GatewayREST(url, token, request_timeout)
         self.url = self.rest.url
         self.kernel_name = kernel_name
         self.kernel_id = kernel_id
         self.keep_kernel = (kernel_id is not None) if keep_kernel is None else keep_kernel
         self.env = dict(env or {})
-        self.startup_timeout = startup_timeout
         self.reconnect_timeout = reconnect_timeout
-        self.max_output_chars = max_output_chars
-        self.interrupt_grace = interrupt_grace
-        self.restart_on_death = restart_on_death
         self.session_id = uuid.uuid4().hex
-        self.kernelspec: dict[str, Any] = {}
-        self.language_info: dict[str, Any] = {}
-        self.display_map: DisplayMap = {}
         self._channels: Channels | None = None
         self._death: str | None = None  # why the kernel was found dead/restarted
         self._reconnects: list[float] = []  # when the websocket was last reopened
-        #: code run silently after every (re)start: the host bridge's kernel-side helpers
-        self.init_code: str | None = None
-        #: called with each comm message the kernel publishes while a cell runs
-        self.comm_handler: Callable[[dict[str, Any]], Any] | None = None
         #: the kernel's own work dir and its files, set up after every (re)start
         self.files: RemoteWork | None = None
 
@@ -204,11 +196,7 @@ class AsyncGatewaySession:
                 await self._delete_quietly()
                 self.kernel_id = None
             raise
-        self.language_info = dict(reply.get("language_info", {}))
-        if self.init_code:
-            await self._run_silent(self.init_code)
-        if self.files is not None:
-            await self.files.ready()
+        await self._ready(reply)
         log.info("gateway kernel %s (%s) at %s", self.kernel_id, self.kernel_name, self.url)
 
     async def shutdown(self) -> None:
@@ -217,13 +205,6 @@ class AsyncGatewaySession:
         if self.kernel_id is not None and not self.keep_kernel:
             await self._delete_quietly()
             self.kernel_id = None
-
-    async def __aenter__(self) -> AsyncGatewaySession:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
 
     @property
     def cwd(self) -> None:
@@ -273,44 +254,20 @@ class AsyncGatewaySession:
         return self.kernel_id
 
     # ----------------------------------------------------------------- execute
-    async def execute(
-        self,
-        code: str,
-        timeout: float | None = None,
-        on_output: OutputCallback | None = None,
-        user_expressions: dict[str, str] | None = None,
-    ) -> CellResult:
-        """Run ``code`` and return its :class:`CellResult` (see ``AsyncKernelSession.execute``).
+    @property
+    def _connected(self) -> bool:
+        return self._channels is not None
 
-        If the gateway restarted the kernel since the last cell (it died while idle),
-        the result has ``restarted=True``: the cell ran in a fresh kernel.
-        """
-        check_timeout(timeout)
-        if self._channels is None:
-            await self.start()
-        restarted_while_idle = self._drain_between_cells()
-        if restarted_while_idle:  # wait for (or do) the restart before sending
-            await self._recover_from_death()
-        collector = OutputCollector(self.max_output_chars, self.display_map, on_output)
-        started = now()
-        content = {
-            "code": code,
-            "silent": False,
-            "store_history": True,
-            "user_expressions": user_expressions or {},
-            "allow_stdin": False,
-            "stop_on_error": False,
-        }
-        msg_id = await self._send("execute_request", content)
-        try:
-            deadline = None if timeout is None else time.monotonic() + timeout
-            outcome = await self._collect(msg_id, collector, deadline)
-            result = await finish_cell(self, code, msg_id, collector, started, timeout, outcome)
-        finally:
-            if self._channels is not None:
-                self._channels.expected.discard(msg_id)
-        result.restarted = result.restarted or restarted_while_idle
-        return result
+    async def _before_cell(self) -> bool:
+        """A kernel the gateway restarted while we were idle: wait for (or do) the restart."""
+        if not self._drain_between_cells():
+            return False
+        await self._recover_from_death()
+        return True
+
+    def _forget(self, msg_id: str) -> None:
+        if self._channels is not None:
+            self._channels.expected.discard(msg_id)
 
     async def _collect(
         self, msg_id: str, collector: OutputCollector, deadline: float | None
@@ -356,7 +313,7 @@ class AsyncGatewaySession:
                         reconnected, idle_seen = True, 0
                     next_check = time.monotonic() + _ALIVE_CHECK_S
                 if follow_up is None and now_ - last_msg >= _QUIET_S:
-                    follow_up = _FollowUp(await self._send("kernel_info_request", {}))
+                    follow_up = _FollowUp(await self._send_request("kernel_info_request", {}))
                 wake = next_check if follow_up else min(next_check, last_msg + _QUIET_S)
                 if deadline is not None:
                     wake = min(wake, deadline)
@@ -378,16 +335,7 @@ class AsyncGatewaySession:
                     continue
                 idle_seen, last_msg = 0, time.monotonic()
                 if item["channel"] == "iopub":
-                    if item["msg_type"] == "status":
-                        idle = item["content"].get("execution_state") == "idle"
-                    elif item["msg_type"].startswith("comm_"):
-                        try:
-                            if self.comm_handler is not None:
-                                self.comm_handler(item)
-                        except Exception:  # no kernel message may end the host's run
-                            collector.malformed += 1
-                    else:
-                        collector.feed(item)
+                    idle = self._take_iopub(item, collector, idle)
                 elif item["channel"] == "shell" and item["msg_type"] == "execute_reply":
                     reply = True
                     reply_status = take_reply(collector, item["content"])
@@ -483,7 +431,7 @@ class AsyncGatewaySession:
         assert self._channels is not None
         return self._channels.expected
 
-    async def _send(self, msg_type: str, content: dict[str, Any]) -> str:
+    async def _send_request(self, msg_type: str, content: dict[str, Any]) -> str:
         """Send a shell request; returns its msg_id (whose replies now reach the inbox)."""
         channels = self._channels
         assert channels is not None
@@ -523,7 +471,7 @@ class AsyncGatewaySession:
                 if reply is None and now_ >= next_check:
                     await self._check_not_gone()
                     next_check = time.monotonic() + _ALIVE_CHECK_S
-                sent.add(await self._send("kernel_info_request", {}))
+                sent.add(await self._send_request("kernel_info_request", {}))
                 resend = min(deadline, time.monotonic() + every)
                 every = min(every * 2, 1.0)
                 while (left := resend - time.monotonic()) > 0:
@@ -563,42 +511,14 @@ class AsyncGatewaySession:
         raise KernelStartError(f"gateway kernel {self.kernel_id} is not coming back: {self._death}")
 
     async def _await_ready(self) -> None:
-        reply = await self._kernel_info(self.startup_timeout)
-        self.language_info = dict(reply.get("language_info", self.language_info))
-        if self.init_code:
-            await self._run_silent(self.init_code)
+        await self._ready(await self._kernel_info(self.startup_timeout))
+
+    async def _ready(self, info: dict[str, Any]) -> None:
+        await super()._ready(info)
         if self.files is not None:
             await self.files.ready()
 
-    async def inject(self, code: str) -> None:
-        """Run ``code`` silently now (if started) and after every restart."""
-        self.init_code = code
-        if self._channels is not None:
-            await self._run_silent(code)
-
-    async def _run_silent(self, code: str) -> None:
-        """Execute ``code`` without an execution count; raise KernelStartError if it fails."""
-        content = {
-            "code": code,
-            "silent": True,
-            "store_history": False,
-            "user_expressions": {},
-            "allow_stdin": False,
-            "stop_on_error": False,
-        }
-        msg_id = await self._send("execute_request", content)
-        collector = OutputCollector(self.max_output_chars)
-        try:
-            outcome = await self._collect(
-                msg_id, collector, time.monotonic() + self.startup_timeout
-            )
-        finally:
-            self._expected.discard(msg_id)
-        if outcome != "ok":
-            raise KernelStartError(f"the kernel's start-up code failed: {collector.error}")
-
     async def send_comm(self, comm_id: str, data: dict[str, Any], subshell_id: str | None) -> None:
-        """Send a ``comm_msg`` to the kernel on shell (to ``subshell_id`` if given)."""
         channels = self._channels
         if channels is None:
             return
@@ -671,27 +591,3 @@ class GatewaySession(SyncExecutor[AsyncGatewaySession]):
     _async_class = AsyncGatewaySession
     inject = blocking(AsyncGatewaySession.inject)
     send_comm = blocking(AsyncGatewaySession.send_comm)
-
-
-def make_gateway_executor(
-    settings: Settings, *, kernel_id: str | None = None, keep_kernel: bool | None = None
-) -> AsyncGatewaySession:
-    """An executor for ``settings.gateway_url`` / ``settings.gateway_token``; not started yet.
-
-    Its kernel gets a work dir of its own, with ``settings.files`` (and an explicit
-    ``--cwd``'s data files) sent in at start (:mod:`kernel_agent.remote.work`).
-    """
-    from ..remote.work import RemoteWork, inputs_from_settings
-
-    inputs, notes = inputs_from_settings(settings)
-    session = AsyncGatewaySession(
-        settings.gateway_url or "",
-        settings.gateway_token,
-        settings.kernel_name,
-        kernel_id=kernel_id,
-        keep_kernel=keep_kernel,
-        startup_timeout=settings.startup_timeout,
-        max_output_chars=settings.max_output_chars,
-    )
-    session.files = RemoteWork(session, inputs, notes=notes)
-    return session

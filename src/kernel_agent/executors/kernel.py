@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,16 +24,15 @@ import zmq
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.kernelspec import NoSuchKernel
 from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.provisioning import LocalProvisioner
 from jupyter_client.session import Session
 
 from ..errors import ConfigError, KernelDied, KernelNotFound, KernelStartError
-from ..notebook.outputs import LOST_END_NOTE, DisplayMap, OutputCollector
-from ..results import CellResult
+from ..notebook.outputs import LOST_END_NOTE, OutputCollector
 from ..sandbox.env import kernel_environment
 from ..syncify import blocking
-from .base import Isolation, OutputCallback, SyncExecutor, check_timeout
-from .cell import Outcome, finish_cell, take_reply
-from .cell import now as _now
+from .base import Isolation, SyncExecutor
+from .cell import KernelProtocolExecutor, Outcome, take_reply
 from .messages import checked
 
 if TYPE_CHECKING:
@@ -50,7 +49,7 @@ _DRAIN_BATCH = 256
 _RCVHWM = 8
 
 
-class AsyncKernelSession:
+class AsyncKernelSession(KernelProtocolExecutor):
     """A kernel that keeps its state across ``execute`` calls.
 
     ``kernel_name`` is any installed kernelspec. The kernel's environment is
@@ -77,23 +76,17 @@ class AsyncKernelSession:
         self.cwd = Path(cwd).resolve() if cwd is not None else Path.cwd()
         if not self.cwd.is_dir():
             raise ConfigError(f"working directory does not exist: {self.cwd}")
-        check_timeout(startup_timeout, "startup timeout")
+        super().__init__(
+            startup_timeout=startup_timeout,
+            max_output_chars=max_output_chars,
+            interrupt_grace=interrupt_grace,
+            restart_on_death=restart_on_death,
+        )
         self.kernel_name = kernel_name
         self.env = kernel_environment(env, env_passthrough)
-        self.startup_timeout = startup_timeout
-        self.max_output_chars = max_output_chars
-        self.interrupt_grace = interrupt_grace
-        self.restart_on_death = restart_on_death
         self.launcher = launcher
-        self.kernelspec: dict[str, Any] = {}
-        self.language_info: dict[str, Any] = {}
-        self.display_map: DisplayMap = {}
         self._km: AsyncKernelManager | None = None
         self._kc: BlockingKernelClient | None = None
-        #: code run silently after every (re)start: the host bridge's kernel-side helpers
-        self.init_code: str | None = None
-        #: called with each comm message the kernel publishes while a cell runs
-        self.comm_handler: Callable[[dict[str, Any]], Any] | None = None
         # between cells, the loop that drops what the kernel sends, and the fds it watches
         self._draining: tuple[asyncio.AbstractEventLoop, list[int]] | None = None
 
@@ -152,32 +145,24 @@ class AsyncKernelSession:
             if said:
                 raise KernelStartError(f"{exc}{said}") from None
             raise
-        info = reply["content"].get("language_info")
-        self.language_info = dict(info) if isinstance(info, dict) else {}
-        if self.init_code:
-            await self._run_silent(self.init_code)
+        await self._ready(reply["content"])
+        self._between_cells()
+
+    @property
+    def _connected(self) -> bool:
+        return self._kc is not None
+
+    async def _send_request(self, msg_type: str, content: dict[str, Any]) -> str:
+        kc = self._kc
+        assert kc is not None
+        msg = kc.session.msg(msg_type, content)
+        kc.shell_channel.send(msg)
+        return str(msg["header"]["msg_id"])
+
+    def _between_cells(self) -> None:
         self._drain_between_cells(True)
 
-    async def inject(self, code: str) -> None:
-        """Run ``code`` silently now (if started) and after every restart."""
-        self.init_code = code
-        if self._kc is not None:
-            await self._run_silent(code)
-            self._drain_between_cells(True)
-
-    async def _run_silent(self, code: str) -> None:
-        """Execute ``code`` without an execution count; raise KernelStartError if it fails."""
-        assert self._kc is not None
-        msg_id = self._kc.execute(code, silent=True, store_history=False, allow_stdin=False)
-        collector = OutputCollector(self.max_output_chars)
-        outcome, _ = await self._collect_reply(
-            msg_id, collector, time.monotonic() + self.startup_timeout
-        )
-        if outcome != "ok":
-            raise KernelStartError(f"the kernel's start-up code failed: {collector.error}")
-
     async def send_comm(self, comm_id: str, data: dict[str, Any], subshell_id: str | None) -> None:
-        """Send a ``comm_msg`` to the kernel on shell (to ``subshell_id`` if given)."""
         kc = self._kc
         if kc is None:
             return
@@ -244,13 +229,6 @@ class AsyncKernelSession:
         if self.launcher is not None:
             self.launcher.cleanup(km)
 
-    async def __aenter__(self) -> AsyncKernelSession:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
-
     async def is_alive(self) -> bool:
         return self._km is not None and await self._km.is_alive()
 
@@ -281,38 +259,7 @@ class AsyncKernelSession:
             raise KernelDied("the kernel is not running (session not started or shut down)")
         return self._km
 
-    # ----------------------------------------------------------------- execute
-    async def execute(
-        self,
-        code: str,
-        timeout: float | None = None,
-        on_output: OutputCallback | None = None,
-        user_expressions: dict[str, str] | None = None,
-    ) -> CellResult:
-        """Run ``code`` and return its :class:`CellResult`.
-
-        A cell past ``timeout`` seconds is interrupted (status "timeout"); if the
-        interrupt does not stop it within ``interrupt_grace``, the kernel is restarted.
-        A kernel that dies mid-cell gives status "died" and, if ``restart_on_death``,
-        a fresh kernel for the next cell. ``user_expressions`` are evaluated by the
-        kernel after the cell, in the same request; results land in
-        ``CellResult.user_expressions``.
-        """
-        check_timeout(timeout)
-        if self._kc is None:
-            await self.start()
-        collector = OutputCollector(self.max_output_chars, self.display_map, on_output)
-        started = _now()
-        assert self._kc is not None
-        msg_id = self._kc.execute(
-            code, allow_stdin=False, stop_on_error=False, user_expressions=user_expressions or {}
-        )
-        deadline = None if timeout is None else time.monotonic() + timeout
-        outcome = await self._collect(msg_id, collector, deadline)
-        result = await finish_cell(self, code, msg_id, collector, started, timeout, outcome)
-        self._drain_between_cells(True)
-        return result
-
+    # ----------------------------------------------------------------- messages
     def _drain_between_cells(self, on: bool) -> None:
         """Drop what the kernel sends while no cell runs (``on``), or stop doing so.
 
@@ -341,12 +288,6 @@ class AsyncKernelSession:
             loop.add_reader(fd, _discard, sockets)
         self._draining = (loop, fds)
         _discard(sockets)
-
-    async def _recover_from_death(self) -> bool:
-        if not self.restart_on_death:
-            return False
-        await self.restart()
-        return True
 
     async def _collect(
         self, msg_id: str, collector: OutputCollector, deadline: float | None
@@ -389,16 +330,7 @@ class AsyncKernelSession:
                     continue
                 parent = msg["parent_header"].get("msg_id")
                 if parent == msg_id:
-                    try:
-                        if msg["msg_type"] == "status":
-                            idle = msg["content"]["execution_state"] == "idle"
-                        elif msg["msg_type"].startswith("comm_"):
-                            if self.comm_handler is not None:
-                                self.comm_handler(msg)
-                        else:
-                            collector.feed(msg)
-                    except Exception:  # no kernel message may end the host's run
-                        collector.malformed += 1
+                    idle = self._take_iopub(msg, collector, idle)
                 elif follow_up is not None and parent == follow_up and not idle:
                     lost = True
             for frames in _queued(shell):
@@ -437,8 +369,8 @@ class AsyncKernelSession:
             await _readable((iopub, shell), max(wait, 0))
 
     async def _exit_reason(self) -> str:
-        km = self._km
-        process = getattr(getattr(km, "provisioner", None), "process", None)
+        provisioner = self._km.provisioner if self._km is not None else None
+        process = provisioner.process if isinstance(provisioner, LocalProvisioner) else None
         code = process.poll() if process is not None else None
         if code is None:
             return "exit status unknown"

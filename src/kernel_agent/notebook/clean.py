@@ -38,7 +38,7 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_notebook
 
 from .nbio import validate_notebook
-from .transcript import write_notebook_atomic
+from .transcript import Transcript, write_notebook_atomic
 
 __all__ = ["clean_notebook", "write_pair", "clean_path_for", "cell_status"]
 
@@ -68,13 +68,13 @@ class _Kept:
         self.index = index
 
 
-def clean_notebook(nb: Any) -> NotebookNode:
+def clean_notebook(nb: NotebookNode | Transcript) -> NotebookNode:
     """The clean notebook of transcript ``nb`` (a NotebookNode or a ``Transcript``).
 
     The input is not modified. The result is valid nbformat with the same
     nbformat version, kernelspec and language_info.
     """
-    nb = getattr(nb, "nb", nb)
+    nb = nb.nb if isinstance(nb, Transcript) else nb
     tasks: list[NotebookNode] = []
     answers: list[NotebookNode] = []
     prose: list[NotebookNode] = []
@@ -181,7 +181,7 @@ def _link(target: Path, from_dir: Path) -> str:
 
 
 def write_pair(
-    transcript_nb: Any, full_path: str | Path, clean_path: str | Path
+    transcript_nb: NotebookNode | Transcript, full_path: str | Path, clean_path: str | Path
 ) -> tuple[Path, Path]:
     """Write the full transcript and its clean notebook, each linked to the other.
 
@@ -190,8 +190,8 @@ def write_pair(
     the link in the transcript never points at a missing file. Both are validated
     and written atomically. Returns ``(full_path, clean_path)``.
     """
-    transcript = transcript_nb if hasattr(transcript_nb, "nb") else None
-    nb = getattr(transcript_nb, "nb", transcript_nb)
+    transcript = transcript_nb if isinstance(transcript_nb, Transcript) else None
+    nb: NotebookNode = transcript_nb.nb if isinstance(transcript_nb, Transcript) else transcript_nb
     full_path, clean_path = Path(full_path), Path(clean_path)
     if full_path.resolve() == clean_path.resolve():
         from ..errors import ConfigError

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from nbformat import NotebookNode
 
@@ -34,6 +34,9 @@ from ..sandbox.env import kernel_environment
 from .compare import ImageTolerance, compare_outputs
 from .nbio import read_notebook
 from .transcript import write_notebook_atomic
+
+if TYPE_CHECKING:
+    from ..sandbox import KernelLauncher
 
 __all__ = [
     "CellCheck",
@@ -164,7 +167,7 @@ async def async_verify_notebook(
     cwd: str | Path | None = None,
     env: Mapping[str, str] | None = None,
     env_passthrough: tuple[str, ...] | list[str] = (),
-    launcher: Any = None,
+    launcher: KernelLauncher | None = None,
     kernel_manager_factory: Callable[[str], Any] | None = None,
     write: str | Path | None = None,
     install: Any = "never",
@@ -234,8 +237,8 @@ async def async_verify_notebook(
         from ..tools.host import prepare_rerun
 
         init_code, site = await prepare_rerun(run_meta, pins)
-    mounts = getattr(launcher, "extra_ro_paths", None)
-    if site is not None and mounts is not None:
+    mounts = launcher.extra_ro_paths
+    if site is not None:
         launcher.extra_ro_paths = (*mounts, site)
     launch_kw = launcher.prepare(km, launch_kw)
 
@@ -284,8 +287,7 @@ async def async_verify_notebook(
     finally:
         launcher.cleanup(km)
         if site is not None:
-            if mounts is not None:
-                launcher.extra_ro_paths = mounts
+            launcher.extra_ro_paths = mounts
             shutil.rmtree(site, ignore_errors=True)
     report.total_s = time.perf_counter() - began
     if write is not None:

@@ -24,9 +24,12 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib.resources import files
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .registry import Tool
+
+if TYPE_CHECKING:
+    from ..executors.base import CommKernel
 
 __all__ = ["BridgeLimits", "HostBridge", "kernel_init_code"]
 
@@ -91,7 +94,7 @@ class HostBridge:
         self.tools = tools
         self.limits = limits
         self.handlers = dict(handlers or {})
-        self.executor: Any = None
+        self.executor: CommKernel | None = None
         self._records: list[dict[str, Any]] = []
         self._unrecorded = 0  # calls past max_records since the last take
         self._refused = 0  # requests refused since the last take (too many in flight)
@@ -101,7 +104,7 @@ class HostBridge:
         self._pool = ThreadPoolExecutor(limits.max_batch, thread_name_prefix="host-tool")
 
     # ---------------------------------------------------------------- wiring
-    async def attach(self, executor: Any, *, site: str | None = None) -> None:
+    async def attach(self, executor: CommKernel, *, site: str | None = None) -> None:
         """Listen to ``executor``'s comm messages and inject the kernel-side helpers."""
         self.executor = executor
         executor.comm_handler = self.feed
