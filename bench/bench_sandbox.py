@@ -20,8 +20,9 @@ import time
 import warnings
 from pathlib import Path
 
+from kernel_agent.errors import UnsandboxedKernelWarning
 from kernel_agent.executors.kernel import KernelSession
-from kernel_agent.sandbox import UnsandboxedKernelWarning, make_launcher
+from kernel_agent.sandbox import make_launcher
 from kernel_agent.settings import Settings
 
 # the "limits" row is unsandboxed on purpose

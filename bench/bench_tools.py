@@ -20,8 +20,9 @@ import time
 import warnings
 from pathlib import Path
 
+from kernel_agent.errors import UnsandboxedKernelWarning
 from kernel_agent.executors.kernel import AsyncKernelSession
-from kernel_agent.sandbox import UnsandboxedKernelWarning, bwrap_problem, make_launcher
+from kernel_agent.sandbox import bwrap_problem, make_launcher
 from kernel_agent.settings import Settings
 from kernel_agent.tools.bridge import BridgeLimits, HostBridge
 from kernel_agent.tools.registry import make_tools

@@ -312,7 +312,7 @@ def test_5_the_api_refuses_a_root_kernel_without_bwrap(tmp_path: Path) -> None:
 @needs_bwrap
 def test_5_run_result_says_how_the_kernel_was_isolated(fake_llm, tmp_path: Path) -> None:  # noqa: ANN001
     from kernel_agent import Agent
-    from kernel_agent.sandbox import UnsandboxedKernelWarning
+    from kernel_agent.errors import UnsandboxedKernelWarning
 
     base = {
         "cwd": tmp_path,

@@ -208,8 +208,8 @@ def test_a_link_planted_at_the_target_is_replaced_not_followed(tmp_path, gateway
     ],
 )  # fmt: skip
 def test_check_name_refuses(name):
+    from kernel_agent.errors import UnsafePath
     from kernel_agent.remote.names import check_name
-    from kernel_agent.safefs import UnsafePath
 
     with pytest.raises(UnsafePath):
         check_name(name)

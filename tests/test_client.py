@@ -11,7 +11,8 @@ import pytest
 from fake_openai import FakeLLM, run_cell, text
 from serve_server import TOKEN, Server, serve
 
-from kernel_agent.client import AsyncClient, Client, ServiceError, SSEDecoder
+from kernel_agent.client import AsyncClient, Client, SSEDecoder
+from kernel_agent.errors import ServiceRefused
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -55,10 +56,10 @@ def test_sync_client_round_trip(server: tuple[Server, FakeLLM], tmp_path: Path) 
         assert s.id in [x.id for x in ka.sessions()]
         ka.delete_file(s.id, "in/data.txt")
         ka.delete_session(s.id)
-        with pytest.raises(ServiceError) as err:
+        with pytest.raises(ServiceRefused) as err:
             ka.session(s.id)
         assert err.value.status == 404
-    with Client(srv.url, token="wrong") as bad, pytest.raises(ServiceError) as err:
+    with Client(srv.url, token="wrong") as bad, pytest.raises(ServiceRefused) as err:
         bad.sessions()
     assert err.value.status == 401
 

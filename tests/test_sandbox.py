@@ -13,14 +13,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from kernel_agent.errors import ConfigError, SandboxError
+from kernel_agent.errors import ConfigError, SandboxError, UnsandboxedKernelWarning
 from kernel_agent.executors.factory import make_executor
 from kernel_agent.executors.kernel import AsyncKernelSession, KernelSession
 from kernel_agent.sandbox import (
     BwrapLauncher,
     KernelLauncher,
     SandboxStatus,
-    UnsandboxedKernelWarning,
     bwrap_problem,
     find_bwrap,
     make_launcher,

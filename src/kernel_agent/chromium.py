@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .cdp import Message, Pipe
-from .errors import ExportError, one_line
+from .errors import BrowserSandboxUnavailable, ExportError, one_line
 
 __all__ = [
     "find_chromium",
@@ -219,7 +219,7 @@ def _render(html: str, timeout: float, action: Any) -> Rendered:
     with _render_user() as uid:
         try:
             return _render_once(binary, uid, page, deadline, action, sandbox=True)
-        except _SandboxUnavailable as exc:  # uid is never root here: keep it, lose the sandbox
+        except BrowserSandboxUnavailable as exc:  # never root here: keep the uid
             log.warning(
                 "Chromium's sandbox does not start here (%s); rendering as unprivileged uid %d "
                 "without it",
@@ -229,10 +229,6 @@ def _render(html: str, timeout: float, action: Any) -> Rendered:
             rendered = _render_once(binary, uid, page, deadline, action, sandbox=False)
             rendered.sandboxed = False
             return rendered
-
-
-class _SandboxUnavailable(Exception):
-    pass
 
 
 @contextlib.contextmanager
@@ -295,7 +291,7 @@ def _render_once(
         except ExportError as exc:
             detail = _stderr_tail(stderr)
             if sandbox and _SANDBOX_FAILED.search(detail):
-                raise _SandboxUnavailable(detail) from None
+                raise BrowserSandboxUnavailable(detail) from None
             raise ExportError(f"{exc}{': ' + detail if detail else ''}") from None
         with contextlib.suppress(ExportError):
             pipe.send("Browser.close")

@@ -13,13 +13,9 @@ import sys
 import warnings
 from importlib import import_module
 
-from .errors import KernelAgentError
+from .errors import KernelAgentError, Terminated
 
-__all__ = ["main", "build_parser", "Terminated"]
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, handled like Ctrl-C: the run stops cleanly, the notebook is kept."""
+__all__ = ["main", "build_parser"]
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
@@ -70,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
-    from .sandbox import UnsandboxedKernelWarning
+    from .errors import UnsandboxedKernelWarning
 
     # the CLI says this itself (a notice when auto fell back; the user's flag otherwise)
     warnings.filterwarnings("ignore", category=UnsandboxedKernelWarning)

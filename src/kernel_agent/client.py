@@ -15,7 +15,7 @@ request and names the parser for its answer; the sync and async clients differ o
 in how they send it. Run events are decoded from Server-Sent Events by the pure
 :class:`SSEDecoder`.
 
-Errors: :class:`ServiceError` (``status``, ``message``, ``retry_after`` for 429).
+Errors: :class:`ServiceRefused` (``status``, ``message``, ``retry_after`` for 429).
 """
 
 from __future__ import annotations
@@ -31,28 +31,18 @@ try:
 except ImportError:  # pragma: no cover - the original package name
     import httpx  # type: ignore[no-redef]
 
-from .errors import KernelAgentError
+from .errors import ServiceRefused
 
 __all__ = [
     "Client",
     "AsyncClient",
-    "ServiceError",
+    "ServiceRefused",
     "SessionInfo",
     "ExecuteResult",
     "RunInfo",
     "FileEntry",
     "SSEDecoder",
 ]
-
-
-class ServiceError(KernelAgentError):
-    """The server refused or failed a request."""
-
-    def __init__(self, status: int, message: str, retry_after: float | None = None) -> None:
-        super().__init__(f"{status}: {message}")
-        self.status = status
-        self.message = message
-        self.retry_after = retry_after
 
 
 @dataclass
@@ -159,7 +149,7 @@ def _check(response: Any) -> Any:
         except ValueError:
             message = response.text
         retry = response.headers.get("retry-after")
-        raise ServiceError(response.status_code, str(message), float(retry) if retry else None)
+        raise ServiceRefused(response.status_code, str(message), float(retry) if retry else None)
     return response
 
 

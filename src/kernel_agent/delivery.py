@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .safefs import UnsafePath, Walk, copy_out, read_beneath, walk_beneath
+from .errors import UnsafePath
+from .safefs import Walk, copy_out, read_beneath, walk_beneath
 
 __all__ = ["DeliveryLimits", "deliver_work_files"]
 

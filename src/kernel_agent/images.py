@@ -19,6 +19,8 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .errors import ImageTooLarge
+
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
 
@@ -27,7 +29,6 @@ __all__ = [
     "IMAGE_MIMES",
     "RASTER_MIMES",
     "BoundedImage",
-    "ImageTooLarge",
     "MAX_PIXELS",
     "bound_image",
     "from_data_url",
@@ -53,10 +54,6 @@ MAX_SIDE = 1024
 MAX_BYTES = 512 * 1024
 #: The most pixels the host decodes in one image (40 Mpx: 160 MB as RGBA).
 MAX_PIXELS = 40_000_000
-
-
-class ImageTooLarge(ValueError):
-    """An image with more pixels than the host will decode."""
 
 
 def image_size(raw: bytes) -> tuple[int, int]:

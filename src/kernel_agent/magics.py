@@ -29,7 +29,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
 from .approval import ask_until_decided, read_code_until_dot
 from .commands.run import add_model_options, option_flags
-from .errors import ConfigError, KernelAgentError
+from .errors import ConfigError, HelpShown, KernelAgentError, MagicError
 from .events import (
     Answer,
     CellFinished,
@@ -100,17 +100,6 @@ class AgentResult:
         return "\n\n".join(c.code for c in self.run.cells if c.ok)
 
 
-class MagicError(Exception):
-    """A one-line error in the cell (IPython shows ``_render_traceback_``, not a traceback)."""
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"kernel-agent: error: {self}"]
-
-
-class _Exit(Exception):
-    """argparse asked to exit (``--help``): its text is already printed."""
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:
         raise ConfigError(message)
@@ -118,7 +107,7 @@ class _Parser(argparse.ArgumentParser):
     def exit(self, status: int = 0, message: str | None = None) -> Any:
         if message:
             print(message, file=sys.stderr)
-        raise _Exit()
+        raise HelpShown()
 
 
 def build_parser(prog: str, *, task: bool) -> argparse.ArgumentParser:
@@ -177,7 +166,7 @@ class AgentMagics(Magics):
         """
         try:
             self._run(line, cell)
-        except _Exit:
+        except HelpShown:
             return
         except KernelAgentError as exc:
             raise MagicError(str(exc)) from None
@@ -269,7 +258,7 @@ class AgentMagics(Magics):
                 self._settings({**self.defaults, **changes})  # refuse bad values first
                 self.defaults.update(changes)
             print(self._describe())
-        except _Exit:
+        except HelpShown:
             return
         except KernelAgentError as exc:
             raise MagicError(str(exc)) from None

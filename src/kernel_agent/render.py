@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.syntax import Syntax
 
+from .errors import UnsafePath
 from .escapes import visible
 from .events import (
     Answer,
@@ -36,7 +37,7 @@ from .events import (
 )
 from .images import IMAGE_EXTENSIONS
 from .results import strip_ansi
-from .safefs import UnsafePath, write_beneath
+from .safefs import write_beneath
 
 __all__ = ["EventRenderer", "print_result", "save_images", "summary_line", "visible"]
 

@@ -27,10 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from .errors import KernelAgentError
+from .errors import UnsafePath
 
 __all__ = [
-    "UnsafePath",
     "Entry",
     "split_relative",
     "open_dir_beneath",
@@ -48,12 +47,6 @@ __all__ = [
 ]
 
 _NOFOLLOW_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-class UnsafePath(KernelAgentError):
-    """A path that escapes its directory, or goes through a symlink."""
-
-    exit_code = 2
 
 
 def split_relative(rel: str | os.PathLike[str]) -> list[str]:

@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, NotebookError
+from .errors import ConfigError, NotebookError, UnsafePath
 from .executors.base import AsyncExecutor, Isolation, OutputCallback
 from .images import BoundedImage, bound_image, from_data_url
 from .llm.view import budget_text, render_cell
@@ -34,7 +34,6 @@ from .rebuild import Rebuild, rebuild_state
 from .results import CellResult
 from .safefs import (
     Entry,
-    UnsafePath,
     list_beneath,
     open_beneath,
     read_beneath,

@@ -30,21 +30,21 @@ from fake_openai import (
 )
 
 from kernel_agent.errors import (
+    ContextLengthExceeded,
     LLMAuthError,
     LLMConnectionError,
     LLMError,
     LLMModelNotFound,
     LLMResponseError,
+    ToolsRejected,
 )
 from kernel_agent.llm.client import (
     RUN_CELL_TOOL,
     Completion,
-    ContextLengthExceeded,
     LLMClient,
     Retrying,
     TextDelta,
     ToolCallDelta,
-    ToolsRejected,
     Usage,
     should_fall_back_to_fenced,
 )

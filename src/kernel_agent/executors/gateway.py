@@ -37,20 +37,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, GatewayError, KernelDied, KernelStartError
+from ..errors import (
+    AuthRefused,
+    ConfigError,
+    GatewayError,
+    KernelDied,
+    KernelStartError,
+    SendFailed,
+    Unreachable,
+)
 from ..notebook.outputs import OutputCollector
 from ..syncify import blocking
 from .base import Isolation, SyncExecutor
 from .cell import KernelProtocolExecutor, Outcome, take_reply
-from .gateway_client import (
-    AuthRefused,
-    Channels,
-    Disconnected,
-    GatewayREST,
-    SendFailed,
-    Unreachable,
-    ws_url,
-)
+from .gateway_client import Channels, Disconnected, GatewayREST, ws_url
 from .gateway_wire import new_message
 
 if TYPE_CHECKING:

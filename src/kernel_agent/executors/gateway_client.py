@@ -37,7 +37,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import websocket
 
-from ..errors import GatewayError, one_line
+from ..errors import AuthRefused, GatewayError, GatewayStatus, SendFailed, Unreachable, one_line
 from .gateway_wire import V1_PROTOCOL, decode, encode, peek_parent_id
 from .messages import checked
 
@@ -45,9 +45,6 @@ __all__ = [
     "GatewayREST",
     "Channels",
     "Disconnected",
-    "SendFailed",
-    "AuthRefused",
-    "Unreachable",
     "ws_url",
 ]
 
@@ -56,14 +53,6 @@ log = logging.getLogger(__name__)
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None)
 #: websocket subprotocols we offer; the gateway picks one or falls back to legacy JSON
 OFFERED_SUBPROTOCOLS = [V1_PROTOCOL]
-
-
-class AuthRefused(GatewayError):
-    """The gateway answered 401/403: a missing or wrong token."""
-
-
-class Unreachable(GatewayError):
-    """No answer from the gateway (refused, reset, timed out, unknown host)."""
 
 
 def ws_url(base_url: str, path: str) -> str:
@@ -117,7 +106,7 @@ class GatewayREST:
         except urllib.error.HTTPError as exc:
             if exc.code in (401, 403):
                 raise self.auth_failure(exc.code) from None
-            raise _StatusError(exc.code, _http_message(exc)) from None
+            raise GatewayStatus(exc.code, _http_message(exc)) from None
         except (urllib.error.URLError, OSError) as exc:
             raise self.unreachable(getattr(exc, "reason", exc)) from None
         try:
@@ -131,14 +120,14 @@ class GatewayREST:
     async def call(
         self, method: str, path: str, body: Any = None, timeout: float | None = None
     ) -> Any:
-        """``method path`` -> parsed JSON; raises GatewayError, or _StatusError (other HTTP)."""
+        """``method path`` -> parsed JSON; raises GatewayError, or GatewayStatus (other HTTP)."""
         return await asyncio.to_thread(self._call, method, path, body, timeout)
 
     # ------------------------------------------------------------------ API
     async def kernelspecs(self) -> dict[str, Any]:
         try:
             specs = await self.call("GET", "/api/kernelspecs")
-        except _StatusError as exc:
+        except GatewayStatus as exc:
             raise GatewayError(
                 f"{self.url} is not a Jupyter Kernel Gateway (GET /api/kernelspecs: {exc.message})"
             ) from None
@@ -152,7 +141,7 @@ class GatewayREST:
             body["env"] = env
         try:
             return await self.call("POST", "/api/kernels", body, timeout=timeout)
-        except _StatusError as exc:
+        except GatewayStatus as exc:
             raise GatewayError(
                 f"the gateway at {self.url} could not start a {name!r} kernel: {exc.message}"
             ) from None
@@ -161,7 +150,7 @@ class GatewayREST:
         """The kernel's model, or None if the gateway does not know it (404)."""
         try:
             return await self.call("GET", f"/api/kernels/{quote(kernel_id)}", timeout=5.0)
-        except _StatusError as exc:
+        except GatewayStatus as exc:
             if exc.code == 404:
                 return None
             raise GatewayError(
@@ -175,7 +164,7 @@ class GatewayREST:
             await self.call(
                 "POST", f"/api/kernels/{quote(kernel_id)}/{action}", {}, timeout=timeout
             )
-        except _StatusError as exc:
+        except GatewayStatus as exc:
             raise GatewayError(
                 f"the gateway at {self.url} failed to {action} kernel {kernel_id}: {exc.message}"
             ) from None
@@ -183,19 +172,10 @@ class GatewayREST:
     async def delete_kernel(self, kernel_id: str) -> None:
         try:
             await self.call("DELETE", f"/api/kernels/{quote(kernel_id)}")
-        except _StatusError as exc:
+        except GatewayStatus as exc:
             if exc.code != 404:
                 what = f"failed to shut down kernel {kernel_id}"
                 raise GatewayError(f"the gateway at {self.url} {what}: {exc.message}") from None
-
-
-class _StatusError(Exception):
-    """A non-auth HTTP error status; callers turn it into a GatewayError with context."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 class Disconnected:
@@ -411,7 +391,3 @@ def _checked(msg: Any) -> dict[str, Any]:
     if kept is None or not isinstance(kept.get("channel"), str):
         raise ValueError("a message of the wrong shape")
     return kept
-
-
-class SendFailed(Exception):
-    pass

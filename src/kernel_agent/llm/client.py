@@ -33,11 +33,14 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from ..errors import (
     ConfigError,
+    ContextLengthExceeded,
+    EmptyReply,
     LLMAuthError,
     LLMConnectionError,
     LLMError,
     LLMModelNotFound,
     LLMResponseError,
+    ToolsRejected,
     one_line,
 )
 from ..settings import Settings
@@ -62,7 +65,6 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "RUN_CELL_TOOL",
     "Completion",
-    "ContextLengthExceeded",
     "LLMClient",
     "ProtocolName",
     "ReasoningDelta",
@@ -71,7 +73,6 @@ __all__ = [
     "TextDelta",
     "ToolCall",
     "ToolCallDelta",
-    "ToolsRejected",
     "Usage",
     "choose_protocol",
     "parse_model_spec",
@@ -80,14 +81,6 @@ __all__ = [
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _MAX_DELAY = 60.0
-
-
-class ToolsRejected(LLMResponseError):
-    """The endpoint refused a request because of its ``tools``: use the fenced protocol."""
-
-
-class ContextLengthExceeded(LLMResponseError):
-    """The conversation no longer fits the model's context window."""
 
 
 def should_fall_back_to_fenced(err: BaseException) -> bool:
@@ -123,10 +116,6 @@ class _Failure:
     def error(self, attempts: int) -> LLMError:
         suffix = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
         return self.kind(self.message + suffix)
-
-
-class _EmptyReply(Exception):
-    pass
 
 
 class LLMClient:
@@ -213,7 +202,7 @@ class LLMClient:
                             yielded = True
                             yield delta
                 if not acc.saw_choice:
-                    raise _EmptyReply()
+                    raise EmptyReply()
                 completion = acc.result()
                 if completion.usage is None:  # asked for, not sent: count it ourselves
                     usage = await self.counter.usage(params["messages"], completion, tools)
@@ -283,10 +272,10 @@ class LLMClient:
     def _failure(self, err: Exception, *, tools: bool) -> _Failure:
         """What an exception means, as a one-line message; re-raises anything unknown."""
         url = self.base_url
+        if isinstance(err, EmptyReply):  # before LLMError: this one is retried
+            return _Failure(LLMResponseError, f"the endpoint at {url} sent an empty reply", True)
         if isinstance(err, LLMError):
             return _Failure(type(err), str(err))
-        if isinstance(err, _EmptyReply):
-            return _Failure(LLMResponseError, f"the endpoint at {url} sent an empty reply", True)
         if isinstance(err, openai.APITimeoutError):
             return _Failure(
                 LLMConnectionError, f"the endpoint at {url} did not answer in time", True

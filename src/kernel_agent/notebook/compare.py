@@ -30,9 +30,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import one_line
+from ..errors import ImageTooLarge, one_line
 from ..escapes import visible
-from ..images import RASTER_MIMES, ImageTooLarge, image_size, open_image
+from ..images import RASTER_MIMES, image_size, open_image
 from ..results import strip_ansi
 from .outputs import resolve_control_chars
 

@@ -35,9 +35,9 @@ from typing import Any, Literal
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell
 
-from ..errors import ConfigError, ExportError, one_line
+from ..errors import ConfigError, ExportError, UnsafePath, one_line
 from ..events import tokens_text
-from ..safefs import UnsafePath, remove_beneath, write_beneath
+from ..safefs import remove_beneath, write_beneath
 from .nbio import read_notebook
 from .transcript import _atomic_write_text
 

@@ -30,9 +30,9 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
-from ..errors import GatewayError
+from ..errors import GatewayError, UnsafePath
 from ..executors.base import AsyncExecutor
-from ..safefs import UnsafePath, write_stream_beneath
+from ..safefs import write_stream_beneath
 
 __all__ = ["TransferLimits", "KernelFiles", "RemoteEntry", "CommListener"]
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..delivery import DeliveryLimits
-from ..errors import ConfigError, GatewayError, KernelAgentError
+from ..errors import ConfigError, GatewayError, KernelAgentError, UnsafePath
 from ..executors.base import AsyncExecutor
-from ..safefs import UnsafePath, open_beneath
+from ..safefs import open_beneath
 from ..settings import Settings
 from .names import check_name
 from .transfer import KernelFiles, RemoteEntry, TransferLimits

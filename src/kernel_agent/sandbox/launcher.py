@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import ConfigError, KernelStartError, SandboxError
+from ..errors import ConfigError, KernelStartError, SandboxError, UnsandboxedKernelWarning
 from ..settings import Settings
 from .cgroups import cgroup_support, create_cgroup, default_cpu_cores, prune_cgroups
 from .limits import ResourceLimits, exec_wrapper_argv
@@ -89,10 +89,6 @@ _ROOT_NAMESPACES = (
 #: host paths where services keep unix sockets (and data): empty in the sandbox
 _MASKED = ("/run", "/var/run", "/var/tmp", "/var/lock", "/var/lib", "/srv")
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?$")
-
-
-class UnsandboxedKernelWarning(UserWarning):
-    """A kernel runs without the sandbox: its code can do what the agent's user can."""
 
 
 @dataclass(frozen=True)

@@ -27,11 +27,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
-from ..errors import ConfigError, KernelAgentError
-from ..safefs import UnsafePath
+from ..errors import ConfigError, KernelAgentError, ServiceError, TooBusy, UnsafePath
 from ..version import __version__
 from ..webguard import DOWNLOAD_HEADERS, NOTEBOOK_CSP, HostGuard, is_loopback_host
-from .limits import ServiceError, TooBusy
 from .manager import ServiceConfig, SessionManager
 from .runs import cell_json, sse
 

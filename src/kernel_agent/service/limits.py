@@ -1,12 +1,7 @@
 """Admission control: a cap on work running at once, a bounded queue, then "too busy".
 
-ServiceError            base: an HTTP status and a one-line message
-├── NotFound            404: no such session, run or file
-├── Ended               409: the session has ended (its notebook and files stay readable)
-├── Deleted             410: the session was deleted while the request waited on it
-├── TooLarge            413: a file or the session's disk use over its limit
-├── TooBusy             429: over --max-sessions, or --max-concurrent with a full queue
-└── Stopping            503: the server is stopping
+The service's errors (``ServiceError`` and its HTTP statuses, ``TooBusy`` among them)
+live in :mod:`kernel_agent.errors`.
 """
 
 from __future__ import annotations
@@ -15,52 +10,13 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from ..errors import KernelAgentError
+from ..errors import (
+    TooBusy,
+)
 
 __all__ = [
-    "ServiceError",
-    "NotFound",
-    "Ended",
-    "Deleted",
-    "TooLarge",
-    "TooBusy",
-    "Stopping",
     "Limiter",
 ]
-
-
-class ServiceError(KernelAgentError):
-    status = 500
-
-
-class NotFound(ServiceError):
-    status = 404
-
-
-class Ended(ServiceError):
-    status = 409
-
-
-class Deleted(ServiceError):
-    status = 410
-
-
-class Stopping(ServiceError):
-    status = 503
-
-
-class TooLarge(ServiceError):
-    status = 413
-
-
-class TooBusy(ServiceError):
-    """Over a limit; ``retry_after`` (seconds) goes into the ``Retry-After`` header."""
-
-    status = 429
-
-    def __init__(self, message: str, retry_after: int = 1) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
 
 
 class Limiter:

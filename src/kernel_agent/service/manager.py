@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..safefs import UnsafePath
+from ..errors import Deleted, Ended, NotFound, Stopping, TooBusy, TooLarge, UnsafePath
 from ..sandbox.room import remove_tree
 from ..session import CellRun, Session
 from ..settings import Settings
-from .limits import Deleted, Ended, Limiter, NotFound, Stopping, TooBusy, TooLarge
+from .limits import Limiter
 from .pool import WarmPool
 from .runs import HostedRun, event_json
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from ..errors import ConfigError
-from .limits import NotFound
+from ..errors import ConfigError, NotFound
 from .manager import SessionManager
 
 __all__ = ["notebook_file", "live_html"]

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ToolError
-from ..safefs import UnsafePath, copy_out, dot_component, open_beneath, split_relative
+from ..errors import ToolError, UnsafePath
+from ..safefs import copy_out, dot_component, open_beneath, split_relative
 
 __all__ = ["ResultLimits", "DeclaredResult"]
 
