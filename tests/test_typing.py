@@ -1,4 +1,5 @@
-"""What a type checker sees of the package: the sync facades have real, typed methods.
+"""What a type checker sees of the package: the sync facades and the HTTP client have
+real, typed methods.
 
 Runs mypy (as a user of the typed package would) on a snippet and reads its
 ``reveal_type`` notes. The package's own sources come first on the search path.
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from kernel_agent.client import AsyncClient, Client, _Api, _awaits, _sends
 from kernel_agent.executors.gateway import GatewaySession
 from kernel_agent.executors.kernel import AsyncKernelSession, KernelSession
 from kernel_agent.llm.local_server import LocalModelServer
@@ -50,6 +52,28 @@ reveal_type(LocalModelServer(Path("model.gguf")).start)
 
 def check(executor: AsyncKernelSession) -> AsyncExecutor:
     return executor
+
+from kernel_agent.client import AsyncClient, Client
+
+c = Client("http://127.0.0.1:1", token="t")
+reveal_type(c.create_session)
+reveal_type(c.sessions())
+reveal_type(c.execute("s", "1"))
+reveal_type(c.execute("s", "1").error)
+reveal_type(c.files("s"))
+reveal_type(c.download("s", "p"))
+reveal_type(c.upload("s", "p", b""))
+reveal_type(c.get_run("s", "r"))
+reveal_type(c.run("s", "t"))
+
+async def use_async() -> None:
+    a = AsyncClient("http://127.0.0.1:1")
+    reveal_type(a.execute)
+    reveal_type(await a.notebook("s", clean=True))
+    reveal_type(await a.start_run("s", "t"))
+    reveal_type(a.run("s", "t"))
+
+c.execute("s", 42)  # wrong: code is a str
 """
 
 
@@ -87,7 +111,8 @@ def test_kernel_session_shows_typed_methods(revealed: tuple[list[str], list[str]
 
 def test_a_wrong_argument_is_an_error(revealed: tuple[list[str], list[str]]) -> None:
     _, errors = revealed
-    assert len(errors) == 1 and 'incompatible type "int"; expected "str"' in errors[0]
+    assert len(errors) == 2  # the kernel's execute and the client's
+    assert all('incompatible type "int"; expected "str"' in e for e in errors), errors
 
 
 def test_gateway_and_local_model_facades_are_typed(revealed: tuple[list[str], list[str]]) -> None:
@@ -116,3 +141,38 @@ def test_a_facade_blocks_forwards_and_closes(tmp_path: Path) -> None:
         assert kernel.execute.__doc__ == AsyncKernelSession.execute.__doc__
         assert kernel.max_output_chars == kernel.aio.max_output_chars  # read from the async one
     assert not kernel.is_alive()
+
+
+def test_the_http_client_returns_result_types(revealed: tuple[list[str], list[str]]) -> None:
+    notes, _ = revealed
+    create, sessions, cell, error, files, body, size, run, events = notes[11:20]
+    assert create == (
+        "def (*, kernel: str | None =, ttl: float | None =, **settings: Any) "
+        "-> kernel_agent.client.SessionInfo"
+    )
+    assert sessions == "list[kernel_agent.client.SessionInfo]"
+    assert cell == "kernel_agent.client.ExecuteResult"
+    assert error.startswith("TypedDict(kernel_agent.client.CellErrorInfo, {'ename': str")
+    assert files == "list[kernel_agent.client.FileEntry]"
+    assert (body, size, run) == ("bytes", "int", "kernel_agent.client.RunInfo")
+    assert events == "typing.Iterator[dict[str, Any]]"
+
+
+def test_the_async_client_awaits_the_same_types(revealed: tuple[list[str], list[str]]) -> None:
+    notes, _ = revealed
+    execute, notebook, started, events = notes[20:24]
+    assert execute == (
+        "def (sid: str, code: str, timeout: float | None =) "
+        "-> typing.Coroutine[Any, Any, kernel_agent.client.ExecuteResult]"
+    )
+    assert (notebook, started) == ("bytes", "kernel_agent.client.RunInfo")
+    assert events == "typing.AsyncIterator[dict[str, Any]]"
+
+
+@pytest.mark.parametrize("client", [Client, AsyncClient])
+def test_every_api_entry_is_a_client_method(client: type) -> None:
+    entries = [n for n in vars(_Api) if not n.startswith("_")]
+    assert len(entries) == 12
+    for name in entries:
+        method = inspect.getattr_static(client, name)
+        assert isinstance(method, _sends | _awaits) and method.build is getattr(_Api, name), name

@@ -17,7 +17,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..events import Event
+from ..events import Event, RunResult
+from ..llm.stream import Usage
 from ..results import CellResult
 
 __all__ = ["HostedRun", "cell_json", "event_json", "sse"]
@@ -39,7 +40,7 @@ def cell_json(result: CellResult) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    if hasattr(value, "as_dict"):
+    if isinstance(value, (RunResult, Usage)):  # their own JSON form
         return value.as_dict()
     if isinstance(value, CellResult):
         return {"code": value.code, **cell_json(value)}
