@@ -28,7 +28,7 @@ from ..results import CellError, CellResult, CellStatus
 from .base import OutputCallback, check_timeout
 from .messages import user_expressions
 
-__all__ = ["Outcome", "KernelProtocolExecutor", "take_reply", "now"]
+__all__ = ["Outcome", "KernelProtocolExecutor", "execute_content", "take_reply", "now"]
 
 #: "ok" / "reply_error": the cell finished; "timeout": the deadline passed;
 #: "died": the kernel went away; "lost": the connection dropped and the end of the
