@@ -5,7 +5,7 @@ PIP := $(PY) -m pip
 PYTEST_ARGS ?=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test demo bench eval-analysis venv system-deps system-deps-chromium lint clean deno-kernel
+.PHONY: test demo bench eval-analysis venv eg-venv system-deps system-deps-chromium lint clean deno-kernel
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -18,6 +18,21 @@ $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 
 venv: $(VENV)/.installed
 
+# Jupyter Enterprise Gateway for the tests (tests/gateway_server.py), in a venv of its
+# own: it pins jupyter_server<2, jupyter_client<7 and pyzmq<25, which ours outgrew. Its
+# kernels are ipykernels from $(VENV); the tests fail, not skip, once this has run.
+EG_VENV ?= .venv-eg
+EG_VERSION ?= 3.3.0
+
+$(EG_VENV)/.installed:
+	python3 -m venv $(EG_VENV)
+	$(EG_VENV)/bin/python -m pip install -q -U pip
+	$(EG_VENV)/bin/python -m pip install -q jupyter_enterprise_gateway==$(EG_VERSION)
+	$(EG_VENV)/bin/jupyter enterprisegateway --version >/dev/null
+	touch $@
+
+eg-venv: $(EG_VENV)/.installed
+
 # bubblewrap and the sandbox user (see scripts/system-deps.sh); fast when done
 system-deps:
 	@sh scripts/system-deps.sh
@@ -28,8 +43,8 @@ lint: venv
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/mypy
 
-test: lint system-deps system-deps-chromium deno-kernel
-	$(PY) -m pytest $(PYTEST_ARGS)
+test: lint system-deps system-deps-chromium deno-kernel eg-venv
+	EG_VENV=$(abspath $(EG_VENV)) $(PY) -m pytest $(PYTEST_ARGS)
 
 # Deno's Jupyter kernel (TypeScript/JavaScript): the deno binary from npm's
 # @deno/linux-x64-glibc, pinned; `deno jupyter --install` writes its kernelspec under
@@ -91,4 +106,4 @@ demo: venv system-deps
 	$(VENV)/bin/kernel-agent run --model local --temperature 0 --cwd notebooks --notebook notebooks/demo.ipynb "$(DEMO_TASK)"
 
 clean:
-	rm -rf $(VENV) $(DENO_PREFIX) build dist src/*.egg-info
+	rm -rf $(VENV) $(EG_VENV) $(DENO_PREFIX) build dist src/*.egg-info

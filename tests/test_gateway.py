@@ -1,4 +1,4 @@
-"""AsyncGatewaySession against a real Jupyter Kernel Gateway on 127.0.0.1."""
+"""AsyncGatewaySession against a real Jupyter Kernel Gateway and Enterprise Gateway on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from executor_contract import KernelContract
-from gateway_server import KernelGateway, free_port
+from gateway_server import EnterpriseGateway, KernelGateway, eg_python, free_port
 
 from kernel_agent.errors import ConfigError, GatewayError
 from kernel_agent.executors import AsyncExecutor, gateway_client, gateway_wire
@@ -32,23 +32,39 @@ TOKEN = secrets.token_hex(16)
 TIME_TO_DEAD = 1.0
 
 
+def _start(kind: str, workdir: Path) -> Any:
+    if kind == "enterprise-gateway":
+        return EnterpriseGateway(workdir, TOKEN, time_to_dead=TIME_TO_DEAD).start()
+    return KernelGateway(
+        workdir, TOKEN, (f"--KernelRestarter.time_to_dead={TIME_TO_DEAD}",)
+    ).start()
+
+
+@pytest.fixture(scope="session", params=["kernel-gateway", "enterprise-gateway"])
+def gateway_kind(request: pytest.FixtureRequest) -> str:
+    """Every test here runs against both gateways (EG from its own venv: ``make eg-venv``)."""
+    if request.param == "enterprise-gateway":
+        eg_python()  # a skip saying why when EG was never installed
+    return str(request.param)
+
+
 @pytest.fixture(scope="session")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelGateway]:
-    workdir = tmp_path_factory.mktemp("kernelgateway")
-    kg = KernelGateway(workdir, TOKEN, (f"--KernelRestarter.time_to_dead={TIME_TO_DEAD}",))
-    kg.start()
-    yield kg
-    kg.stop()
+def gateway(
+    gateway_kind: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KernelGateway | EnterpriseGateway]:
+    gw = _start(gateway_kind, tmp_path_factory.mktemp(gateway_kind))
+    yield gw
+    gw.stop()
 
 
 @pytest.fixture(scope="module")
-def shared(gateway: KernelGateway) -> Iterator[Any]:
+def shared(gateway: Any) -> Iterator[Any]:
     with GatewaySession(gateway.url, gateway.token, "python3") as session:
         yield session
 
 
 @pytest.fixture
-def fresh(gateway: KernelGateway) -> Iterator[Any]:
+def fresh(gateway: Any) -> Iterator[Any]:
     """Factory of new started sessions on the shared gateway, shut down afterwards."""
     made: list[Any] = []
 
@@ -85,7 +101,7 @@ class TestGatewayContract(KernelContract):
 
 
 # ---------------------------------------------------------------- async core
-def test_async_session_is_an_executor_and_never_blocks_the_loop(gateway: KernelGateway) -> None:
+def test_async_session_is_an_executor_and_never_blocks_the_loop(gateway: Any) -> None:
     async def main() -> tuple[Any, int, list[str]]:
         ticks = 0
         seen: list[str] = []
@@ -115,9 +131,7 @@ def test_binary_v1_framing_is_negotiated(shared: Any) -> None:
     assert shared.aio._channels.protocol == V1_PROTOCOL
 
 
-def test_legacy_json_framing_works_too(
-    gateway: KernelGateway, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_legacy_json_framing_works_too(gateway: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gateway_client, "OFFERED_SUBPROTOCOLS", [])
     with GatewaySession(gateway.url, gateway.token) as session:
         assert session.aio._channels.protocol is None
@@ -125,7 +139,7 @@ def test_legacy_json_framing_works_too(
         assert _text(session.execute("print('x' * 100_000)")) == "x" * 100_000 + "\n"
 
 
-def test_default_kernelspec_comes_from_the_gateway(gateway: KernelGateway) -> None:
+def test_default_kernelspec_comes_from_the_gateway(gateway: Any) -> None:
     with GatewaySession(gateway.url, gateway.token) as session:
         assert session.kernelspec["name"] == "python3"
         assert session.kernel_name == "python3"
@@ -261,7 +275,7 @@ def test_websocket_ping_is_answered(shared: Any) -> None:
 
 
 # ---------------------------------------------------------------- attach and keep
-def test_attach_by_kernel_id_across_two_sessions(gateway: KernelGateway) -> None:
+def test_attach_by_kernel_id_across_two_sessions(gateway: Any) -> None:
     first = GatewaySession(gateway.url, gateway.token, "python3", keep_kernel=True)
     first.start()
     first.execute("persistent = 'from run one'")
@@ -278,14 +292,14 @@ def test_attach_by_kernel_id_across_two_sessions(gateway: KernelGateway) -> None
         third.start()
 
 
-def test_attached_kernel_is_kept_by_default(gateway: KernelGateway, fresh: Any) -> None:
+def test_attached_kernel_is_kept_by_default(gateway: Any, fresh: Any) -> None:
     owner = fresh()
     with GatewaySession(gateway.url, gateway.token, kernel_id=owner.kernel_id) as guest:
         guest.execute("shared_value = 5")
     assert _value(owner.execute("shared_value")) == "5"
 
 
-def test_shutdown_deletes_the_kernel_unless_kept(gateway: KernelGateway) -> None:
+def test_shutdown_deletes_the_kernel_unless_kept(gateway: Any) -> None:
     session = GatewaySession(gateway.url, gateway.token, "python3")
     session.start()
     kernel_id = session.kernel_id
@@ -304,7 +318,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 @pytest.mark.parametrize("token", ["wrong-token", None])
-def test_wrong_or_missing_token(gateway: KernelGateway, token: str | None) -> None:
+def test_wrong_or_missing_token(gateway: Any, token: str | None) -> None:
     with pytest.raises(GatewayError) as info:
         GatewaySession(gateway.url, token).start()
     message = _one_line(info.value)
@@ -340,15 +354,15 @@ def test_malformed_url() -> None:
         GatewaySession("localhost:8888", TOKEN)
 
 
-def test_unknown_kernelspec(gateway: KernelGateway) -> None:
+def test_unknown_kernelspec(gateway: Any) -> None:
     with pytest.raises(GatewayError) as info:
         GatewaySession(gateway.url, gateway.token, "no-such-kernel").start()
     message = _one_line(info.value)
     assert "no kernelspec 'no-such-kernel'" in message and "python3" in message
 
 
-def test_gateway_killed_mid_run(tmp_path: Path) -> None:
-    kg = KernelGateway(tmp_path, TOKEN).start()
+def test_gateway_killed_mid_run(gateway_kind: str, tmp_path: Path) -> None:
+    kg = _start(gateway_kind, tmp_path)
     session = GatewaySession(kg.url, TOKEN, "python3", reconnect_timeout=1.0)
     try:
         session.start()
@@ -365,7 +379,7 @@ def test_gateway_killed_mid_run(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- factory
-def test_make_gateway_executor_reads_settings(gateway: KernelGateway) -> None:
+def test_make_gateway_executor_reads_settings(gateway: Any) -> None:
     settings = Settings.from_env(
         {"KERNEL_AGENT_GATEWAY_URL": gateway.url, "KERNEL_AGENT_GATEWAY_TOKEN": gateway.token},
         startup_timeout=30.0,
