@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import http.server
+import json
 import os
 import secrets
 import signal
@@ -352,6 +353,41 @@ def test_url_that_is_not_a_gateway(tmp_path: Path) -> None:
 def test_malformed_url() -> None:
     with pytest.raises(GatewayError, match="must look like http://host:port"):
         GatewaySession("localhost:8888", TOKEN)
+
+
+def test_a_user_the_gateway_refuses_gets_its_reason(gateway_kind: str, gateway: Any) -> None:
+    """EG checks KERNEL_USERNAME against its unauthorized_users (here "nobody"; stock: root)."""
+    session = GatewaySession(gateway.url, gateway.token, env={"KERNEL_USERNAME": "nobody"})
+    if gateway_kind == "kernel-gateway":  # KG has no notion of users
+        with session:
+            assert _value(session.execute("import os\nos.environ['KERNEL_USERNAME']")) == (
+                "'nobody'"
+            )
+        return
+    with pytest.raises(GatewayError) as info:
+        session.start()
+    message = _one_line(info.value)
+    assert "User 'nobody' is not authorized to start kernel" in message, message
+    assert "HTTP 403" in message and "token" not in message
+
+
+def test_start_env_reaches_the_kernel_as_each_gateway_passes_it(
+    gateway_kind: str, gateway: Any
+) -> None:
+    """Both pass on KERNEL_* and drop other names; only KG adds PATH, only EG adds its own."""
+    env = {"KERNEL_PROBE": "sent", "NOT_A_KERNEL_VAR": "dropped"}
+    with GatewaySession(gateway.url, gateway.token, "python3", env=env) as session:
+        seen = json.loads(
+            _text(session.execute("import os, json\nprint(json.dumps(dict(os.environ)))"))
+        )
+        kernel_id = session.kernel_id
+    assert seen["KERNEL_PROBE"] == "sent" and "NOT_A_KERNEL_VAR" not in seen
+    if gateway_kind == "kernel-gateway":
+        assert "PATH" in seen and "KERNEL_ID" not in seen
+    else:
+        assert "PATH" not in seen  # EG keeps only its inherited_envs, and none by default
+        assert seen["KERNEL_ID"] == kernel_id and seen["KERNEL_USERNAME"]
+        assert seen["KERNEL_LANGUAGE"] == "python"
 
 
 def test_unknown_kernelspec(gateway: Any) -> None:

@@ -1,6 +1,7 @@
 """Files reach a remote kernel and come back, over the kernel's own channels.
 
-A real Jupyter Kernel Gateway on 127.0.0.1 runs in a root dir of its own; the client's
+A real Jupyter Kernel Gateway, and a real Enterprise Gateway with its local process
+proxy, on 127.0.0.1 each run in a root dir of their own; the client's
 files live elsewhere, so nothing works unless the bytes travel through the kernel
 protocol. The agent runs through the real CLI against the scripted model server.
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from fake_openai import run_cell, text
-from gateway_server import KernelGateway
+from gateway_server import EnterpriseGateway, KernelGateway, eg_python
 
 from kernel_agent.errors import GatewayError
 from kernel_agent.executors.gateway import AsyncGatewaySession
@@ -30,12 +31,17 @@ pytestmark = pytest.mark.timeout(180)
 TOKEN = "remote-files-token"
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory):
-    kg = KernelGateway(tmp_path_factory.mktemp("kg-root"), TOKEN, ())
-    kg.start()
-    yield kg
-    kg.stop()
+@pytest.fixture(scope="module", params=["kernel-gateway", "enterprise-gateway"])
+def gateway(request, tmp_path_factory):
+    """Each gateway in a root dir of its own (EG from its own venv: ``make eg-venv``)."""
+    root = tmp_path_factory.mktemp(f"{request.param}-root")
+    if request.param == "enterprise-gateway":
+        eg_python()  # a skip saying why when EG was never installed
+        gw = EnterpriseGateway(root, TOKEN).start()
+    else:
+        gw = KernelGateway(root, TOKEN, ()).start()
+    yield gw
+    gw.stop()
 
 
 def cli(args, cwd, timeout=150):

@@ -200,7 +200,7 @@ class EmptyReply(LLMResponseError):
 
 
 class AuthRefused(GatewayError):
-    """The gateway answered 401/403: a missing or wrong token."""
+    """The gateway answered 401/403: a missing or wrong token, or a user it refuses."""
 
 
 class Unreachable(GatewayError):

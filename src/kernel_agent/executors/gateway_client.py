@@ -86,7 +86,11 @@ class GatewayREST:
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"token {self.token}"} if self.token else {}
 
-    def auth_failure(self, code: int) -> AuthRefused:
+    def auth_failure(self, code: int, detail: str = "") -> AuthRefused:
+        if code == 403 and detail:
+            # Enterprise Gateway answers 403 with its reason for a user it refuses
+            # ("User 'root' is not authorized ...", KERNEL_USERNAME) or a kernel limit.
+            return AuthRefused(f"the gateway at {self.url} refused the request ({detail})")
         what = "a wrong token" if self.token else "no token"
         return AuthRefused(
             f"the gateway at {self.url} refused {what} (HTTP {code}): "
@@ -105,7 +109,8 @@ class GatewayREST:
                 payload = resp.read()
         except urllib.error.HTTPError as exc:
             if exc.code in (401, 403):
-                raise self.auth_failure(exc.code) from None
+                detail = _http_message(exc) if exc.code == 403 else ""
+                raise self.auth_failure(exc.code, detail if detail != "HTTP 403" else "") from None
             raise GatewayStatus(exc.code, _http_message(exc)) from None
         except (urllib.error.URLError, OSError) as exc:
             raise self.unreachable(getattr(exc, "reason", exc)) from None
