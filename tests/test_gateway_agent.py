@@ -1,4 +1,4 @@
-"""The agent end to end on a real Jupyter Kernel Gateway, with the scripted model server."""
+"""The agent end to end on a real Kernel Gateway and Enterprise Gateway, with the scripted model."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import nbformat
 import pytest
 from fake_openai import run_cell, text
-from gateway_server import KernelGateway
+from gateway_server import EnterpriseGateway, KernelGateway, eg_python
 
 from kernel_agent.agent import Agent
 from kernel_agent.errors import GatewayError
@@ -19,14 +19,17 @@ pytestmark = pytest.mark.timeout(180)
 TOKEN = "agent-gateway-token"
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory):
-    kg = KernelGateway(
-        tmp_path_factory.mktemp("kg-agent"), TOKEN, ("--KernelRestarter.time_to_dead=1",)
-    )
-    kg.start()
-    yield kg
-    kg.stop()
+@pytest.fixture(scope="module", params=["kernel-gateway", "enterprise-gateway"])
+def gateway(request, tmp_path_factory):
+    """Each gateway in turn (EG from its own venv: ``make eg-venv``)."""
+    workdir = tmp_path_factory.mktemp(f"{request.param}-agent")
+    if request.param == "enterprise-gateway":
+        eg_python()  # a skip saying why when EG was never installed
+        gw = EnterpriseGateway(workdir, TOKEN, time_to_dead=1.0).start()
+    else:
+        gw = KernelGateway(workdir, TOKEN, ("--KernelRestarter.time_to_dead=1",)).start()
+    yield gw
+    gw.stop()
 
 
 def settings_for(fake, tmp_path, gateway_url, token=TOKEN, **kw):

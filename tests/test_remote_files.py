@@ -23,7 +23,9 @@ from fake_openai import run_cell, text
 from gateway_server import EnterpriseGateway, KernelGateway, eg_python
 
 from kernel_agent.errors import GatewayError
+from kernel_agent.executors import gateway_client
 from kernel_agent.executors.gateway import AsyncGatewaySession
+from kernel_agent.executors.gateway_wire import V1_PROTOCOL
 from kernel_agent.remote.transfer import KernelFiles, TransferLimits
 from kernel_agent.remote.work import RemoteInput, RemoteWork
 
@@ -134,10 +136,16 @@ async def _session(gateway, inputs=(), **work_kw):
     return session
 
 
-@pytest.mark.parametrize("raw_chunks", [True, False], ids=["raw", "base64"])
+@pytest.mark.parametrize(
+    ("raw_chunks", "framing"),
+    [(True, "v1"), (False, "v1"), (True, "legacy")],
+    ids=["raw", "base64", "raw-legacy-framing"],
+)
 def test_a_big_file_streams_in_chunks_both_ways_and_survives_a_restart(
-    tmp_path, gateway, raw_chunks
+    tmp_path, gateway, raw_chunks, framing, monkeypatch
 ):
+    if framing == "legacy":  # JSON text frames; a message with buffers comes as a binary frame
+        monkeypatch.setattr(gateway_client, "OFFERED_SUBPROTOCOLS", [])
     blob = tmp_path / "blob.bin"
     blob.write_bytes(random.randbytes(3 * 1024 * 1024 + 17))
     limits = TransferLimits(put_chunk=256 * 1024, get_chunk=512 * 1024, raw_chunks=raw_chunks)
@@ -145,6 +153,7 @@ def test_a_big_file_streams_in_chunks_both_ways_and_survives_a_restart(
     async def go():
         session = await _session(gateway, [RemoteInput(blob, "blob.bin")], transfer=limits)
         try:
+            assert session._channels.protocol == (None if framing == "legacy" else V1_PROTOCOL)
             work = session.files.work
             r = await session.execute(
                 "import hashlib, os\n"
