@@ -458,3 +458,20 @@ def test_a_malformed_kernel_message_is_dropped_not_raised(fresh: Any, attack: st
     assert "sent" in _text(result)
     assert "1 malformed kernel messages were dropped" in _text(result)
     assert _value(session.execute("6 * 7", timeout=30)) == "42"
+
+
+def test_gateway_env_is_the_environment_s_kernel_vars_without_ours() -> None:
+    env = {
+        "KERNEL_USERNAME": "alice",
+        "KERNEL_NAMESPACE": "team-a",
+        "KERNEL_AGENT_GATEWAY_TOKEN": "secret",
+        "KERNEL_AGENT_API_KEY": "secret",
+        "OPENAI_API_KEY": "secret",
+        "HOME": "/home/alice",
+    }
+    settings = Settings.from_env(env)
+    assert settings.gateway_env == {"KERNEL_USERNAME": "alice", "KERNEL_NAMESPACE": "team-a"}
+    assert Settings.from_env({}).gateway_env == {}
+    assert make_gateway_executor(settings.with_(gateway_url="http://h:1")).env == (
+        settings.gateway_env
+    )

@@ -116,3 +116,83 @@ def test_gateway_gone_mid_run_keeps_the_transcript(fake_llm, tmp_path):
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
     assert [c.source for c in nb.cells if c.cell_type == "code"][0] == "a = 1"
+
+
+def _cli_env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "KERNEL_"))}
+    return {**env, **extra}
+
+
+def _cli_run(fake, tmp_path, gateway, env):
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kernel_agent",
+            "run",
+            "--format",
+            "json",
+            "--base-url",
+            fake.base_url,
+            "--model",
+            "m",
+            "--api-key",
+            "k",
+            "--gateway-url",
+            gateway.url,
+            "--cwd",
+            str(tmp_path),
+            "--notebook",
+            str(tmp_path / "env.ipynb"),
+            "go",
+        ],  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+
+
+def test_the_cli_sends_kernel_vars_to_the_gateway_and_keeps_its_own(fake_llm, tmp_path, gateway):
+    """KERNEL_* go with the start request, as Jupyter's gateway client sends them; the
+    token and API key in KERNEL_AGENT_* never reach the kernel."""
+    fake_llm.enqueue(
+        run_cell(
+            "import os\n"
+            "print(os.environ.get('KERNEL_PROBE'), "
+            "sorted(k for k in os.environ if 'AGENT' in k or 'secret' in os.environ[k]))"
+        ),
+        text("done"),
+    )
+    env = _cli_env(
+        KERNEL_PROBE="sent",
+        KERNEL_AGENT_GATEWAY_TOKEN=TOKEN,
+        KERNEL_AGENT_MODEL="m",
+        KERNEL_AGENT_SECRET_NOTE="secret",
+    )
+    proc = _cli_run(fake_llm, tmp_path, gateway, env)
+    assert proc.returncode == 0, proc.stderr
+    cells = nbformat.read(tmp_path / "env.ipynb", as_version=4).cells
+    (cell,) = [c for c in cells if "KERNEL_PROBE" in c.source]
+    assert "".join(o.get("text", "") for o in cell.outputs) == "sent []\n"
+
+
+def test_a_user_enterprise_gateway_refuses_is_one_line_from_the_cli(
+    fake_llm, tmp_path, gateway, request
+):
+    """EG refuses KERNEL_USERNAME values in its unauthorized_users (stock: root)."""
+    env = _cli_env(KERNEL_AGENT_GATEWAY_TOKEN=TOKEN, KERNEL_USERNAME="nobody")
+    if "enterprise" not in request.node.callspec.id:  # Kernel Gateway has no notion of users
+        fake_llm.enqueue(run_cell("import os\nprint(os.environ['KERNEL_USERNAME'])"), text("ok"))
+        proc = _cli_run(fake_llm, tmp_path, gateway, env)
+        assert proc.returncode == 0, proc.stderr
+        cells = nbformat.read(tmp_path / "env.ipynb", as_version=4).cells
+        (cell,) = [c for c in cells if "KERNEL_USERNAME" in c.source]
+        assert cell.outputs[0]["text"] == "nobody\n"
+        return
+    proc = _cli_run(fake_llm, tmp_path, gateway, env)
+    assert proc.returncode == GatewayError.exit_code
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("kernel-agent: error:") and "Traceback" not in proc.stderr
+    assert "User 'nobody' is not authorized to start kernel" in last and "token" not in last

@@ -151,6 +151,9 @@ class Settings:
     gateway_url: str | None = None
     gateway_token: str | None = None
     gateway_kernel_id: str | None = None
+    #: sent with a gateway kernel's start request: the environment's ``KERNEL_*`` names
+    #: (Enterprise Gateway's KERNEL_USERNAME, KERNEL_NAMESPACE, ...), never KERNEL_AGENT_*
+    gateway_env: Mapping[str, str] = field(default_factory=dict)
     keep_kernel: bool | None = None
 
     def __post_init__(self) -> None:
@@ -220,6 +223,7 @@ class Settings:
             "home": default_home(env),
             "gateway_url": env.get("KERNEL_AGENT_GATEWAY_URL") or None,
             "gateway_token": env.get("KERNEL_AGENT_GATEWAY_TOKEN") or None,
+            "gateway_env": gateway_env_from(env),
         }
         if env.get("KERNEL_AGENT_KERNEL"):
             values["kernel_name"] = env["KERNEL_AGENT_KERNEL"]
@@ -254,6 +258,16 @@ class Settings:
     def with_(self, **changes: Any) -> Settings:
         """A copy with ``changes`` applied (None values are ignored)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def gateway_env_from(env: Mapping[str, str]) -> dict[str, str]:
+    """``env``'s ``KERNEL_*`` variables for a gateway's start request, as Jupyter's own
+    gateway client sends them; our own ``KERNEL_AGENT_*`` (tokens, keys) never leave."""
+    return {
+        name: value
+        for name, value in env.items()
+        if name.startswith("KERNEL_") and not name.startswith("KERNEL_AGENT_")
+    }
 
 
 def _seconds(text: str, name: str) -> float:

@@ -46,7 +46,8 @@ def make_gateway_executor(
     """An executor for ``settings.gateway_url`` / ``settings.gateway_token``; not started yet.
 
     Its kernel gets a work dir of its own, with ``settings.files`` (and an explicit
-    ``--cwd``'s data files) sent in at start (:mod:`kernel_agent.remote.work`).
+    ``--cwd``'s data files) sent in at start (:mod:`kernel_agent.remote.work`). The
+    start request carries ``settings.gateway_env`` (``KERNEL_*`` from the environment).
     """
     from ..remote.work import RemoteWork, inputs_from_settings
     from .gateway import AsyncGatewaySession
@@ -58,6 +59,7 @@ def make_gateway_executor(
         settings.kernel_name,
         kernel_id=kernel_id,
         keep_kernel=keep_kernel,
+        env=settings.gateway_env,
         startup_timeout=settings.startup_timeout,
         max_output_chars=settings.max_output_chars,
     )
