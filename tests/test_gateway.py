@@ -466,6 +466,7 @@ def test_gateway_env_is_the_environment_s_kernel_vars_without_ours() -> None:
         "KERNEL_NAMESPACE": "team-a",
         "KERNEL_AGENT_GATEWAY_TOKEN": "secret",
         "KERNEL_AGENT_API_KEY": "secret",
+        "KERNEL_ID": "5e4d1f6a-0000-4000-8000-000000000000",  # EG: every kernel that id
         "OPENAI_API_KEY": "secret",
         "HOME": "/home/alice",
     }

@@ -17,6 +17,7 @@ from kernel_agent.settings import Settings
 
 pytestmark = pytest.mark.timeout(180)
 TOKEN = "agent-gateway-token"
+PLANTED_ID = "5e4d1f6a-0000-4000-8000-000000000000"
 
 
 @pytest.fixture(scope="module", params=["kernel-gateway", "enterprise-gateway"])
@@ -161,7 +162,8 @@ def test_the_cli_sends_kernel_vars_to_the_gateway_and_keeps_its_own(fake_llm, tm
         run_cell(
             "import os\n"
             "print(os.environ.get('KERNEL_PROBE'), "
-            "sorted(k for k in os.environ if 'AGENT' in k or 'secret' in os.environ[k]))"
+            "sorted(k for k in os.environ if 'AGENT' in k or 'secret' in os.environ[k]), "
+            f"os.environ.get('KERNEL_ID') == {PLANTED_ID!r})"
         ),
         text("done"),
     )
@@ -170,12 +172,13 @@ def test_the_cli_sends_kernel_vars_to_the_gateway_and_keeps_its_own(fake_llm, tm
         KERNEL_AGENT_GATEWAY_TOKEN=TOKEN,
         KERNEL_AGENT_MODEL="m",
         KERNEL_AGENT_SECRET_NOTE="secret",
+        KERNEL_ID=PLANTED_ID,  # EG would give it to every kernel; attaching is by flag
     )
     proc = _cli_run(fake_llm, tmp_path, gateway, env)
     assert proc.returncode == 0, proc.stderr
     cells = nbformat.read(tmp_path / "env.ipynb", as_version=4).cells
     (cell,) = [c for c in cells if "KERNEL_PROBE" in c.source]
-    assert "".join(o.get("text", "") for o in cell.outputs) == "sent []\n"
+    assert "".join(o.get("text", "") for o in cell.outputs) == "sent [] False\n"
 
 
 def test_a_user_enterprise_gateway_refuses_is_one_line_from_the_cli(

@@ -262,11 +262,17 @@ class Settings:
 
 def gateway_env_from(env: Mapping[str, str]) -> dict[str, str]:
     """``env``'s ``KERNEL_*`` variables for a gateway's start request, as Jupyter's own
-    gateway client sends them; our own ``KERNEL_AGENT_*`` (tokens, keys) never leave."""
+    gateway client sends them; our own ``KERNEL_AGENT_*`` (tokens, keys) never leave.
+
+    ``KERNEL_ID`` stays too: Enterprise Gateway would give every kernel we start that id,
+    and the second start fails (HTTP 500); attaching is ``--gateway-kernel-id``'s job.
+    """
     return {
         name: value
         for name, value in env.items()
-        if name.startswith("KERNEL_") and not name.startswith("KERNEL_AGENT_")
+        if name.startswith("KERNEL_")
+        and not name.startswith("KERNEL_AGENT_")
+        and name != "KERNEL_ID"
     }
 
 
