@@ -214,12 +214,17 @@ def test_tools_result_bound(fake_llm, tmp_path):
     assert json.loads(code_meta(result.notebook)[0]["tool_calls"][0]["args"]) == {}
 
 
-def test_the_same_tool_call_through_kernel_gateway(fake_llm, tmp_path, tmp_path_factory):
+@pytest.mark.parametrize("kind", ["kernel-gateway", "enterprise-gateway"])
+def test_the_same_tool_call_through_a_gateway(fake_llm, tmp_path, tmp_path_factory, kind):
     """Comms ride the gateway's websocket: no port or socket of our own is needed."""
-    from gateway_server import KernelGateway
+    from gateway_server import EnterpriseGateway, KernelGateway, eg_python
 
-    kg = KernelGateway(tmp_path_factory.mktemp("kg-tools"), "tools-token")
-    kg.start()
+    workdir = tmp_path_factory.mktemp(f"{kind}-tools")
+    if kind == "enterprise-gateway":
+        eg_python()  # a skip saying why when EG was never installed (`make eg-venv`)
+        kg = EnterpriseGateway(workdir, "tools-token").start()
+    else:
+        kg = KernelGateway(workdir, "tools-token").start()
     try:
         CALLS.clear()
         fake_llm.enqueue(
