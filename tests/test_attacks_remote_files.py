@@ -1,6 +1,7 @@
 """Attacks by a remote kernel on the host, through the files it hands back.
 
-A real Kernel Gateway kernel (on 127.0.0.1, in a root dir of its own) either makes
+A real Kernel Gateway or Enterprise Gateway kernel (on 127.0.0.1, in a root dir of
+its own) either makes
 hostile files for real (a symlink to /etc/passwd, ``.git/config``, a setuid file, a
 fifo, a name with control characters, a huge sparse file) or replaces the kernel-side
 transfer functions to lie (``../`` names, wrong hashes, more bytes than listed, junk
@@ -15,7 +16,7 @@ import os
 from pathlib import Path
 
 import pytest
-from gateway_server import KernelGateway
+from gateway_server import EnterpriseGateway, KernelGateway, eg_python
 
 from kernel_agent.delivery import DeliveryLimits
 from kernel_agent.executors.gateway import AsyncGatewaySession
@@ -29,12 +30,17 @@ TOKEN = "remote-attacks-token"
 PATCH = "import sys\nm = sys.modules['_kernel_agent_files']\n"
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory):
-    kg = KernelGateway(tmp_path_factory.mktemp("kg-root"), TOKEN, ())
-    kg.start()
-    yield kg
-    kg.stop()
+@pytest.fixture(scope="module", params=["kernel-gateway", "enterprise-gateway"])
+def gateway(request, tmp_path_factory):
+    """Each gateway in a root dir of its own (EG from its own venv: ``make eg-venv``)."""
+    root = tmp_path_factory.mktemp(f"{request.param}-root")
+    if request.param == "enterprise-gateway":
+        eg_python()  # a skip saying why when EG was never installed
+        gw = EnterpriseGateway(root, TOKEN).start()
+    else:
+        gw = KernelGateway(root, TOKEN, ()).start()
+    yield gw
+    gw.stop()
 
 
 def deliver(gateway, tmp_path, code, limits=None, raw_chunks=True):
