@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from kernel_agent.hints import error_hint
-from kernel_agent.namespace import VariableInfo
+from kernel_agent.kernel_state.namespace import VariableInfo
 from kernel_agent.results import CellError, CellResult
 
 NOW = datetime.now(timezone.utc)

@@ -23,7 +23,7 @@ from traitlets.config import Config
 from kernel_agent.errors import ConfigError, KernelError
 from kernel_agent.executors.base import AsyncExecutor
 from kernel_agent.executors.inprocess import InProcessExecutor
-from kernel_agent.namespace import NAMESPACE_EXPRESSION, parse_summary
+from kernel_agent.kernel_state.namespace import NAMESPACE_EXPRESSION, parse_summary
 from kernel_agent.syncify import BackgroundLoop
 
 
@@ -257,7 +257,7 @@ _KERNEL_CELL = r"""
 import json
 from kernel_agent.executors.inprocess import InProcessExecutor
 from kernel_agent.syncify import BackgroundLoop
-from kernel_agent.namespace import NAMESPACE_EXPRESSION, parse_summary
+from kernel_agent.kernel_state.namespace import NAMESPACE_EXPRESSION, parse_summary
 
 ex = InProcessExecutor(get_ipython())
 code = '''

@@ -20,8 +20,8 @@ from kernel_agent.executors.cell import take_reply
 from kernel_agent.executors.gateway_client import Channels
 from kernel_agent.executors.kernel import _decode
 from kernel_agent.executors.messages import checked
-from kernel_agent.kernel_probe import parse_library_probe, parse_text_expression
-from kernel_agent.namespace import parse_summary
+from kernel_agent.kernel_state.kernel_probe import parse_library_probe, parse_text_expression
+from kernel_agent.kernel_state.namespace import parse_summary
 from kernel_agent.notebook.outputs import OutputCollector
 from kernel_agent.tools.bridge import BridgeLimits, HostBridge
 

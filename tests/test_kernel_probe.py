@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from kernel_agent.executors.kernel import KernelSession
-from kernel_agent.kernel_probe import (
+from kernel_agent.kernel_state.kernel_probe import (
     DATA_STACK,
     LIBRARIES,
     LIBRARY_PROBE_CODE,

@@ -199,10 +199,13 @@ def test_run_streams_events_over_sse_and_outlives_its_client(
     assert result["status"] == "finished" and result["result"]["answer"] == "The total is 45."
     run_id = result["id"]
     assert http.get(f"/v1/sessions/{sid}/runs/{run_id}").json()["status"] == "finished"
-    # the run's cells are in the session's notebook, and its state in the kernel
+    # the run's cells (and its task and answer) are in the session's notebook, and its
+    # state in the kernel
     nb = nbformat.reads(http.get(f"/v1/sessions/{sid}/notebook").text, as_version=4)
-    cell = nb.cells[-1]
+    cell = [c for c in nb.cells if c.cell_type == "code"][-1]
     assert cell.source.startswith("total =") and cell.metadata["kernel_agent"]["run"] == run_id
+    assert nb.cells[-1].source == "The total is 45." and "add 0..9" in nb.cells[-3].source
+    assert nb.metadata["kernel_agent"]["runs"][-1]["status"] == "ok"
     assert (
         stdout(http.post(f"/v1/sessions/{sid}/execute", json={"code": "print(total)"}).json())
         == "45\n"

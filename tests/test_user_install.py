@@ -73,7 +73,7 @@ def test_the_installed_kernel_imports_the_data_stack(user_venv: Path, tmp_path: 
     script = f"""
 import json, sys
 from kernel_agent import KernelSession
-from kernel_agent.kernel_probe import LIBRARY_PROBE_CODE, parse_library_probe
+from kernel_agent.kernel_state.kernel_probe import LIBRARY_PROBE_CODE, parse_library_probe
 
 code = "import importlib, json, sys\\n" + (
     "print(json.dumps({{'prefix': sys.prefix, 'versions': "

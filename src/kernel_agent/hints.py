@@ -9,7 +9,7 @@ import difflib
 import re
 from collections.abc import Mapping
 
-from .namespace import VariableInfo
+from .kernel_state.namespace import VariableInfo
 from .results import CellResult
 
 __all__ = ["error_hint"]

@@ -44,8 +44,8 @@ from .events import (
     RunResult,
     RunStarted,
 )
+from .kernel_state.namespace import VariableInfo
 from .llm.protocol import split_code
-from .namespace import VariableInfo
 from .settings import Settings
 
 if TYPE_CHECKING:

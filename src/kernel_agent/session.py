@@ -19,18 +19,20 @@ import os
 import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, NotebookError, UnsafePath
+from .events import CellOutput
 from .executors.base import AsyncExecutor, Isolation, OutputCallback
 from .images import BoundedImage, bound_image, from_data_url
+from .kernel_state import CellRecord, KernelState
+from .kernel_state.namespace import VariableInfo
 from .llm.view import budget_text, render_cell
-from .namespace import VariableInfo, describe, namespace_probe, parse_summary, probe_namespace
+from .notebook import cellmeta as M
 from .notebook.transcript import Transcript
-from .rebuild import Rebuild, rebuild_state
 from .results import CellResult
 from .safefs import (
     Entry,
@@ -70,9 +72,9 @@ def default_session_notebook(settings: Settings, front_end: str) -> Path:
 class CellRun:
     """One executed cell as a front end reports it.
 
-    ``text`` is the model's view (budgeted outputs, clean traceback, the namespace
-    change and any rebuild note); ``images`` are bounded copies of the cell's images;
-    ``index`` is the cell's position in the transcript.
+    ``text`` is the model's view (:meth:`KernelState.view`: budgeted outputs, clean
+    traceback, the namespace change and any rebuild note); ``images`` are bounded
+    copies of the cell's images; ``index`` is the cell's position in the transcript.
     """
 
     result: CellResult
@@ -115,16 +117,12 @@ class Session:
         self._own_executor = executor is None if own_executor is None else own_executor
         #: what isolates the kernel (from the executor once started)
         self.isolation = Isolation("unknown", note="not started")
-        self.transcript: Transcript | None = None
+        #: the kernel's state (its transcript, namespace, state cells), once started
+        self.state: KernelState | None = None
         self._metadata = dict(metadata or {})
-        self._namespace: dict[str, VariableInfo] = {}
-        #: (code, seconds) of the successful cells whose effects live in the kernel now
-        self._state_cells: list[tuple[str, float]] = []
         self._lock = asyncio.Lock()
         self._clients: list[dict[str, Any]] = []
         self._background: set[asyncio.Future[Any]] = set()
-        #: (transcript cells, report) of the last verification
-        self._verified: tuple[int, VerifyReport] | None = None
 
     # ---------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -136,8 +134,8 @@ class Session:
         self.isolation = self.executor.isolation
         if not self.executor.language_info:
             await self.executor.start()
-        if self.transcript is None:
-            self.transcript = Transcript(
+        if self.state is None:
+            transcript = Transcript(
                 self.notebook_path,
                 kernelspec=self.executor.kernelspec,
                 language_info=self.executor.language_info,
@@ -153,7 +151,8 @@ class Session:
                     "sandbox": self.isolation.to_metadata(),
                 },
             )
-            self.transcript.save()
+            transcript.save()
+            self.state = KernelState(self.executor, transcript, self.settings)
 
     async def close(self) -> None:
         """Record the end of the session and stop the kernel (if this session started it)."""
@@ -191,6 +190,11 @@ class Session:
         return Path(view or self.settings.cwd or Path.cwd()).resolve()
 
     @property
+    def transcript(self) -> Transcript | None:
+        """The session's notebook (readable after :meth:`close` too)."""
+        return self.state.transcript if self.state is not None else None
+
+    @property
     def python(self) -> bool:
         return self.executor is not None and self.executor.language_info.get("name") == "python"
 
@@ -210,10 +214,10 @@ class Session:
             raise ConfigError("the session is not started")
         return self.transcript
 
-    def _started(self) -> tuple[AsyncExecutor, Transcript]:
-        if self.executor is None or self.transcript is None:
+    def _started(self) -> KernelState:
+        if self.executor is None or self.state is None:
             raise ConfigError("the session is not started")
-        return self.executor, self.transcript
+        return self.state
 
     # --------------------------------------------------------------------- cells
     async def run_cell(
@@ -266,134 +270,66 @@ class Session:
         on_output: OutputCallback | None,
         requested: float,
     ) -> CellRun:
-        executor, transcript = self._started()
-        meta: dict[str, Any] = {"status": "running", **(provenance or {}), "requested": _now_iso()}
+        state = self._started()
+        meta = {**(provenance or {}), "requested": _now_iso()}
         meta["wait_s"] = round(time.monotonic() - requested, 3)
-        cell = transcript.add_code(code, None, meta)
-        index = len(transcript.cells) - 1
-        expressions = namespace_probe(executor.language_info)
-        result = await executor.execute(
-            code, timeout=timeout, on_output=on_output, user_expressions=expressions
-        )
-        if expressions and result.status == "error" and not result.user_expressions:
-            result.user_expressions = await probe_namespace(executor)
-        cell.outputs = list(result.outputs)
-        cell.execution_count = result.execution_count
-        meta.update(
-            status=result.status,
-            restarted=result.restarted,
-            started=result.started.isoformat(timespec="milliseconds"),
-            ended=result.ended.isoformat(timespec="milliseconds"),
-            exec_s=round(result.duration, 3),
-        )
-        cell.metadata["kernel_agent"] = meta
-        transcript.save()
-        transcript.freeze(cell)
-
-        before = dict(self._namespace)
-        summary = parse_summary(result.user_expressions.get("ns"))
-        change = ""
-        if summary is not None:
-            change = describe({} if result.restarted else self._namespace, summary)
-            self._namespace = summary
-        note = ""
-        if result.restarted:
-            rebuild = Rebuild()
-            async for _ in rebuild_state(
-                self._state_cells, executor, transcript, self.settings, before, rebuild
-            ):
-                pass
-            self._namespace, note = rebuild.namespace, rebuild.note
-        elif result.ok:
-            self._state_cells.append((code, result.duration))
-        view = render_cell(result, budget=self.settings.llm_output_chars, vision=True)
+        record = None
+        async for item in state.run(code, timeout=timeout, meta=meta):
+            if isinstance(item, CellRecord):
+                record = item
+            elif isinstance(item, CellOutput) and on_output is not None:
+                on_output(item.output)
+        assert record is not None
+        view = state.view(record, vision=True)
         images = []
         for url in view.images[:MAX_IMAGES]:
             parsed = from_data_url(url)
             bounded = bound_image(*parsed) if parsed else None
             if bounded is not None:
                 images.append(bounded)
-        count = result.execution_count if result.execution_count is not None else " "
-        text = f"In [{count}] {result.status} ({result.duration:.2f} s)\n{view.text}"
-        if change:
-            text += f"\nVariables {change}"
-        if note:
-            text += f"\n{note}"
-        return CellRun(result, index, text, images, change, note)
-
-    def _record_agent_cell(self, result: CellResult, provenance: Mapping[str, Any]) -> None:
-        """Add a cell an agent run executed to the transcript, and to the state to rebuild."""
-        _, transcript = self._started()
-        meta = {
-            "status": result.status,
-            **provenance,
-            "restarted": result.restarted,
-            "started": result.started.isoformat(timespec="milliseconds"),
-            "ended": result.ended.isoformat(timespec="milliseconds"),
-            "exec_s": round(result.duration, 3),
-        }
-        transcript.freeze(transcript.add_code(result.code, result, meta))
-        if result.restarted:
-            self._state_cells.clear()  # the agent rebuilt what it knew of; the rest is gone
-        elif result.ok:
-            self._state_cells.append((result.code, result.duration))
+        return CellRun(record.result, record.index, view.text, images, record.change, record.note)
 
     async def run_task(
         self,
         task: str,
         *,
-        notebook: str | Path,
         settings: Settings | None = None,
         provenance: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[Any]:
         """Run an agent on ``task`` in this session's kernel; yields its typed events.
 
-        The run keeps its own notebook (``notebook``: the task, the model's prose, the
-        run's metadata); each cell it executes is also recorded in the session's
-        transcript, with ``provenance``, as it finishes. The session's lock is held for
-        the whole run, so cells sent meanwhile wait for it.
+        The agent works in this session's :class:`KernelState`: its cells, prose and
+        answer go into the session's notebook (each cell with ``provenance`` and the
+        task), its run's metadata into the notebook's ``runs``, and the cells that built
+        the state before it stay replayable after a restart. The session's lock is held
+        for the whole run, so cells sent meanwhile wait for it.
         """
         from .agent import AsyncAgent
-        from .events import CellFinished
 
-        self._started()
-        meta = {**(provenance or {}), "task": task}
+        state = self._started()
         async with self._lock:
-            agent = AsyncAgent(
-                settings or self.settings, executor=self.executor, notebook=notebook,
-                namespace=dict(self._namespace),
-            )  # fmt: skip
+            origin = {**(provenance or {}), "task": task}
+            agent = AsyncAgent(settings or self.settings, state=state, provenance=origin)
             try:
                 async for event in agent.run(task):
-                    if isinstance(event, CellFinished):
-                        self._record_agent_cell(event.result, meta)
                     yield event
             finally:
                 await agent.close()
-            if self.python and self.executor is not None:  # the agent changed the namespace
-                try:
-                    answer = await probe_namespace(self.executor)
-                    self._namespace = parse_summary(answer.get("ns")) or self._namespace
-                except Exception:  # noqa: BLE001 - a summary is a nicety
-                    pass
 
     async def variables(self) -> dict[str, VariableInfo]:
         """The kernel's namespace summary now (Python kernels), without running a numbered cell."""
-        executor, _ = self._started()
+        state = self._started()
         if not self.python:
             raise ConfigError("variables can only be listed in a Python kernel")
         async with self._lock:
-            answer = await probe_namespace(executor)
-        summary = parse_summary(answer.get("ns"))
+            summary = await state.refresh_namespace()
         if summary is None:
             raise ConfigError("the kernel did not report its variables")
-        self._namespace = summary
         return summary
 
     async def interrupt(self) -> None:
         """Interrupt the running cell, if any (the kernel and its state are kept)."""
-        executor, _ = self._started()
-        await executor.interrupt()
+        await self._started().executor.interrupt()
 
     async def _interrupt_quietly(self) -> None:
         try:
@@ -415,26 +351,9 @@ class Session:
         Returns a sentence saying what survived. The transcript marks the restart so
         the clean notebook starts again from the replayed cells.
         """
-        executor, transcript = self._started()
+        state = self._started()
         async with self._lock:
-            before = dict(self._namespace)
-            await executor.restart()
-            self._namespace = {}
-            marker = {
-                "status": "restart",
-                "restarted": True,
-                **(provenance or {}),
-                "requested": _now_iso(),
-            }
-            transcript.freeze(transcript.add_code("# kernel restarted", None, marker))
-            out = Rebuild()
-            settings = self.settings if rebuild else replace(self.settings, rebuild_state=False)
-            async for _ in rebuild_state(
-                self._state_cells, executor, transcript, settings, before, out
-            ):
-                pass
-            self._namespace = out.namespace
-            return out.note
+            return await state.restart(rebuild, provenance=provenance)
 
     # ------------------------------------------------------------------ reading
     def notebook_text(self, clean: bool = False, budget: int = 40_000) -> str:
@@ -470,36 +389,16 @@ class Session:
     # --------------------------------------------------------- clean, verify, export
     def write_clean(self) -> Path:
         """Write the clean notebook beside the transcript (both linked); returns its path."""
-        from .notebook.clean import clean_path_for, write_pair
-
-        transcript = self._recorded()
-        _, clean = write_pair(transcript, transcript.path, clean_path_for(transcript.path))
-        if self._verified is not None and self._verified[0] == len(transcript.cells):
-            from .notebook.verify import record_verdict
-
-            record_verdict(clean, self._verified[1])  # nothing ran since: the verdict still holds
-        return clean
+        self._recorded()
+        assert self.state is not None
+        return self.state.write_clean()
 
     async def verify(self) -> VerifyReport:
         """Write the clean notebook and re-run it in a fresh kernel; returns the VerifyReport.
 
         The verdict is recorded in both notebooks' metadata.
         """
-        from .notebook.verify import async_verify_notebook, record_verdict
-
-        executor, transcript = self._started()
-        clean = self.write_clean()
-        report = await async_verify_notebook(
-            clean,
-            timeout=self.settings.cell_timeout,
-            cwd=self.work_dir,
-            env_passthrough=self.settings.env_passthrough,
-            launcher=executor.make_launcher(),
-        )
-        record_verdict(clean, report)
-        transcript.update_run_metadata(verify=report.to_metadata())
-        self._verified = (len(transcript.cells), report)
-        return report
+        return await self._started().verify(cwd=self.work_dir)
 
     async def export(self, to: str = "html", clean: bool = True) -> Path:
         """Export the clean notebook (or the transcript) to ``to``; returns the file written."""
@@ -601,14 +500,14 @@ class Session:
 
 def _cell_text(index: int, cell: NotebookNode, budget: int) -> str:
     """One notebook cell as text for a model: header, source, output summary."""
-    meta = cell.get("metadata", {}).get("kernel_agent") or {}
+    meta = M.cell_meta(cell)
     if cell.cell_type != "code":
         return f"[{index}] {cell.cell_type}:\n{cell.source}"
-    status = meta.get("status") or (
+    status = meta.get(M.STATUS) or (
         "error" if any(o.get("output_type") == "error" for o in cell.outputs) else "ok"
     )
     count = cell.get("execution_count")
-    flags = " (replayed)" if meta.get("replay") else ""
+    flags = " (replayed)" if meta.get(M.REPLAY) else ""
     head = f"[{index}] In [{count if count is not None else ' '}] {status}{flags}"
     stamp = datetime.now(timezone.utc)
     view = render_cell(

@@ -9,7 +9,7 @@ name (``row_mz`` for ``row m/z``).
 from __future__ import annotations
 
 from ..executors.base import AsyncExecutor
-from ..kernel_probe import (
+from ..kernel_state.kernel_probe import (
     LIBRARY_PROBE_CODE,
     data_preview_expression,
     describe_libraries,

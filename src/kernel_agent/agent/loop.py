@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import re
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,8 +27,6 @@ from .. import hints
 from ..errors import ConfigError, KernelAgentError, one_line
 from ..events import (
     Answer,
-    CellFinished,
-    CellOutput,
     CellSkipped,
     CellStarted,
     Event,
@@ -42,14 +41,14 @@ from ..events import (
     Usage,
 )
 from ..executors.base import AsyncExecutor
+from ..kernel_state import CellRecord, KernelState
+from ..kernel_state.namespace import VariableInfo
 from ..llm.client import LLMClient, choose_protocol, should_fall_back_to_fenced
 from ..llm.endpoint import Endpoint, open_endpoint
 from ..llm.stream import Completion, TextDelta, ToolCallDelta
-from ..llm.view import render_cell
-from ..namespace import VariableInfo, describe, namespace_probe, parse_summary, probe_namespace
+from ..notebook import cellmeta as M
 from ..notebook.transcript import Transcript
 from ..prompts import prompt
-from ..rebuild import Rebuild, rebuild_state
 from ..results import CellResult
 from ..settings import Settings
 from ..syncify import BackgroundLoop, call_in_consumer
@@ -63,8 +62,6 @@ from .protocols import FencedProtocol, Protocol, make_protocol
 from .state import Ask, Stop, TaskState, Turn
 
 if TYPE_CHECKING:
-    from nbformat import NotebookNode
-
     from ..remote.work import RemoteWork
 
 __all__ = ["AsyncAgent", "Agent", "default_notebook_path"]
@@ -94,10 +91,13 @@ class AsyncAgent:
     ``approve`` is asked before each cell runs (and before a package install under
     ``--install ask``); ``extend`` when a budget would stop the run (see :mod:`.budget`);
     ``namespace`` is a summary of the variables the executor's kernel already holds (see
-    :mod:`kernel_agent.namespace`). ``tools`` are host functions the kernel's code may
-    call with ``call_tool`` (see :mod:`kernel_agent.tools`). Runs are traced when
-    ``settings.trace`` is set or an OpenTelemetry ``tracer_provider`` is given (see
-    :mod:`kernel_agent.tracing`).
+    :mod:`kernel_agent.kernel_state.namespace`). ``state`` is a kernel's
+    :class:`~kernel_agent.kernel_state.KernelState` to work in (a session's: its
+    executor, transcript and state cells; ``provenance`` then goes into each cell's
+    record); by default the agent makes its own at start. ``tools`` are host functions
+    the kernel's code may call with ``call_tool`` (see :mod:`kernel_agent.tools`). Runs
+    are traced when ``settings.trace`` is set or an OpenTelemetry ``tracer_provider`` is
+    given (see :mod:`kernel_agent.tracing`).
     """
 
     def __init__(
@@ -111,16 +111,24 @@ class AsyncAgent:
         namespace: dict[str, VariableInfo] | None = None,
         tools: Sequence[Callable[..., Any]] = (),
         tracer_provider: Any = None,
+        state: KernelState | None = None,
+        provenance: Mapping[str, Any] | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         #: host tools, set_result and install_package for the kernel's code
         self.host = HostSide(self.settings, tools, ask_install=self._ask_install)
-        self.executor = executor
-        self._own_executor = executor is None
+        #: the kernel's state: its transcript, namespace, state cells (made at start)
+        self.state = state
+        self.executor = state.executor if state is not None else executor
+        self._own_executor = self.executor is None
+        #: keys every cell's record gets (where the run came from)
+        self.provenance = dict(provenance or {})
+        #: this run's entry in a borrowed transcript's ``runs`` (its own metadata)
+        self._run_entry: dict[str, Any] | None = None
+        self._attached = False
         self.notebook_path = Path(notebook) if notebook else None
         self.approve = approve
         self.extend = extend
-        self.transcript: Transcript | None = None
         self.history = History()
         self.cells: list[CellResult] = []
         self.usage = Usage(source="")
@@ -132,7 +140,7 @@ class AsyncAgent:
         self._warned = False
         #: what the kernel holds already (``namespace``: variables the user made before
         #: the run), so the note after the first cell lists only what the model changed
-        self._namespace: dict[str, VariableInfo] = dict(namespace or {})
+        self._namespace_before: dict[str, VariableInfo] = dict(namespace or {})
         self._endpoint_cm: contextlib.AbstractAsyncContextManager[Endpoint] | None = None
         self.endpoint: Endpoint | None = None
         self._llm: LLMClient | None = None
@@ -141,8 +149,11 @@ class AsyncAgent:
         #: what the kernel can import, probed once at start (``{import name: version}``)
         self.libraries: dict[str, str] = {}
         self._libraries_note = ""
-        #: (code, seconds) of the successful cells whose effects live in the kernel now
-        self._state_cells: list[tuple[str, float]] = []
+
+    @property
+    def transcript(self) -> Transcript | None:
+        """The run's notebook (the borrowed state's, if one was given)."""
+        return self.state.transcript if self.state is not None else None
 
     @property
     def messages(self) -> Sequence[dict[str, Any]]:
@@ -175,25 +186,34 @@ class AsyncAgent:
         if failures:
             await self.close()
             raise failures[0]
-        if self.transcript is None:
+        if not self._attached:
             await self.host.attach(self.executor, self._language())
         self.protocol.language = self._language()
         assert self.endpoint is not None
-        if self.transcript is None:
+        if not self._attached:
+            self._attached = True
             self.libraries, self._libraries_note = await probe_libraries(self.executor)
-            path = self.notebook_path or default_notebook_path(self.settings, task)
-            self.transcript = Transcript(
-                path,
-                kernelspec=self.executor.kernelspec,
-                language_info=self.executor.language_info,
-                metadata={
-                    "model": self.endpoint.label,
-                    "protocol": self.protocol.name,
-                    "sandbox": self.executor.isolation.to_metadata(),
-                    "started": _now_iso(),
-                    **self.host.run_metadata(),
-                },
-            )
+            metadata = {
+                "model": self.endpoint.label,
+                "protocol": self.protocol.name,
+                "sandbox": self.executor.isolation.to_metadata(),
+                "started": _now_iso(),
+                **self.host.run_metadata(),
+            }
+            if self.state is None:
+                path = self.notebook_path or default_notebook_path(self.settings, task)
+                transcript = Transcript(
+                    path,
+                    kernelspec=self.executor.kernelspec,
+                    language_info=self.executor.language_info,
+                    metadata=metadata,
+                )
+                self.state = KernelState(
+                    self.executor, transcript, self.settings, namespace=self._namespace_before
+                )
+            else:  # a session's transcript: this run's metadata is one entry of its runs
+                self._run_entry = metadata
+                self.state.transcript.run_metadata.setdefault("runs", []).append(metadata)
             self.history.set_system(self._system_prompt())
 
     async def _open_endpoint(self) -> None:
@@ -274,13 +294,22 @@ class AsyncAgent:
                     tracer.fail(exc)
                 raise
 
+    def _run_meta(self, **values: Any) -> None:
+        """The run's own metadata: the notebook's, or its entry in a borrowed one's runs."""
+        assert self.state is not None
+        if self._run_entry is None:
+            self.state.transcript.update_run_metadata(**values)
+        else:
+            self._run_entry.update(values)
+            self.state.transcript.save()
+
     async def _run(self, task: str) -> AsyncGenerator[Event, None]:
         task = task.strip()
         if not task:
             raise ConfigError("the task is empty")
         await self.start(task)
         assert self.transcript is not None and self.executor is not None
-        assert self.endpoint is not None
+        assert self.endpoint is not None and self.state is not None
         budget = Budget(self.settings, self.endpoint.model, local=self.endpoint.local)
         started = time.monotonic()
         first_cell = len(self.cells)
@@ -288,8 +317,8 @@ class AsyncAgent:
         result = RunResult(
             answer="", status="error", notebook=self.transcript.path, isolation=isolation.mode
         )
-        self.transcript.add_markdown(f"**Task:** {task}", {"role": "task"})
-        self.transcript.update_run_metadata(task=task)
+        self.state.note(f"**Task:** {task}", M.ROLE_TASK)
+        self._run_meta(task=task)
         yield RunStarted(
             task,
             self.endpoint.label,
@@ -307,9 +336,7 @@ class AsyncAgent:
             n for n in [await lever.task_note(state, self.executor) for lever in self.levers] if n
         ]
         if notes:
-            self.transcript.add_markdown(
-                "\n\n".join(_fenced(n) for n in notes), {"role": "briefing"}
-            )
+            self.state.note("\n\n".join(_fenced(n) for n in notes), M.ROLE_BRIEFING)
         self.history.user("\n\n".join([task, *notes]))
         try:
             async for event in self._loop(state, result):
@@ -327,7 +354,7 @@ class AsyncAgent:
             spent: dict[str, Any] = {"budget": result.budget} if result.budget else {}
             if result.cost is not None:
                 spent["cost"] = round(result.cost, 6)
-            self.transcript.update_run_metadata(
+            self._run_meta(
                 **spent,
                 status=result.status,
                 usage=self.usage.as_dict(),
@@ -401,7 +428,7 @@ class AsyncAgent:
         assert transcript is not None
         result.files = delivered
         if delivered:
-            transcript.update_run_metadata(files=[p.name for p in delivered])
+            self._run_meta(files=[p.name for p in delivered])
         if not delivered and not skipped:
             return None
         where = transcript.path.with_name(f"{transcript.path.stem}_files") / "work"
@@ -412,31 +439,15 @@ class AsyncAgent:
 
     async def _write_clean(self, result: RunResult) -> AsyncIterator[Event]:
         """Write the clean notebook beside the transcript; verify it if asked."""
-        from ..notebook.clean import clean_path_for, write_pair
-
-        assert self.transcript is not None
-        full, clean = write_pair(
-            self.transcript, self.transcript.path, clean_path_for(self.transcript.path)
-        )
-        result.clean_notebook = clean
+        assert self.state is not None
+        result.clean_notebook = clean = self.state.write_clean()
         if not self.settings.verify:
             return
-        from ..notebook.verify import async_verify_notebook, record_verdict
-
         yield Notice(f"verifying {clean} in a fresh kernel")
-        report = await async_verify_notebook(
-            clean,
-            timeout=self.settings.cell_timeout,
-            # the kernel's own work dir: the verifying kernel sees what it saw
-            cwd=self._work_dir(),
-            env_passthrough=self.settings.env_passthrough,
-            launcher=self.executor.make_launcher() if self.executor is not None else None,
-            # what this run installed, and nothing the notebook could add
-            install=self.host.rerun_policy(),
-        )
-        record_verdict(clean, report)
+        # in the kernel's own work dir (the verifying kernel sees what it saw), with what
+        # this run installed and nothing the notebook could add
+        report = await self.state.verify(cwd=self._work_dir(), install=self.host.rerun_policy())
         result.verify = report.to_metadata()
-        self.transcript.update_run_metadata(verify=result.verify)
         level = "info" if report.reproduced else "warning"
         yield Notice(f"verify: {report.summary()}", level)
 
@@ -452,8 +463,8 @@ class AsyncAgent:
 
     async def _loop(self, st: TaskState, result: RunResult) -> AsyncIterator[Event]:
         """Turns until an answer, a stop or a bound; then the answer goes into the transcript."""
-        settings, transcript = self.settings, self.transcript
-        assert transcript is not None
+        settings, state = self.settings, self.state
+        assert state is not None
         while result.status == "error":  # "error" until a turn settles it
             if st.steps >= settings.max_steps:
                 result.status = "max_steps"
@@ -475,12 +486,15 @@ class AsyncAgent:
                     f"the last error was: {self.cells[-1].error}"
                 )
         self._step = st.step
-        meta = {"role": "answer", **({"composed_by": st.composed_by} if st.composed_by else {})}
-        transcript.add_markdown(result.answer, meta)
+        state.note(
+            result.answer,
+            M.ROLE_ANSWER,
+            **({"composed_by": st.composed_by} if st.composed_by else {}),
+        )
 
     async def _turn(self, st: TaskState, result: RunResult) -> AsyncIterator[Event]:
         """One reply and the cells it asks for; sets ``result`` when the run is settled."""
-        assert self.transcript is not None
+        assert self.state is not None
         gen_started = time.monotonic()
         completion = None
         async for item in self._generate(st.sampling, st.step + 1):
@@ -500,7 +514,7 @@ class AsyncAgent:
             lever.after_reply(st, turn)
         self.protocol.remember(self.history, completion, turn)
         if turn.prose.strip() and turn.codes:
-            self.transcript.add_markdown(turn.prose.strip(), {"role": "prose"})
+            self.state.note(turn.prose.strip(), M.ROLE_PROSE)
             yield ModelReply(turn.prose.strip(), st.steps)
         if not turn.codes and self.protocol.flush_errors(self.history):
             st.steps += 1
@@ -554,14 +568,14 @@ class AsyncAgent:
                 result.answer = answer
                 result.status = "ok" if st.ran_code else "no_code"
                 return
-        assert ask is not None
-        assert self.transcript is not None
+        assert ask is not None and self.state is not None
         why = ask.notice or "asked the model again"
         quoted = "\n".join(f"> {line}" for line in answer[:1500].splitlines()) or "> (empty)"
         # the lever and the reply it refused: the eval scores that reply (a lever's precision)
-        self.transcript.add_markdown(
+        self.state.note(
             f"*kernel-agent: {why}.* The reply was:\n\n{quoted}",
-            {"role": "note", "gen_s": round(gen_s, 3), "lever": by, "reply": answer[:4000]},
+            M.ROLE_NOTE,
+            **{M.GEN_S: round(gen_s, 3), M.LEVER: by, "reply": answer[:4000]},
         )
         self.history.user(ask.message)
         if ask.notice:
@@ -571,8 +585,8 @@ class AsyncAgent:
         self, st: TaskState, result: RunResult, turn: Turn, completion: Completion, gen_s: float
     ) -> AsyncIterator[Event]:
         """Approve, run and record each cell of a reply."""
-        transcript = self.transcript
-        assert transcript is not None
+        state = self.state
+        assert state is not None
         for index, code in enumerate(turn.codes):
             st.steps += 1
             st.step += 1
@@ -588,7 +602,7 @@ class AsyncAgent:
                     self.protocol.reply(self.history, pending, "The user stopped the run.")
                 return
             if decision == "skip":
-                transcript.add_code(code, None, {"status": "skipped", "step": st.step})
+                state.skipped(code, **{M.STEP: st.step}, **self.provenance)
                 self.protocol.reply(
                     self.history, call_id, "The user skipped this cell; it did not run."
                 )
@@ -596,7 +610,7 @@ class AsyncAgent:
                 continue
             by, ask = self._before_cell(st, code)
             if isinstance(ask, Stop):
-                transcript.add_code(code, None, {"status": "skipped", "step": st.step, "lever": by})
+                state.skipped(code, **{M.STEP: st.step, M.LEVER: by}, **self.provenance)
                 self.protocol.reply(self.history, call_id, ask.answer)
                 result.status, result.answer = ask.status, ask.answer
                 if ask.notice:
@@ -604,8 +618,8 @@ class AsyncAgent:
                 return
             if ask is not None:
                 st.failures += 1 if ask.failure else 0
-                transcript.add_code(
-                    code, None, {"status": "skipped", "step": st.step, "lever": by, **ask.cell_meta}
+                state.skipped(
+                    code, **{M.STEP: st.step, M.LEVER: by, **ask.cell_meta}, **self.provenance
                 )
                 self.protocol.reject(self.history, call_id, ask.message)
                 st.sampling = dict(ask.sampling)
@@ -614,20 +628,24 @@ class AsyncAgent:
                 continue
             yield CellStarted(st.step, code)
             # the code is on disk before it runs: a run that ends mid-cell still shows it
-            recorded = transcript.add_code(code, None, {"status": "running", "step": st.step})
-            cell = None
-            try:
-                async for item in self._execute(code, st.step):
-                    if isinstance(item, CellResult):
-                        cell = item
-                    else:
-                        yield item
-            except BaseException:  # Ctrl-C, SIGTERM, a cancelled task: the run ends in this cell
-                transcript.mark(recorded, "interrupted")
-                raise
-            assert cell is not None
-            async for event in self._record(st, cell, index, completion, gen_s, call_id, recorded):
-                yield event
+            hint: list[str] = []
+            record = None
+            async for item in state.run(
+                code,
+                step=st.step,
+                timeout=self.settings.cell_timeout,
+                meta={M.STEP: st.step, **self.provenance},
+                annotate=functools.partial(
+                    self._after_cell, st, first=index == 0, reply=completion, gen_s=gen_s, hint=hint
+                ),
+            ):
+                if isinstance(item, CellRecord):
+                    record = item
+                else:
+                    yield item
+            assert record is not None
+            view = state.view(record, hint=hint[0], vision=self.settings.vision)
+            self.protocol.reply(self.history, call_id, view.text, view.images)
 
     def _before_cell(self, st: TaskState, code: str) -> tuple[str, Ask | Stop | None]:
         """The first lever that skips the cell (or stops the run) before it runs, by name."""
@@ -637,58 +655,35 @@ class AsyncAgent:
                 return lever.name, decision
         return "", None
 
-    async def _record(
+    def _after_cell(
         self,
         st: TaskState,
         cell: CellResult,
-        index: int,
-        completion: Completion,
+        summary: dict[str, VariableInfo] | None,
+        *,
+        first: bool,
+        reply: Completion,
         gen_s: float,
-        call_id: str | None,
-        pending: NotebookNode,
-    ) -> AsyncIterator[Event]:
-        """A cell that ran: the transcript (``pending``, its code recorded before it ran),
-        the levers, the state rebuild, the model's view."""
-        transcript = self.transcript
-        assert transcript is not None and self.executor is not None
+        hint: list[str],
+    ) -> dict[str, Any]:
+        """A cell that ran, before its record is written: the levers see it (with the
+        error hint, appended to ``hint``); returns the agent's keys for the record."""
+        assert self.state is not None
         self.cells.append(cell)
         st.cells.append(cell)
-        summary = parse_summary(cell.user_expressions.get("ns"))
-        namespace = summary if summary is not None else self._namespace
-        hint = hints.error_hint(cell, namespace, st.libraries, self.settings.install)
+        namespace = summary if summary is not None else self.state.namespace
+        hint.append(hints.error_hint(cell, namespace, st.libraries, self.settings.install))
         for lever in self.levers:
-            lever.after_cell(st, cell, hint)
+            lever.after_cell(st, cell, hint[0])
         st.failures = st.failures + 1 if cell.status != "ok" else 0
-        meta = {
-            "status": cell.status,
-            "step": st.step,
+        usage = reply.usage
+        return {
             "attempt": st.failures if cell.status != "ok" else 1,
-            "restarted": cell.restarted,
             "model": self.endpoint.label if self.endpoint else "",
-            "tokens": (
-                {**completion.usage.counts(), "source": completion.usage.source}
-                if index == 0 and completion.usage
-                else {}
-            ),
-            "gen_s": round(gen_s, 3) if index == 0 else 0.0,
-            "exec_s": round(cell.duration, 3),
+            M.TOKENS: {**usage.counts(), "source": usage.source} if first and usage else {},
+            M.GEN_S: round(gen_s, 3) if first else 0.0,
             **self.host.cell_metadata(),
         }
-        transcript.finish_code(pending, cell, meta)
-        yield CellFinished(st.step, cell)
-        before_restart = dict(self._namespace)
-        view_text, images = self._view(cell, summary, hint)
-        if cell.restarted:
-            rebuild = Rebuild()
-            async for event in rebuild_state(
-                self._state_cells, self.executor, transcript, self.settings, before_restart, rebuild
-            ):
-                yield event
-            self._namespace = rebuild.namespace
-            view_text += "\n" + rebuild.note
-        elif cell.ok:
-            self._state_cells.append((cell.code, cell.duration))
-        self.protocol.reply(self.history, call_id, view_text, images)
 
     # ------------------------------------------------------------------ pieces
     async def _budget_stop(self, st: TaskState) -> BudgetStop | None:
@@ -747,8 +742,8 @@ class AsyncAgent:
                     raise
                 self.protocol = FencedProtocol(self._language())
                 self.history.set_system(self._system_prompt())
-                if self.transcript is not None:
-                    self.transcript.update_run_metadata(protocol="fenced")
+                if self.state is not None:
+                    self._run_meta(protocol="fenced")
                 yield Notice("the endpoint rejected tool calls; switching to fenced code blocks")
 
     async def _ask_install(self, requirement: str) -> bool:
@@ -772,60 +767,6 @@ class AsyncAgent:
         if action not in ("run", "skip", "quit"):
             raise ConfigError(f"approval callback returned {action!r}; expected run, skip or quit")
         return action, edited if (action == "run" and edited) else code
-
-    async def _execute(self, code: str, step: int) -> AsyncIterator[CellOutput | CellResult]:
-        """Run one cell, yielding CellOutput events while it runs, then the CellResult."""
-        assert self.executor is not None
-        queue: asyncio.Queue[CellOutput] = asyncio.Queue()
-        expressions = namespace_probe(self.executor.language_info)
-        task = asyncio.ensure_future(
-            self.executor.execute(
-                code,
-                timeout=self.settings.cell_timeout,
-                on_output=lambda out: queue.put_nowait(CellOutput(step, out)),
-                user_expressions=expressions,
-            )
-        )
-        try:
-            while not task.done() or not queue.empty():
-                getter = asyncio.ensure_future(queue.get())
-                await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
-                if getter.done():
-                    yield getter.result()
-                else:
-                    getter.cancel()
-        finally:
-            if not task.done():  # cancelled mid-cell (Ctrl-C): stop the code in the kernel too
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await asyncio.shield(self.executor.interrupt())
-                with contextlib.suppress(BaseException):
-                    await task
-        result = task.result()
-        if expressions and result.status == "error" and not result.user_expressions:
-            # skipped after an error: asked again, so the model learns what the cell defined
-            result.user_expressions = await probe_namespace(self.executor)
-        yield result
-
-    def _view(
-        self, cell: CellResult, summary: dict[str, VariableInfo] | None, hint: str
-    ) -> tuple[str, list[str]]:
-        view = render_cell(cell, budget=self.settings.llm_output_chars, vision=self.settings.vision)
-        notes = f"\n{hint}" if hint else ""
-        if summary is not None:
-            if cell.restarted:
-                self._namespace = {}
-            change = describe(self._namespace, summary)
-            self._namespace = summary
-            if change:
-                notes += f"\nVariables {change}"
-        text = prompt(
-            "cell_output",
-            count=cell.execution_count if cell.execution_count is not None else "?",
-            status=cell.status,
-            body=view.text + notes,
-        )
-        return text, view.images
 
 
 def _first(asks: Iterator[tuple[str, Ask | None]]) -> tuple[str, Ask | None]:

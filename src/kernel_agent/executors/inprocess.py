@@ -52,7 +52,7 @@ from typing import Any
 from nbformat import NotebookNode
 
 from ..errors import ConfigError, KernelError
-from ..namespace import NAMESPACE_EXPRESSION, VariableInfo, parse_summary
+from ..kernel_state.namespace import NAMESPACE_EXPRESSION, VariableInfo, parse_summary
 from ..notebook.outputs import DisplayMap, OutputCollector
 from ..results import CellError, CellResult
 from ..syncify import call_in_consumer

@@ -427,13 +427,12 @@ class SessionManager:
             raise TooBusy("too many cells or runs are executing; try again later")
         run = HostedRun(task)
         hosted.runs[run.id] = run
-        notebook = hosted.notebook.parent / "runs" / f"{run.id}.ipynb"
 
         async def drive() -> None:
             try:
                 async with self._busy(sid):
                     async for event in session.run_task(
-                        task, notebook=notebook, settings=hosted.settings,
+                        task, settings=hosted.settings,
                         provenance={"source": "serve", "tool": "run", "run": run.id},
                     ):  # fmt: skip
                         item = self._public(event_json(event))

@@ -7,13 +7,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .events import Event, Notice, StateRebuilt
-from .namespace import VariableInfo, namespace_probe, parse_summary
+from ..events import Event, Notice, StateRebuilt
+from .namespace import VariableInfo, parse_summary
 
 if TYPE_CHECKING:
-    from .executors.base import AsyncExecutor
-    from .notebook.transcript import Transcript
-    from .settings import Settings
+    from .state import KernelState
 
 __all__ = ["Rebuild", "rebuild_state"]
 
@@ -27,43 +25,34 @@ class Rebuild:
 
 
 async def rebuild_state(
-    state_cells: list[tuple[str, float]],
-    executor: AsyncExecutor,
-    transcript: Transcript,
-    settings: Settings,
-    lost: dict[str, VariableInfo],
-    out: Rebuild,
+    state: KernelState, lost: dict[str, VariableInfo], out: Rebuild, *, replay: bool = True
 ) -> AsyncIterator[Event]:
-    """Replay ``state_cells`` (code, seconds) in order if ``settings.rebuild_state``.
+    """Replay ``state.state_cells`` (code, seconds) in order if ``replay`` and the
+    settings' ``rebuild_state`` are on.
 
     Cells slower than ``settings.rebuild_max_cell_s`` are skipped; replays go into the
-    transcript marked ``replay: true``. ``state_cells`` is updated in place to the cells
-    that now live in the kernel. ``lost`` is the namespace before the restart.
+    transcript marked ``replay: true``. ``state.state_cells`` becomes the cells that now
+    live in the kernel. ``lost`` is the namespace before the restart.
     """
-    cells = list(state_cells)
-    state_cells.clear()
+    settings = state.settings
+    cells = list(state.state_cells)
+    state.state_cells.clear()
     replayed = skipped = 0
     started = time.monotonic()
-    if settings.rebuild_state and cells:
+    if replay and settings.rebuild_state and cells:
         yield Notice(
             f"kernel restarted: rebuilding its state by replaying {len(cells)} cells", "warning"
         )
-        expressions = namespace_probe(executor.language_info)
         for code, duration in cells:
             if duration > settings.rebuild_max_cell_s:
                 skipped += 1
                 continue
-            result = await executor.execute(
-                code,
-                timeout=settings.cell_timeout,
-                user_expressions=expressions,
-            )
-            meta = {"status": result.status, "replay": True, "exec_s": round(result.duration, 3)}
-            transcript.freeze(transcript.add_code(code, result, meta))
+            result = await state.execute(code)
+            state.replayed(result)
             if not result.ok:
                 break
             replayed += 1
-            state_cells.append((code, result.duration))
+            state.state_cells.append((code, result.duration))
             out.namespace = parse_summary(result.user_expressions.get("ns")) or out.namespace
         yield StateRebuilt(replayed, skipped, time.monotonic() - started)
     survived = sorted(k for k in lost if k in out.namespace)
@@ -80,5 +69,5 @@ async def rebuild_state(
         out.note = "The kernel was restarted: every variable and import is gone" + (
             f" ({', '.join(gone)})." if gone else "."
         )
-    transcript.add_markdown(f"*kernel-agent: {out.note}*", {"role": "note"})
+    state.note(f"*kernel-agent: {out.note}*")
     yield Notice(out.note, "warning")
