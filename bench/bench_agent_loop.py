@@ -1,16 +1,20 @@
 """The agent loop's own cost per cell, against the floor of its two round trips.
 
-    python bench/bench_agent_loop.py [--cells 60] [--profile]
+    python bench/bench_agent_loop.py [--cells 60] [--rounds 3] [--profile]
 
 A scripted OpenAI-compatible server (tests/fake_openai.py) answers at once with one
-``run_cell("x += 1")`` call per reply. Measured in the same run:
+``run_cell("x = <n> + 1; x")`` call per reply (numbered: the levers, all on, stop a run
+that repeats a cell or an output). Measured in the same run:
 
 - the raw kernel round trip: ``BlockingKernelClient.execute`` until idle and reply;
 - one streamed model reply through the ``openai`` client (drained);
 - their sum, the floor of one agent step;
 - the agent's time per cell (``Agent.run`` over ``--cells`` cells), and its ratio to the floor.
 
-Target: at most 1.3x the floor. ``--profile`` prints where the agent's time goes.
+Each is measured ``--rounds`` times, one after another, and the fastest round of each
+counts: on a shared machine the others measure the neighbours. Target: at most 1.3x
+the floor. ``--profile`` prints where the agent's time goes (its event loop's thread,
+the last round).
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import os
 import pstats
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import openai
@@ -35,7 +41,12 @@ from kernel_agent.agent import Agent  # noqa: E402
 from kernel_agent.settings import Settings  # noqa: E402
 
 TARGET = 1.3
-CODE = "x += 1"
+CODE = "x = <n> + 1; x"
+
+
+def code(n: int) -> str:
+    """The ``n``-th cell: the same work, a different text each time."""
+    return CODE.replace("<n>", str(n))
 
 
 def kernel_floor(cells: int) -> float:
@@ -47,8 +58,8 @@ def kernel_floor(cells: int) -> float:
     kc.wait_for_ready(timeout=60)
     try:
 
-        def once() -> None:
-            msg_id = kc.execute(CODE)
+        def once(n: int) -> None:
+            msg_id = kc.execute(code(n))
             while True:
                 msg = kc.get_iopub_msg(timeout=30)
                 if (
@@ -60,13 +71,13 @@ def kernel_floor(cells: int) -> float:
             while kc.get_shell_msg(timeout=30)["parent_header"].get("msg_id") != msg_id:
                 pass
 
-        once()
+        once(0)
         kc.execute("x = 0")
-        for _ in range(10):
-            once()
+        for n in range(10):
+            once(n)
         started = time.perf_counter()
-        for _ in range(cells):
-            once()
+        for n in range(cells):
+            once(n)
         return (time.perf_counter() - started) / cells
     finally:
         kc.stop_channels()
@@ -92,7 +103,7 @@ def model_floor(fake: FakeLLM, replies: int) -> float:
         await client.close()
         return statistics.fmean(times)
 
-    fake.enqueue(*[run_cell(CODE) for _ in range(replies + 5)])
+    fake.enqueue(*[run_cell(code(n)) for n in range(replies + 5)])
     return asyncio.run(go())
 
 
@@ -111,37 +122,50 @@ def agent_per_cell(fake: FakeLLM, cells: int, workdir: Path, profile: bool) -> f
     fake.enqueue(run_cell("x = 0"), text("warm"))
     with Agent(settings) as agent:
         agent.run_to_end("warm up")  # the kernel and the endpoint start here, not timed
-        fake.enqueue(*[run_cell(CODE) for _ in range(cells)], text("done"))
+        # an answer the levers accept: it states the value the last cell printed
+        answer = text(f"x is {cells}.")
+        fake.enqueue(*[run_cell(code(n)) for n in range(cells)], answer)
         profiler = cProfile.Profile() if profile else None
         started = time.perf_counter()
-        if profiler:
-            profiler.enable()
+        if profiler:  # the loop runs in the agent's own thread: profile that one
+            agent._bg.run(_call(profiler.enable))
         result = agent.run_to_end("count")
         if profiler:
-            profiler.disable()
+            agent._bg.run(_call(profiler.disable))
         elapsed = time.perf_counter() - started
     assert result.status == "ok" and len(result.cells) == cells, (result.status, result.answer)
     if profiler:
-        pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+        order = os.environ.get("BENCH_SORT", "cumulative")  # or tottime
+        pstats.Stats(profiler).sort_stats(order).print_stats(30)
     return elapsed / (cells + 1)  # cells + the final answer's reply
+
+
+async def _call(fn: Callable[[], None]) -> None:
+    fn()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=int, default=60)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
+    kernel = model = agent = float("inf")
     with FakeLLM() as fake, tempfile.TemporaryDirectory() as tmp:
-        kernel = kernel_floor(args.cells)
-        model = model_floor(fake, args.cells)
-        agent = agent_per_cell(fake, args.cells, Path(tmp), args.profile)
+        for round_ in range(1, args.rounds + 1):
+            kernel = min(kernel, kernel_floor(args.cells))
+            model = min(model, model_floor(fake, args.cells))
+            profile = args.profile and round_ == args.rounds
+            work = Path(tmp) / str(round_)
+            work.mkdir()
+            agent = min(agent, agent_per_cell(fake, args.cells, work, profile))
     floor = kernel + model
     ratio = agent / floor
     print(f"raw kernel round trip      {kernel * 1e3:7.2f} ms")
     print(f"one streamed model reply   {model * 1e3:7.2f} ms")
     print(f"floor (their sum)          {floor * 1e3:7.2f} ms")
     print(f"agent per cell             {agent * 1e3:7.2f} ms  ({args.cells} cells of {CODE!r})")
-    print(f"ratio                      {ratio:7.2f}x  (target <= {TARGET}x)")
+    print(f"ratio                      {ratio:7.2f}x  (target <= {TARGET}x; best of {args.rounds})")
 
 
 if __name__ == "__main__":

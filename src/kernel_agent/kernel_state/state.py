@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import NotebookError
 from ..events import CellFinished, CellOutput, Event
 from ..llm.view import CellView, render_cell
 from ..notebook import cellmeta as M
@@ -42,7 +43,11 @@ if TYPE_CHECKING:
     from ..notebook.verify import VerifyReport
     from ..settings import Settings
 
-__all__ = ["KernelState", "CellRecord", "Annotate"]
+__all__ = ["KernelState", "CellRecord", "Annotate", "RUNNING_SAVE_S"]
+
+#: A running cell's code is on disk this long after it starts (or when it ends, if
+#: sooner): a cell that takes milliseconds costs one notebook write, not two.
+RUNNING_SAVE_S = 0.05
 
 #: ``annotate(result, summary)``: the caller's keys for the cell's record, asked after the
 #: cell ran and before the record is written (``summary``: the namespace it reported)
@@ -106,15 +111,21 @@ class KernelState:
     # ------------------------------------------------------------ the one writer
     def note(self, text: str, role: str = M.ROLE_NOTE, **extra: Any) -> NotebookNode:
         """A markdown cell with its ``role`` (task, prose, note, briefing, answer)."""
-        return self.transcript.add_markdown(text, {M.ROLE: role, **extra})
+        cell = self.transcript.add_markdown(text, {M.ROLE: role, **extra})
+        self.transcript.freeze(cell)  # never edited again: serialised once
+        return cell
 
     def skipped(self, code: str, **extra: Any) -> NotebookNode:
         """A code cell that did not run (the user or a lever skipped it)."""
         return self.transcript.add_code(code, None, {M.STATUS: M.SKIPPED, **extra})
 
-    def begin(self, code: str, **extra: Any) -> NotebookNode:
-        """The code of a cell about to run, marked ``running`` (kept if the run ends in it)."""
-        return self.transcript.add_code(code, None, {M.STATUS: M.RUNNING, **extra})
+    def begin(self, code: str, *, save: bool = True, **extra: Any) -> NotebookNode:
+        """The code of a cell about to run, marked ``running`` (kept if the run ends in it).
+
+        ``save=False``: not written yet (:meth:`run` writes it :data:`RUNNING_SAVE_S` later).
+        """
+        meta = {M.STATUS: M.RUNNING, **extra}
+        return self.transcript.add_code(code, None, meta, save=save)
 
     def finish(self, pending: NotebookNode, result: CellResult, **extra: Any) -> None:
         """Fill ``pending`` (from :meth:`begin`): outputs, count, and its record."""
@@ -128,6 +139,11 @@ class KernelState:
             M.EXEC_S: round(result.duration, 3),
         }
         self.transcript.finish_code(pending, result, meta)
+
+    def _save_quietly(self) -> None:
+        """The running cell's code to disk (a failure shows when the cell is recorded)."""
+        with contextlib.suppress(NotebookError):
+            self.transcript.save()
 
     def interrupted(self, pending: NotebookNode) -> None:
         """The run ended while ``pending`` ran."""
@@ -214,8 +230,9 @@ class KernelState:
         ``meta`` goes into the cell's record from the start (provenance, the step);
         ``annotate`` adds keys once it ran. ``timeout`` defaults to the settings'.
         """
-        pending = self.begin(code, **dict(meta or {}))
+        pending = self.begin(code, save=False, **dict(meta or {}))
         index = len(self.transcript.cells) - 1
+        write = asyncio.get_running_loop().call_later(RUNNING_SAVE_S, self._save_quietly)
         result: CellResult | None = None
         try:
             async for item in self._stream(code, step, timeout):
@@ -226,6 +243,8 @@ class KernelState:
         except BaseException:  # the run ends in this cell
             self.interrupted(pending)
             raise
+        finally:
+            write.cancel()
         assert result is not None
         summary = parse_summary(result.user_expressions.get("ns"))
         self.finish(pending, result, **(annotate(result, summary) if annotate else {}))

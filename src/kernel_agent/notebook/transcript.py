@@ -146,15 +146,20 @@ class Transcript:
         code: str,
         result: CellResult | None = None,
         metadata: Mapping[str, Any] | None = None,
+        *,
+        save: bool = True,
     ) -> NotebookNode:
-        """Append a code cell; with ``result``, its outputs and execution count as produced."""
+        """Append a code cell; with ``result``, its outputs and execution count as produced.
+
+        ``save=False`` leaves the writing to the caller (the next save writes it too).
+        """
         cell = new_code_cell(code)
         if result is not None:
             cell.outputs = list(result.outputs)
             cell.execution_count = result.execution_count
         if metadata:
             cell.metadata["kernel_agent"] = dict(metadata)
-        return self._append(cell)
+        return self._append(cell, save)
 
     def finish_code(
         self,
@@ -186,9 +191,10 @@ class Transcript:
         self.run_metadata.update(values)
         self._autosave()
 
-    def _append(self, cell: NotebookNode) -> NotebookNode:
+    def _append(self, cell: NotebookNode, save: bool = True) -> NotebookNode:
         self.nb.cells.append(cell)
-        self._autosave()
+        if save:
+            self._autosave()
         return cell
 
     def _autosave(self) -> None:
