@@ -16,10 +16,12 @@ from ..kernel_state.kernel_probe import (
     parse_library_probe,
     parse_text_expression,
 )
+from ..prompts import prompt
+from ..settings import Settings
 from .levers import Lever
 from .state import TaskState
 
-__all__ = ["DataPreview", "probe_libraries"]
+__all__ = ["DataPreview", "probe_libraries", "system_prompt"]
 
 _PROBE_TIMEOUT_S = 60.0
 
@@ -74,3 +76,38 @@ class DataPreview(Lever):
             return None  # a later task of the same session: the model has seen it
         self._shown = text
         return "Files in the working directory (a preview; column names are exact):\n" + text
+
+
+def system_prompt(
+    settings: Settings,
+    executor: AsyncExecutor,
+    protocol: str,
+    libraries_note: str,
+    host_section: str,
+    cwd: str,
+) -> str:
+    """The system prompt: the kernel, how to run code (``protocol``), what it can import,
+    the host tools; last the work dir ``cwd``."""
+    language = executor.language_info.get("name", "python")
+    how = prompt(f"run_{protocol}", language=language, fence_lang=language)
+    vision = " and the image itself" if settings.vision else ""
+    system = prompt(
+        "system",
+        language=language,
+        kernel_display=executor.kernelspec.get("display_name", language),
+        how_to_run=how,
+        vision_note=vision,
+        data_note=(
+            prompt("data_note_python")
+            if language == "python"
+            else prompt("code_note_other", language=language)
+        )
+        + "\n",
+    )
+    if libraries_note:
+        system += f"\n{libraries_note}"
+    if host_section:
+        system += f"\n\n{host_section}"
+    # last: a sandboxed kernel's work dir is new each run, and everything before it is a
+    # prefix a warm local model has already evaluated
+    return f"{system}\n\n{prompt('workdir', cwd=cwd).strip()}"

@@ -11,6 +11,7 @@ extends it (``--interactive``/``--approve``), which adds the original limit once
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ from ..llm.stream import Usage
 from ..llm.view import render_cell
 from ..results import CellResult
 from ..settings import Price, Settings
+from ..syncify import call_in_consumer
 
 __all__ = ["Budget", "BudgetStop", "stopped_answer"]
 
@@ -153,3 +155,16 @@ def stopped_answer(stop: BudgetStop, cells: list[CellResult]) -> str:
         f"{text} So far {len(cells)} cell(s) ran; the last one with output showed:\n\n"
         f"```\n{shown}\n```"
     )
+
+
+async def stop_or_extend(
+    budget: Budget | None, extend: Callable[[BudgetStop], bool] | None
+) -> BudgetStop | None:
+    """The budget that stops the run before the next model call, unless ``extend`` (asked
+    in the consumer's thread) raises it."""
+    while budget is not None and (stop := budget.check()) is not None:
+        if extend is None or not await call_in_consumer(extend, stop):
+            budget.stopped_by = stop.name
+            return stop
+        budget.extend(stop)
+    return None

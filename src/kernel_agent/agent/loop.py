@@ -1,14 +1,14 @@
 """The agent loop: the model writes a cell, the kernel runs it, the model reads the outputs.
 
 :class:`AsyncAgent.run` is an async generator of typed events (see :mod:`kernel_agent.events`);
-nothing here prints. :class:`Agent` is its blocking face: the same loop on a
-background event loop, with ``run()`` a plain iterator and ``run_to_end()``.
-Every executed cell goes into the transcript as it finishes.
+nothing here prints. :class:`~.blocking.Agent` is its blocking face.
 
-The loop is mechanism only: generate, parse (the :mod:`.protocols`), approve,
-execute, record. The small-model policies are :mod:`.levers` it consults at named
-points; their memory is the run's :class:`~.state.TaskState`; the messages live in
-one :class:`~.history.History`.
+The loop is mechanism only: generate (:mod:`.reply`), parse (the :mod:`.protocols`),
+approve, then run and record each cell through the kernel's
+:class:`~kernel_agent.kernel_state.KernelState` (the one path every front end uses).
+The small-model policies are :mod:`.levers` it consults at named points; their memory
+is the run's :class:`~.state.TaskState`; the messages live in one
+:class:`~.history.History`. The end of a run is :mod:`.handover`.
 """
 
 from __future__ import annotations
@@ -18,22 +18,19 @@ import contextlib
 import functools
 import re
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import hints
-from ..errors import ConfigError, KernelAgentError, one_line
+from ..errors import ConfigError
 from ..events import (
     Answer,
     CellSkipped,
     CellStarted,
     Event,
-    ModelCalled,
-    ModelDelta,
     ModelReply,
-    ModelRetracted,
     Notice,
     RunFinished,
     RunResult,
@@ -45,26 +42,25 @@ from ..kernel_state import CellRecord, KernelState
 from ..kernel_state.namespace import VariableInfo
 from ..llm.client import LLMClient, choose_protocol, should_fall_back_to_fenced
 from ..llm.endpoint import Endpoint, open_endpoint
-from ..llm.stream import Completion, TextDelta, ToolCallDelta
+from ..llm.stream import Completion
 from ..notebook import cellmeta as M
 from ..notebook.transcript import Transcript
-from ..prompts import prompt
 from ..results import CellResult
 from ..settings import Settings
-from ..syncify import BackgroundLoop, call_in_consumer
+from ..syncify import call_in_consumer
 from ..tools.host import HostSide
 from ..tracing import make_tracer
-from .briefing import probe_libraries
-from .budget import Budget, BudgetStop, stopped_answer
+from .answering import compose_answer, settle_answer
+from .briefing import probe_libraries, system_prompt
+from .budget import Budget, BudgetStop, stop_or_extend, stopped_answer
+from .handover import hand_over, remote_files, summarise
 from .history import History
 from .levers import Lever, ResultCheck, levers_for
 from .protocols import FencedProtocol, Protocol, make_protocol
+from .reply import stream_reply
 from .state import Ask, Stop, TaskState, Turn
 
-if TYPE_CHECKING:
-    from ..remote.work import RemoteWork
-
-__all__ = ["AsyncAgent", "Agent", "default_notebook_path"]
+__all__ = ["AsyncAgent", "default_notebook_path"]
 
 #: ``approve(code, step)`` returns ("run", code) (the code possibly edited), ("skip", None)
 #: or ("quit", None).
@@ -186,11 +182,12 @@ class AsyncAgent:
         if failures:
             await self.close()
             raise failures[0]
-        if not self._attached:
+        first = not self._attached
+        if first:
             await self.host.attach(self.executor, self._language())
         self.protocol.language = self._language()
         assert self.endpoint is not None
-        if not self._attached:
+        if first:
             self._attached = True
             self.libraries, self._libraries_note = await probe_libraries(self.executor)
             metadata = {
@@ -253,31 +250,14 @@ class AsyncAgent:
 
     def _system_prompt(self) -> str:
         assert self.executor is not None
-        info = self.executor.language_info
-        language = info.get("name", "python")
-        how = prompt(f"run_{self.protocol.name}", language=language, fence_lang=language)
-        vision = " and the image itself" if self.settings.vision else ""
-        system = prompt(
-            "system",
-            language=language,
-            kernel_display=self.executor.kernelspec.get("display_name", language),
-            how_to_run=how,
-            vision_note=vision,
-            data_note=(
-                prompt("data_note_python")
-                if language == "python"
-                else prompt("code_note_other", language=language)
-            )
-            + "\n",
+        return system_prompt(
+            self.settings,
+            self.executor,
+            self.protocol.name,
+            self._libraries_note,
+            self.host.prompt_section(),
+            self._prompt_cwd(),
         )
-        if self._libraries_note:
-            system += f"\n{self._libraries_note}"
-        section = self.host.prompt_section()
-        if section:
-            system += f"\n\n{section}"
-        # last: a sandboxed kernel's work dir is new each run, and everything before it is a
-        # prefix a warm local model has already evaluated
-        return f"{system}\n\n{prompt('workdir', cwd=self._prompt_cwd()).strip()}"
 
     # --------------------------------------------------------------------- run
     async def run(self, task: str) -> AsyncIterator[Event]:
@@ -345,115 +325,26 @@ class AsyncAgent:
             result.status, result.answer = "interrupted", result.answer or "(interrupted)"
             raise
         finally:
-            result.cells = self.cells[first_cell:]
-            result.usage = self.usage
+            result.cells, result.usage = self.cells[first_cell:], self.usage
             result.duration_s = time.monotonic() - started
-            result.kernel_time_s = sum(c.duration for c in result.cells)
-            result.cost = budget.cost if budget.price is not None else None
-            result.budget = budget.as_metadata() if budget.limits else None
-            spent: dict[str, Any] = {"budget": result.budget} if result.budget else {}
-            if result.cost is not None:
-                spent["cost"] = round(result.cost, 6)
             self._run_meta(
-                **spent,
-                status=result.status,
-                usage=self.usage.as_dict(),
-                ended=_now_iso(),
-                duration_s=round(result.duration_s, 3),
-                model_time_s=round(result.model_time_s, 3),
-                kernel_time_s=round(result.kernel_time_s, 3),
-                **self.host.run_metadata(),
+                **summarise(result, budget), ended=_now_iso(), **self.host.run_metadata()
             )
-        remote = self._remote_files()
-        notice = await self._deliver_remote(result, remote) if remote else self._deliver(result)
-        if notice is not None:
-            yield notice
-        if self.host.result.declared:  # set_result's data, and its files beside the notebook
-            result.result = self.host.result.data
-            if remote is not None:
-                result.files, left_out = await self._deliver_result_remote(remote)
-            else:
-                result.files, left_out = self.host.deliver(self.transcript.path)
-            if left_out:
-                yield Notice(f"result files left out: {'; '.join(left_out[:3])}", "warning")
-        if self.settings.clean_notebook:
-            try:
-                async for event in self._write_clean(result):
-                    yield event
-            except Exception as exc:  # hostile outputs or a full disk: the answer is not lost
-                yield Notice(f"no clean notebook: {one_line(exc)}", "warning")
+        async for event in hand_over(
+            result,
+            state=self.state,
+            host=self.host,
+            settings=self.settings,
+            work_dir=self._work_dir(),
+            run_meta=self._run_meta,
+        ):
+            yield event
         yield Answer(result.answer)
         yield RunFinished(result)
 
-    def _deliver(self, result: RunResult) -> Notice | None:
-        """Copy the files the kernel wrote in its private work dir beside the notebook."""
-        from ..delivery import deliver_work_files
-
-        transcript = self.transcript
-        work = self.executor.kernel_cwd if self.executor is not None else None
-        if work is None or transcript is None or self.executor is None or work == self.executor.cwd:
-            return None  # no private work dir: the kernel wrote in the user's own
-        return self._delivery_notice(result, *deliver_work_files(work, transcript.path))
-
-    def _remote_files(self) -> RemoteWork | None:
-        """A remote kernel's work dir (its files come over the kernel's channels)."""
-        from ..executors.gateway import AsyncGatewaySession
-
-        executor = self.executor
-        return executor.files if isinstance(executor, AsyncGatewaySession) else None
-
-    async def _deliver_remote(self, result: RunResult, remote: RemoteWork) -> Notice | None:
-        """Pull the files a remote kernel wrote in its work dir beside the notebook."""
-        assert self.transcript is not None
-        try:
-            found = await remote.deliver(self.transcript.path)
-        except KernelAgentError as exc:  # the answer is not lost for want of the files
-            return Notice(f"no files from the remote kernel: {exc}", "warning")
-        return self._delivery_notice(result, *found)
-
-    async def _deliver_result_remote(self, remote: RemoteWork) -> tuple[list[Path], list[str]]:
-        assert self.transcript is not None
-        declared = self.host.result
-        try:
-            return await remote.deliver_result(
-                declared.files, self.transcript.path, declared.limits.max_file_bytes
-            )
-        except KernelAgentError as exc:
-            return [], [str(exc)]
-
-    def _delivery_notice(
-        self, result: RunResult, delivered: list[Path], skipped: list[str]
-    ) -> Notice | None:
-        transcript = self.transcript
-        assert transcript is not None
-        result.files = delivered
-        if delivered:
-            self._run_meta(files=[p.name for p in delivered])
-        if not delivered and not skipped:
-            return None
-        where = transcript.path.with_name(f"{transcript.path.stem}_files") / "work"
-        text = f"{len(delivered)} file(s) the kernel wrote are in {where}"
-        if skipped:
-            text += f"; left out: {'; '.join(skipped[:3])}"
-        return Notice(text, "warning" if skipped else "info")
-
-    async def _write_clean(self, result: RunResult) -> AsyncIterator[Event]:
-        """Write the clean notebook beside the transcript; verify it if asked."""
-        assert self.state is not None
-        result.clean_notebook = clean = self.state.write_clean()
-        if not self.settings.verify:
-            return
-        yield Notice(f"verifying {clean} in a fresh kernel")
-        # in the kernel's own work dir (the verifying kernel sees what it saw), with what
-        # this run installed and nothing the notebook could add
-        report = await self.state.verify(cwd=self._work_dir(), install=self.host.rerun_policy())
-        result.verify = report.to_metadata()
-        level = "info" if report.reproduced else "warning"
-        yield Notice(f"verify: {report.summary()}", level)
-
     def _prompt_cwd(self) -> str:
         """Where the model is told its code runs (a remote kernel's own work dir, if known)."""
-        remote = self._remote_files()
+        remote = remote_files(self.executor)
         return remote.work if remote is not None and remote.work else str(self._work_dir())
 
     def _work_dir(self) -> Path:
@@ -473,7 +364,7 @@ class AsyncAgent:
                     f"(--max-steps {settings.max_steps})."
                 )
                 break
-            stop = await self._budget_stop(st)
+            stop = await stop_or_extend(st.budget, self.extend)
             if stop is not None:
                 result.status, result.answer = "budget", stopped_answer(stop, st.cells)
                 break
@@ -525,61 +416,18 @@ class AsyncAgent:
             return
         st.sampling = {}
         if not turn.codes:
-            async for event in self._answer(st, result, completion, turn, gen_s):
+            async for event in settle_answer(
+                self.levers, self.state, self.history, st, result, completion, turn, gen_s
+            ):
                 yield event
             return
         ran = len(st.cells)
         async for event in self._run_cells(st, result, turn, completion, gen_s):
             yield event
         if result.status == "error" and len(st.cells) > ran and st.cells[-1].ok:
-            notice = self._compose(st, result)
+            notice = compose_answer(self.levers, self.history, st, result)
             if notice is not None:
                 yield notice
-
-    def _compose(self, st: TaskState, result: RunResult) -> Notice | None:
-        """The final answer made from the last cell's output by a lever, with no model turn."""
-        for lever in self.levers:
-            answer = lever.compose(st)
-            if answer:
-                result.answer, result.status = answer, "ok"
-                st.composed_by = lever.name
-                self.history.assistant({"role": "assistant", "content": answer})
-                return Notice("the last cell printed every asked value; answered from them")
-        return None
-
-    async def _answer(
-        self, st: TaskState, result: RunResult, completion: Completion, turn: Turn, gen_s: float
-    ) -> AsyncIterator[Event]:
-        """A reply without code: the answer, unless it was cut off or a lever asks again.
-
-        A reply sent back is kept in the transcript as a note (why, and the model's time).
-        """
-        answer = turn.prose.strip() or completion.text.strip()
-        if completion.truncated:
-            st.steps += 1  # bounded by max_steps, like a cell
-            by = "reply_truncated"
-            ask: Ask | None = Ask(
-                prompt("reply_truncated"),
-                notice="the model's reply was cut off at the token limit; asking for a shorter one",
-            )
-        else:
-            by, ask = _first((lever.name, lever.on_answer(st, answer)) for lever in self.levers)
-            if ask is None:
-                result.answer = answer
-                result.status = "ok" if st.ran_code else "no_code"
-                return
-        assert ask is not None and self.state is not None
-        why = ask.notice or "asked the model again"
-        quoted = "\n".join(f"> {line}" for line in answer[:1500].splitlines()) or "> (empty)"
-        # the lever and the reply it refused: the eval scores that reply (a lever's precision)
-        self.state.note(
-            f"*kernel-agent: {why}.* The reply was:\n\n{quoted}",
-            M.ROLE_NOTE,
-            **{M.GEN_S: round(gen_s, 3), M.LEVER: by, "reply": answer[:4000]},
-        )
-        self.history.user(ask.message)
-        if ask.notice:
-            yield Notice(ask.notice)
 
     async def _run_cells(
         self, st: TaskState, result: RunResult, turn: Turn, completion: Completion, gen_s: float
@@ -686,56 +534,18 @@ class AsyncAgent:
         }
 
     # ------------------------------------------------------------------ pieces
-    async def _budget_stop(self, st: TaskState) -> BudgetStop | None:
-        """The budget that stops the run before the next model call (unless extended)."""
-        budget = st.budget
-        while budget is not None and (stop := budget.check()) is not None:
-            if self.extend is None or not await call_in_consumer(self.extend, stop):
-                budget.stopped_by = stop.name
-                return stop
-            budget.extend(stop)
-        return None
-
     async def _generate(
         self, sampling: dict[str, Any], step: int
     ) -> AsyncIterator[Event | Completion]:
-        """Stream one reply: its events, ModelCalled, then the Completion (may fall back to fenced).
-
-        ``step`` is the number the next cell will have.
-        """
-        from ..llm.client import Retrying
-
+        """Stream one reply (:func:`.reply.stream_reply`); an endpoint that rejects tool
+        calls switches the run to fenced code blocks. ``step``: the next cell's number."""
         assert self._llm is not None
         while True:
-            started, first = time.monotonic(), None
+            label = self.endpoint.label if self.endpoint else ""
+            messages, tools = self.history.messages, self.protocol.tools()
             try:
-                stream = self._llm.stream_chat(
-                    self.history.messages, tools=self.protocol.tools(), **sampling
-                )
-                async for item in stream:
-                    if first is None and isinstance(item, (TextDelta, ToolCallDelta)):
-                        first = time.monotonic() - started
-                    if isinstance(item, TextDelta):
-                        yield ModelDelta(item.text)
-                    elif isinstance(item, Retrying):
-                        yield Notice(
-                            f"model endpoint: {item.reason}; retrying in {item.delay:.1f}s "
-                            f"({item.attempt}/{item.max_retries})",
-                            "warning",
-                        )
-                        if item.discard:
-                            yield ModelRetracted()
-                        started, first = time.monotonic() + item.delay, None
-                    elif isinstance(item, Completion):
-                        yield ModelCalled(
-                            step,
-                            self.endpoint.label if self.endpoint else "",
-                            item,
-                            time.monotonic() - started,
-                            first,
-                            {**self._llm.sampling, **sampling},
-                        )
-                        yield item
+                async for item in stream_reply(self._llm, messages, tools, sampling, step, label):
+                    yield item
                 return
             except Exception as exc:
                 if self.protocol.name != "tools" or not should_fall_back_to_fenced(exc):
@@ -769,11 +579,6 @@ class AsyncAgent:
         return action, edited if (action == "run" and edited) else code
 
 
-def _first(asks: Iterator[tuple[str, Ask | None]]) -> tuple[str, Ask | None]:
-    """The first lever's ask and its name (later levers are not consulted once one asks)."""
-    return next(((name, ask) for name, ask in asks if ask is not None), ("", None))
-
-
 def _fenced(note: str) -> str:
     """A briefing note for the notebook: its first line as text, the rest verbatim."""
     head, _, body = note.partition("\n")
@@ -782,41 +587,3 @@ def _fenced(note: str) -> str:
 
 def _now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-class Agent:
-    """The blocking face of :class:`AsyncAgent`: ``run()`` iterates events; ``run_to_end()``.
-
-    ``with Agent(settings) as agent: result = agent.run_to_end("...")``.
-    """
-
-    def __init__(self, settings: Settings | None = None, **kwargs: Any) -> None:
-        self._bg = BackgroundLoop()
-        self.aio = AsyncAgent(settings, **kwargs)
-
-    def run(self, task: str) -> Iterator[Event]:
-        return self._bg.iterate(self.aio.run(task))
-
-    def run_to_end(self, task: str) -> RunResult:
-        finished = None
-        for event in self.run(task):
-            if isinstance(event, RunFinished):
-                finished = event.result
-        assert finished is not None
-        return finished
-
-    @property
-    def transcript(self) -> Transcript | None:
-        return self.aio.transcript
-
-    def close(self) -> None:
-        try:
-            self._bg.run(self.aio.close())
-        finally:
-            self._bg.close()
-
-    def __enter__(self) -> Agent:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -1,0 +1,80 @@
+"""A reply without code, and an answer composed from the last cell's output.
+
+The loop asks these two when a turn may settle the run: :func:`settle_answer` takes the
+model's answer unless the reply was cut off or a lever asks again (the refused reply is
+kept in the transcript as a note, which the eval scores); :func:`compose_answer` lets a
+lever answer from printed values without another model turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Sequence
+
+from ..events import Event, Notice, RunResult
+from ..kernel_state import KernelState
+from ..llm.stream import Completion
+from ..notebook import cellmeta as M
+from ..prompts import prompt
+from .history import History
+from .levers import Lever
+from .state import Ask, TaskState, Turn
+
+__all__ = ["compose_answer", "settle_answer"]
+
+
+async def settle_answer(
+    levers: Sequence[Lever],
+    state: KernelState,
+    history: History,
+    st: TaskState,
+    result: RunResult,
+    completion: Completion,
+    turn: Turn,
+    gen_s: float,
+) -> AsyncIterator[Event]:
+    """The answer into ``result``, or the reply sent back with the first lever's ask."""
+    answer = turn.prose.strip() or completion.text.strip()
+    if completion.truncated:
+        st.steps += 1  # bounded by max_steps, like a cell
+        by = "reply_truncated"
+        ask: Ask | None = Ask(
+            prompt("reply_truncated"),
+            notice="the model's reply was cut off at the token limit; asking for a shorter one",
+        )
+    else:
+        by, ask = _first((lever.name, lever.on_answer(st, answer)) for lever in levers)
+        if ask is None:
+            result.answer = answer
+            result.status = "ok" if st.ran_code else "no_code"
+            return
+    assert ask is not None
+    why = ask.notice or "asked the model again"
+    quoted = "\n".join(f"> {line}" for line in answer[:1500].splitlines()) or "> (empty)"
+    # the lever and the reply it refused: the eval scores that reply (a lever's precision)
+    state.note(
+        f"*kernel-agent: {why}.* The reply was:\n\n{quoted}",
+        M.ROLE_NOTE,
+        **{M.GEN_S: round(gen_s, 3), M.LEVER: by, "reply": answer[:4000]},
+    )
+    history.user(ask.message)
+    if ask.notice:
+        yield Notice(ask.notice)
+
+
+def compose_answer(
+    levers: Sequence[Lever], history: History, st: TaskState, result: RunResult
+) -> Notice | None:
+    """The final answer made from the last cell's output by a lever, with no model turn."""
+    for lever in levers:
+        answer = lever.compose(st)
+        if answer:
+            result.answer, result.status = answer, "ok"
+            st.composed_by = lever.name
+            history.assistant({"role": "assistant", "content": answer})
+            return Notice("the last cell printed every asked value; answered from them")
+    return None
+
+
+def _first(asks: Iterator[tuple[str, Ask | None]]) -> tuple[str, Ask | None]:
+    """The first lever's ask and its name (later levers are not consulted once one asks)."""
+    return next(((name, ask) for name, ask in asks if ask is not None), ("", None))
