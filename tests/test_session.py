@@ -228,3 +228,36 @@ def test_bound_image_keeps_small_and_downscales_big() -> None:
     assert bound_image("image/png", "bm90IGFuIGltYWdl") is None
     assert from_data_url("data:image/png;base64,QUJD") == ("image/png", "QUJD")
     assert from_data_url("https://example.com/x.png") is None
+
+
+def test_an_agent_run_keeps_the_sessions_earlier_state_across_a_restart(
+    tmp_path: Path, fake_llm: Any
+) -> None:
+    # the run works in the session's own state: a kernel that dies mid-run comes back with
+    # the session's earlier cells replayed, and a later restart still replays them
+    from fake_openai import run_cell, scripted_settings, text
+
+    fake_llm.enqueue(
+        run_cell("import os\nos.kill(os.getpid(), 9)"), run_cell("print(kept)"), text("kept: 7.")
+    )
+
+    async def body(s: Session) -> Any:
+        await s.run_cell("kept = 7", provenance={"source": "test"})
+        events = [e async for e in s.run_task("show kept", settings=scripted_settings(
+            fake_llm, tmp_path, cwd=tmp_path / "work", rebuild_max_cell_s=5.0),
+            provenance={"source": "run"})]  # fmt: skip
+        note = await s.restart()
+        after = await s.run_cell("print(kept)")
+        return events, note, after
+
+    events, note, after = asyncio.run(_in_session(tmp_path, body, rebuild_max_cell_s=5.0))
+    finished = [e.result for e in events if type(e).__name__ == "CellFinished"]
+    assert [r.status for r in finished] == ["died", "ok"]
+    assert finished[1].outputs[0]["text"] == "7\n"  # replayed after the kernel died
+    assert "survived: kept" in note and after.result.outputs[0]["text"] == "7\n"
+    nb = _valid(tmp_path / "nb" / "t.ipynb")  # one notebook: no second transcript
+    meta = [c.metadata["kernel_agent"] for c in nb.cells if c.cell_type == "code"]
+    assert [m.get("source") for m in meta if not m.get("replay")] == [
+        "test", "run", "run", None, None,
+    ]  # fmt: skip
+    assert meta[1]["task"] == "show kept" and nb.metadata["kernel_agent"]["runs"][0]["task"]

@@ -482,7 +482,7 @@ class AsyncAgent:
                 code,
                 step=st.step,
                 timeout=self.settings.cell_timeout,
-                meta={M.STEP: st.step, **self.provenance},
+                meta=self.provenance,
                 annotate=functools.partial(
                     self._after_cell, st, first=index == 0, reply=completion, gen_s=gen_s, hint=hint
                 ),

@@ -227,10 +227,12 @@ class KernelState:
         CellFinished once it is recorded, a rebuild's events after a restart, and last
         its :class:`CellRecord`.
 
-        ``meta`` goes into the cell's record from the start (provenance, the step);
-        ``annotate`` adds keys once it ran. ``timeout`` defaults to the settings'.
+        ``step`` (the agent's, if not 0) and ``meta`` (provenance) go into the cell's
+        record from the start; ``annotate`` adds keys once it ran. ``timeout`` defaults
+        to the settings'.
         """
-        pending = self.begin(code, save=False, **dict(meta or {}))
+        first = {M.STEP: step} if step else {}
+        pending = self.begin(code, save=False, **first, **dict(meta or {}))
         index = len(self.transcript.cells) - 1
         write = asyncio.get_running_loop().call_later(RUNNING_SAVE_S, self._save_quietly)
         result: CellResult | None = None

@@ -37,6 +37,7 @@ from typing import Any
 from nbformat import NotebookNode
 from nbformat.v4 import new_notebook
 
+from . import cellmeta as M
 from .nbio import validate_notebook
 from .transcript import Transcript, write_notebook_atomic
 
@@ -48,8 +49,7 @@ _TRANSCRIPT_ONLY = ("clean_notebook", "verify")
 
 def cell_status(cell: NotebookNode) -> str:
     """The status kernel-agent recorded for a code cell (``ok`` if it recorded none)."""
-    meta = cell.get("metadata", {}).get("kernel_agent") or {}
-    status = meta.get("status")
+    status = M.cell_meta(cell).get(M.STATUS)
     if status:
         return str(status)
     if any(out.get("output_type") == "error" for out in cell.get("outputs", [])):
@@ -83,14 +83,14 @@ def clean_notebook(nb: NotebookNode | Transcript) -> NotebookNode:
     dropped: Counter[str] = Counter()
 
     for index, cell in enumerate(nb.cells):
-        meta = cell.get("metadata", {}).get("kernel_agent") or {}
+        meta = M.cell_meta(cell)
         if cell.cell_type == "markdown":
-            role = meta.get("role", "prose")
-            if role == "task":
+            role = meta.get(M.ROLE, M.ROLE_PROSE)
+            if role == M.ROLE_TASK:
                 tasks.append(cell)
-            elif role == "answer":
+            elif role == M.ROLE_ANSWER:
                 answers.append(cell)
-            elif role in ("note", "briefing"):  # agent notes; the data preview
+            elif role in (M.ROLE_NOTE, M.ROLE_BRIEFING):  # agent notes; the data preview
                 dropped[role] += 1
             else:
                 prose.append(cell)
@@ -104,7 +104,7 @@ def clean_notebook(nb: NotebookNode | Transcript) -> NotebookNode:
         if status != "ok":
             dropped[status] += 1
             dropped["prose"] += len(mine)
-        elif meta.get("replay"):
+        elif meta.get(M.REPLAY):
             original = next((k for k in wiped if k.cell.source == cell.source), None)
             if original is not None:
                 wiped.remove(original)
@@ -119,7 +119,7 @@ def clean_notebook(nb: NotebookNode | Transcript) -> NotebookNode:
                 live.append(entry)
         else:
             live.append(entry)
-        if meta.get("restarted"):
+        if meta.get(M.RESTARTED):
             wiped.extend(live)
             live = []
     dropped["wiped"] += len(wiped)
@@ -132,7 +132,7 @@ def clean_notebook(nb: NotebookNode | Transcript) -> NotebookNode:
         clean.cells.extend(copy.deepcopy(c) for c in kept.prose)
         clean.cells.append(_renumbered(kept, number))
     clean.cells.extend(copy.deepcopy(c) for c in answers)
-    clean.metadata["kernel_agent"]["clean"] = {
+    clean.metadata[M.NAMESPACE]["clean"] = {
         "execution_counts": "renumbered 1..n as a fresh run",
         "transcript_cells": len(nb.cells),
         "code_cells": len(live),
@@ -143,21 +143,21 @@ def clean_notebook(nb: NotebookNode | Transcript) -> NotebookNode:
 
 def _clean_metadata(metadata: Any) -> NotebookNode:
     meta = copy.deepcopy(metadata)
-    run = meta.get("kernel_agent")
+    run = meta.get(M.NAMESPACE)
     run = dict(run) if isinstance(run, dict) else {}
     for key in _TRANSCRIPT_ONLY:
         run.pop(key, None)
-    meta["kernel_agent"] = run
+    meta[M.NAMESPACE] = run
     return NotebookNode(meta)
 
 
 def _renumbered(kept: _Kept, number: int) -> NotebookNode:
     cell = copy.deepcopy(kept.cell)
-    meta = dict(cell.metadata.get("kernel_agent") or {})
+    meta = M.cell_meta(cell)
     meta["transcript_cell"] = kept.index
     if kept.cell.get("execution_count") is not None:
         meta["transcript_execution_count"] = kept.cell.execution_count
-    cell.metadata["kernel_agent"] = meta
+    cell.metadata[M.NAMESPACE] = meta
     cell.execution_count = number
     for output in cell.outputs:
         if output.get("output_type") == "execute_result":
@@ -198,10 +198,10 @@ def write_pair(
 
         raise ConfigError(f"the clean notebook cannot overwrite its transcript: {full_path}")
     clean = clean_notebook(nb)
-    nb.metadata.setdefault("kernel_agent", {})["clean_notebook"] = _link(
+    nb.metadata.setdefault(M.NAMESPACE, {})["clean_notebook"] = _link(
         clean_path, full_path.parent
     )
-    clean.metadata["kernel_agent"]["transcript"] = _link(full_path, clean_path.parent)
+    clean.metadata[M.NAMESPACE]["transcript"] = _link(full_path, clean_path.parent)
     validate_notebook(clean, clean_path)
     validate_notebook(nb, full_path)
     write_notebook_atomic(clean, clean_path)

@@ -38,6 +38,7 @@ from nbformat.v4 import new_markdown_cell
 from ..errors import ConfigError, ExportError, UnsafePath, one_line
 from ..events import tokens_text
 from ..safefs import remove_beneath, write_beneath
+from . import cellmeta as M
 from .nbio import read_notebook
 from .transcript import _atomic_write_text
 
@@ -205,7 +206,7 @@ def with_provenance(nb: NotebookNode, nb_path: Path | None = None) -> NotebookNo
         return nb
     nb = copy.deepcopy(nb)
     cell = new_markdown_cell(text)
-    cell.metadata["kernel_agent"] = {"role": "provenance"}
+    cell.metadata[M.NAMESPACE] = {M.ROLE: M.ROLE_PROVENANCE}
     if nb.nbformat_minor < 5:
         del cell["id"]
     nb.cells.insert(0, cell)
@@ -214,7 +215,7 @@ def with_provenance(nb: NotebookNode, nb_path: Path | None = None) -> NotebookNo
 
 def provenance_markdown(nb: NotebookNode, nb_path: Path | None = None) -> str | None:
     """The provenance header as Markdown, or None for a notebook kernel-agent did not make."""
-    run = nb.metadata.get("kernel_agent") or {}
+    run = nb.metadata.get(M.NAMESPACE) or {}
     if not run:
         return None
     rows: list[tuple[str, str]] = []

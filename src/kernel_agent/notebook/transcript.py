@@ -25,6 +25,7 @@ from nbformat.v4.rwbase import split_lines
 from ..errors import NotebookError
 from ..results import CellResult
 from ..safefs import file_mode
+from .cellmeta import NAMESPACE, STATUS
 
 __all__ = ["Transcript", "write_notebook_atomic"]
 
@@ -104,7 +105,7 @@ class Transcript:
         self.path = Path(path)
         self.autosave = autosave
         self.nb = new_notebook()
-        self.nb.metadata["kernel_agent"] = dict(metadata or {})
+        self.nb.metadata[NAMESPACE] = dict(metadata or {})
         # id(cell) -> (the cell's output data dicts when serialised, its JSON text)
         self._cache: dict[int, tuple[tuple[Any, ...], str]] = {}
         self._frozen: set[int] = set()
@@ -118,7 +119,7 @@ class Transcript:
 
     @property
     def run_metadata(self) -> dict[str, Any]:
-        return self.nb.metadata["kernel_agent"]
+        return self.nb.metadata[NAMESPACE]
 
     def set_kernel(
         self, kernelspec: Mapping[str, Any], language_info: Mapping[str, Any], save: bool = True
@@ -138,7 +139,7 @@ class Transcript:
     def add_markdown(self, source: str, metadata: Mapping[str, Any] | None = None) -> NotebookNode:
         cell = new_markdown_cell(source)
         if metadata:
-            cell.metadata["kernel_agent"] = dict(metadata)
+            cell.metadata[NAMESPACE] = dict(metadata)
         return self._append(cell)
 
     def add_code(
@@ -158,7 +159,7 @@ class Transcript:
             cell.outputs = list(result.outputs)
             cell.execution_count = result.execution_count
         if metadata:
-            cell.metadata["kernel_agent"] = dict(metadata)
+            cell.metadata[NAMESPACE] = dict(metadata)
         return self._append(cell, save)
 
     def finish_code(
@@ -175,7 +176,7 @@ class Transcript:
         cell.outputs = list(result.outputs)
         cell.execution_count = result.execution_count
         if metadata:
-            cell.metadata["kernel_agent"] = dict(metadata)
+            cell.metadata[NAMESPACE] = dict(metadata)
         self._cache.pop(id(cell), None)
         self._autosave()
         self.freeze(cell)
@@ -183,7 +184,7 @@ class Transcript:
 
     def mark(self, cell: NotebookNode, status: str) -> None:
         """Set a recorded cell's ``status`` (a cell the run ended in is ``interrupted``)."""
-        cell.metadata.setdefault("kernel_agent", {})["status"] = status
+        cell.metadata.setdefault(NAMESPACE, {})[STATUS] = status
         self._cache.pop(id(cell), None)
         self._autosave()
 
@@ -282,5 +283,5 @@ class Transcript:
             raise NotebookError(f"not a valid notebook {path}: {reason.splitlines()[0]}") from None
         transcript = cls(path, autosave=autosave)
         transcript.nb = nb
-        nb.metadata.setdefault("kernel_agent", {})
+        nb.metadata.setdefault(NAMESPACE, {})
         return transcript

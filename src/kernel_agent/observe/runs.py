@@ -15,6 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from ..events import tokens_text
+from ..notebook.cellmeta import (
+    EXEC_S,
+    GEN_S,
+    NAMESPACE,
+    REPLAY,
+    SKIPPED,
+    STATUS,
+    STEP,
+    TOKENS,
+    cell_meta,
+)
 
 __all__ = ["Bar", "RunInfo", "list_runs", "read_run", "timeline"]
 
@@ -106,10 +117,10 @@ def _unreadable(path: Path, why: str) -> RunInfo:
 
 def _info(path: Path, nb: dict[str, Any]) -> RunInfo | None:
     metadata = nb.get("metadata")
-    run = metadata.get("kernel_agent") if isinstance(metadata, dict) else None
+    run = metadata.get(NAMESPACE) if isinstance(metadata, dict) else None
     if not isinstance(run, dict):
         return None
-    code = [c for c in _cells(nb) if c.get("cell_type") == "code" and not _meta(c).get("replay")]
+    code = [c for c in _cells(nb) if c.get("cell_type") == "code" and not cell_meta(c).get(REPLAY)]
     usage = _usage(run.get("usage"))
     verify: dict[str, Any] = run["verify"] if isinstance(run.get("verify"), dict) else {}
     budget = _budget(run.get("budget"))
@@ -142,13 +153,6 @@ def _info(path: Path, nb: dict[str, Any]) -> RunInfo | None:
 def _cells(nb: dict[str, Any]) -> list[dict[str, Any]]:
     cells = nb.get("cells")
     return [c for c in cells if isinstance(c, dict)] if isinstance(cells, list) else []
-
-
-def _meta(cell: dict[str, Any]) -> dict[str, Any]:
-    """A cell's ``metadata.kernel_agent``, or {} when it is missing or not a dict."""
-    metadata = cell.get("metadata")
-    meta = metadata.get("kernel_agent") if isinstance(metadata, dict) else None
-    return meta if isinstance(meta, dict) else {}
 
 
 def list_runs(directory: Path) -> list[RunInfo]:
@@ -194,20 +198,20 @@ def timeline(nb: dict[str, Any]) -> list[Bar]:
     t = 0.0
     model_total = 0.0
     for cell in _cells(nb):
-        meta = _meta(cell)
+        meta = cell_meta(cell)
         if cell.get("cell_type") != "code" or not meta:
             continue
-        status = str(meta.get("status") or "")
-        row = "replay" if meta.get("replay") else f"step {meta.get('step', '?')}"
-        gen = meta.get("gen_s")
+        status = str(meta.get(STATUS) or "")
+        row = "replay" if meta.get(REPLAY) else f"step {meta.get(STEP, '?')}"
+        gen = meta.get(GEN_S)
         if isinstance(gen, (int, float)) and gen > 0:
-            tokens = meta.get("tokens")
+            tokens = meta.get(TOKENS)
             count = _count(tokens.get("total_tokens")) if isinstance(tokens, dict) else None
             note = f"{count:,} tokens" if count is not None else ""
             bars.append(Bar(row, "model", t, float(gen), note=note))
             t += float(gen)
             model_total += float(gen)
-        exec_s = meta.get("exec_s")
+        exec_s = meta.get(EXEC_S)
         if isinstance(exec_s, (int, float)):
             source = cell.get("source") or ""  # on disk, a string or a list of lines
             if isinstance(source, list):
@@ -217,10 +221,10 @@ def timeline(nb: dict[str, Any]) -> list[Bar]:
                 Bar(row, "kernel", t, float(exec_s), status, first[0][:80] if first else "")
             )
             t += float(exec_s)
-        elif status == "skipped":
+        elif status == SKIPPED:
             bars.append(Bar(row, "kernel", t, 0.0, status, "skipped"))
     metadata = nb.get("metadata")
-    run = metadata.get("kernel_agent") if isinstance(metadata, dict) else None
+    run = metadata.get(NAMESPACE) if isinstance(metadata, dict) else None
     rest = run.get("model_time_s") if isinstance(run, dict) else None
     if isinstance(rest, (int, float)) and rest - model_total > 0.0005:
         bars.append(Bar("answer", "model", t, float(rest) - model_total))
