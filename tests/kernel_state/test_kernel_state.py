@@ -180,3 +180,42 @@ def test_notes_and_skipped_cells_carry_their_role_and_status(tmp_path: Path) -> 
     ]  # fmt: skip
     clean = nbformat.read(clean_path, as_version=4)
     assert [c.source for c in clean.cells] == ["**Task:** t", "done"]
+
+
+def test_the_agent_and_a_session_record_the_same_cells_alike(tmp_path: Path, fake_llm: Any) -> None:
+    # one path records a cell: what the agent ran and what a front end sent (MCP and HTTP
+    # both call Session.run_cell) come out with the same outputs and the same record keys
+    from fake_openai import run_cell, scripted_settings, text
+
+    from kernel_agent.agent import AsyncAgent
+    from kernel_agent.session import Session
+
+    cells = ["a = 6 * 7\nprint(a)", "1/0", "b = [a] * 2\nb"]
+    fake_llm.enqueue(*[run_cell(c) for c in cells], text("a is 42 and b is [42, 42]."))
+    settings = scripted_settings(fake_llm, tmp_path, levers="none", clean_notebook=False)
+
+    async def go() -> tuple[Path, Path]:
+        async with AsyncAgent(settings, notebook=tmp_path / "agent.ipynb") as agent:
+            async for _ in agent.run("compute"):
+                pass
+        async with Session(settings, notebook=tmp_path / "session.ipynb") as session:
+            for code in cells:
+                await session.run_cell(code)
+        return tmp_path / "agent.ipynb", tmp_path / "session.ipynb"
+
+    by_agent, by_session = asyncio.run(go())
+    common = {M.STATUS, M.RESTARTED, M.STARTED, M.ENDED, M.EXEC_S}
+
+    def code_cells(path: Path) -> list[tuple[str, Any, str, bool]]:
+        nb = nbformat.read(path, as_version=4)
+        out = []
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                meta = M.cell_meta(cell)
+                assert common <= set(meta), sorted(meta)
+                outputs = [{k: v for k, v in o.items() if k != "traceback"} for o in cell.outputs]
+                out.append((cell.source, outputs, meta[M.STATUS], meta[M.RESTARTED]))
+        return out
+
+    assert code_cells(by_agent) == code_cells(by_session)
+    assert [c[2] for c in code_cells(by_agent)] == ["ok", "error", "ok"]
