@@ -198,9 +198,7 @@ def write_pair(
 
         raise ConfigError(f"the clean notebook cannot overwrite its transcript: {full_path}")
     clean = clean_notebook(nb)
-    nb.metadata.setdefault(M.NAMESPACE, {})["clean_notebook"] = _link(
-        clean_path, full_path.parent
-    )
+    nb.metadata.setdefault(M.NAMESPACE, {})["clean_notebook"] = _link(clean_path, full_path.parent)
     clean.metadata[M.NAMESPACE]["transcript"] = _link(full_path, clean_path.parent)
     validate_notebook(clean, clean_path)
     validate_notebook(nb, full_path)
