@@ -164,22 +164,22 @@ def test_file_tools_stay_in_the_work_dir(tmp_path: Path) -> None:
     (tmp_path / "secret.txt").write_text("outside")
 
     async def body(s: Session) -> Any:
-        s.write_file("sub/a.txt", "héllo")
+        await s.write_file("sub/a.txt", "héllo")
         await s.run_cell("import os\nos.symlink('..', 'up')\nos.symlink('/etc/hostname', 'host')")
         # the work dir is the kernel's own and goes with it: check while it runs
-        assert s.read_file("sub/a.txt") == "héllo"
+        assert await s.read_file("sub/a.txt") == "héllo"
         (tmp_path / "work" / "data.csv").write_text("a\n")
-        listed = {e.path: e.kind for e in s.list_files()}
+        listed = {e.path: e.kind for e in await s.list_files()}
         assert listed["sub/a.txt"] == "file" and listed["up"] == "link"
         for bad in ("../secret.txt", "/etc/hostname", "up/secret.txt", "host"):
             with pytest.raises(UnsafePath):
-                s.read_file(bad)
+                await s.read_file(bad)
         with pytest.raises(UnsafePath):
-            s.write_file("up/planted.txt", "x")
+            await s.write_file("up/planted.txt", "x")
         with pytest.raises(UnsafePath):
-            s.write_file("/tmp/x.txt", "x")
+            await s.write_file("/tmp/x.txt", "x")
         with pytest.raises(ConfigError, match="no such file"):
-            s.read_file("missing.txt")
+            await s.read_file("missing.txt")
         return s
 
     asyncio.run(_in_session(tmp_path, body))

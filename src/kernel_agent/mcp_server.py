@@ -347,7 +347,7 @@ class _Tools:
         return _text(str(path), {"path": str(path)})
 
     async def list_files(self, ctx: Any) -> types.CallToolResult:
-        entries = self.session.list_files()
+        entries = await self.session.list_files()
         if not entries:
             return _text("The work dir is empty.", {"files": []})
         lines = [
@@ -356,10 +356,10 @@ class _Tools:
         return _text("\n".join(lines), {"files": [vars(e) for e in entries]})
 
     async def read_file(self, ctx: Any, path: str) -> types.CallToolResult:
-        return _text(self.session.read_file(path))
+        return _text(await self.session.read_file(path))
 
     async def write_file(self, ctx: Any, path: str, content: str) -> types.CallToolResult:
-        size = self.session.write_file(path, content)
+        size = await self.session.write_file(path, content)
         return _text(f"wrote {size} bytes to {path}", {"path": path, "bytes": size})
 
 

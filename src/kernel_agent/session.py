@@ -15,7 +15,6 @@ interrupts the kernel, and the cell is still recorded when it stops.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
@@ -24,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, NotebookError, UnsafePath
+from .errors import ConfigError, NotebookError
 from .events import CellOutput
 from .executors.base import AsyncExecutor, Isolation, OutputCallback
 from .images import BoundedImage, bound_image, from_data_url
@@ -34,16 +33,9 @@ from .llm.view import budget_text, render_cell
 from .notebook import cellmeta as M
 from .notebook.transcript import Transcript
 from .results import CellResult
-from .safefs import (
-    Entry,
-    list_beneath,
-    open_beneath,
-    read_beneath,
-    remove_beneath,
-    write_beneath,
-    write_stream_beneath,
-)
+from .safefs import Entry
 from .settings import Settings
+from .workdir import LocalWorkDir, RemoteWorkDir, WorkDir
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -409,49 +401,34 @@ class Session:
         return await asyncio.to_thread(export_notebook, source, to)
 
     # -------------------------------------------------------------------- files
-    def list_files(self, max_entries: int = 500) -> list[Entry]:
-        """Entries in the work dir (links are reported, never followed)."""
-        return list_beneath(self.work_dir, max_entries=max_entries)
+    @property
+    def files(self) -> WorkDir:
+        """The kernel's work dir as the file tools reach it: this host's directory, or a
+        remote kernel's own (through its channels, :mod:`kernel_agent.workdir`)."""
+        from .remote.work import RemoteWork
 
-    def read_file(self, path: str, limit: int = MAX_READ_BYTES) -> str:
+        remote = getattr(self.executor, "files", None)
+        if isinstance(remote, RemoteWork) and remote.work is not None:
+            return RemoteWorkDir(remote, lambda: self._lock)
+        if self.executor is not None and self.executor.isolation.mode == "remote":
+            raise ConfigError("this remote kernel's files cannot be reached (Python kernels only)")
+        return LocalWorkDir(self.work_dir, self.view_dir)
+
+    async def list_files(self, max_entries: int = 500) -> list[Entry]:
+        """Entries in the work dir (links are reported, never followed)."""
+        return await self.files.list(max_entries)
+
+    async def read_file(self, path: str, limit: int = MAX_READ_BYTES) -> str:
         """Text file ``path`` (relative to the work dir), at most ``limit`` bytes."""
-        try:
-            try:
-                data = read_beneath(self.work_dir, path, limit=limit)
-            except UnsafePath as exc:
-                if "symlink" not in str(exc) or self.view_dir == self.work_dir:
-                    raise
-                # the work dir links the user's files: read those from the user's dir
-                # itself (never through the link, which the kernel could have replaced)
-                try:
-                    data = read_beneath(self.view_dir, path, limit=limit)
-                except FileNotFoundError:
-                    raise exc from None  # a link the kernel made: not the user's file
-        except FileNotFoundError:
-            raise ConfigError(f"no such file in the work dir: {path}") from None
-        except IsADirectoryError:
-            raise ConfigError(f"{path} is a directory") from None
-        except UnsafePath as exc:
-            if "larger than" in str(exc):
-                raise ConfigError(
-                    f"{path} is larger than {limit // 1024} KB; read it from a cell instead"
-                ) from None
-            raise
+        data = await self.files.read(path, limit)
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
             raise ConfigError(f"{path} is not a UTF-8 text file") from None
 
-    def write_file(self, path: str, content: str) -> int:
+    async def write_file(self, path: str, content: str) -> int:
         """Write ``content`` to ``path`` in the work dir, atomically; returns the bytes written."""
-        data = content.encode("utf-8")
-        try:
-            write_beneath(self.work_dir, path, data, mode=0o644)
-        except IsADirectoryError:
-            raise ConfigError(f"{path} is a directory") from None
-        except NotADirectoryError:
-            raise UnsafePath(f"{path}: a parent is not a directory") from None
-        return len(data)
+        return await self.upload(path, _one(content.encode("utf-8")))
 
     async def upload(self, path: str, chunks: AsyncIterable[bytes], *, mode: int = 0o644) -> int:
         """Write the bytes of ``chunks`` to ``path`` in the work dir; returns the size.
@@ -459,43 +436,24 @@ class Session:
         The file appears (atomically) only once every chunk has arrived: an exception
         raised by ``chunks`` (a size limit, a client gone) leaves no file behind.
         """
-        size = 0
-        try:
-            with write_stream_beneath(self.work_dir, path, mode=mode) as fh:
-                async for chunk in chunks:
-                    fh.write(chunk)
-                    size += len(chunk)
-        except IsADirectoryError:
-            raise ConfigError(f"{path} is a directory") from None
-        except NotADirectoryError:
-            raise UnsafePath(f"{path}: a parent is not a directory") from None
-        return size
+        return await self.files.write(path, chunks, mode)
 
-    def open_file(self, path: str, root: Path | None = None) -> tuple[int, int]:
-        """(fd, size) of the regular file ``path`` in the work dir (or ``root``); the caller
-        closes it."""
-        try:
-            fd = open_beneath(root or self.work_dir, path)
-        except FileNotFoundError:
-            raise ConfigError(f"no such file in the work dir: {path}") from None
-        return fd, os.fstat(fd).st_size
+    async def open_file(self, path: str) -> tuple[int, int]:
+        """(fd, size) of the regular file ``path`` in the work dir (for a remote kernel, a
+        private local copy, checked); the caller closes it."""
+        return await self.files.open(path)
 
-    def delete_file(self, path: str) -> None:
+    async def delete_file(self, path: str) -> None:
         """Remove file ``path`` from the work dir (a link is removed, never followed)."""
-        try:
-            remove_beneath(self.work_dir, path)
-        except FileNotFoundError:
-            raise ConfigError(f"no such file in the work dir: {path}") from None
-        except IsADirectoryError:
-            raise ConfigError(f"{path} is a directory") from None
+        await self.files.delete(path)
 
-    def disk_usage(self) -> int:
+    async def disk_usage(self) -> int:
         """Bytes in the regular files of the work dir (links not followed)."""
-        return sum(
-            e.size
-            for e in list_beneath(self.work_dir, max_entries=100_000, max_depth=32)
-            if e.kind == "file"
-        )
+        return await self.files.usage()
+
+
+async def _one(data: bytes) -> AsyncIterator[bytes]:
+    yield data
 
 
 def _cell_text(index: int, cell: NotebookNode, budget: int) -> str:

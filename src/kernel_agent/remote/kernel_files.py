@@ -140,6 +140,51 @@ def remove(name):
     return _Json(True)
 
 
+def abort(name):
+    """Drop an unfinished upload of ``name`` (its temp file goes)."""
+    slot = _puts.pop(name, None)
+    if slot is not None:
+        slot[0].close()
+        try:
+            os.unlink(slot[3])
+        except OSError:
+            pass
+    return _Json(True)
+
+
+def lstat(name):
+    """[kind, size, mode] of ``name`` (a link is not followed), or None."""
+    try:
+        st = os.lstat(_path(name))
+    except (OSError, ValueError):
+        return _Json(None)
+    mode = st.st_mode
+    kind = (
+        "link" if stat.S_ISLNK(mode) else
+        "file" if stat.S_ISREG(mode) else
+        "dir" if stat.S_ISDIR(mode) else "other"
+    )  # fmt: skip
+    return _Json([kind, st.st_size, stat.S_IMODE(mode)])
+
+
+def usage(max_entries):
+    """Bytes in the regular files below the work dir (links not followed), a bounded walk."""
+    total, seen, queue = 0, 0, [WORK]
+    while queue and seen < max_entries:
+        folder = queue.pop()
+        try:
+            with os.scandir(folder) as it:
+                for entry in it:
+                    seen += 1
+                    if entry.is_dir(follow_symlinks=False):
+                        queue.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        total += entry.stat(follow_symlinks=False).st_size
+        except OSError:
+            continue
+    return _Json(total)
+
+
 def listing(max_entries, max_depth):
     """[path, kind, size, mode] for entries below the work dir (links not followed)."""
     out: list = []

@@ -18,13 +18,15 @@ Downloads are written through :func:`kernel_agent.safefs.write_stream_beneath`
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import contextlib
 import hashlib
 import json
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -137,6 +139,27 @@ class KernelFiles:
     async def remove(self, name: str) -> None:
         await self._call(self._fn("remove", name), 100)
 
+    async def lstat(self, name: str) -> tuple[str, int, int] | None:
+        """(kind, size, mode) of the kernel's ``name`` (a link not followed), or None."""
+        reply = await self._call(self._fn("lstat", name), 200)
+        if reply is None:
+            return None
+        if (
+            isinstance(reply, list)
+            and len(reply) == 3
+            and reply[0] in ("file", "dir", "link", "other")
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in reply[1:])
+        ):
+            return reply[0], reply[1], reply[2]
+        raise GatewayError(f"file transfer: a malformed answer {reply!r:.120}")
+
+    async def usage(self, max_entries: int) -> int:
+        """Bytes in the kernel's work dir, as the kernel says (it only limits its own room)."""
+        reply = await self._call(self._fn("usage", max_entries), 100)
+        if not isinstance(reply, int) or isinstance(reply, bool) or reply < 0:
+            raise GatewayError(f"file transfer: a malformed answer {reply!r:.120}")
+        return reply
+
     # ------------------------------------------------------------------ upload
     async def upload(self, path: Path, name: str) -> tuple[int, str]:
         """Send local file ``path`` to the kernel's ``name``; returns (size, sha256).
@@ -144,20 +167,44 @@ class KernelFiles:
         Raises :class:`GatewayError` when the kernel's size or hash differs from ours.
         """
         chunk = self.limits.put_chunk
+
+        async def blocks() -> AsyncIterator[bytes]:
+            with open(path, "rb") as fh:
+                while block := fh.read(chunk):
+                    yield block
+
+        return await self.upload_stream(blocks(), name)
+
+    async def upload_stream(self, chunks: AsyncIterable[bytes], name: str) -> tuple[int, str]:
+        """Send the bytes of ``chunks`` (any sizes) to the kernel's ``name``, re-cut into
+        ``put_chunk`` pieces; returns (size, sha256).
+
+        The kernel writes a temp file and renames it at the last chunk: an exception
+        raised by ``chunks`` (a size limit, a client gone) drops the temp file, and a
+        size or hash the kernel got wrong removes the file (:class:`GatewayError`).
+        """
+        chunk = self.limits.put_chunk
         digest = hashlib.sha256()
         size = 0
-        with open(path, "rb") as fh:
-            data = fh.read(chunk)
-            while True:
-                following = fh.read(chunk) if len(data) == chunk else b""
-                last = not following
-                digest.update(data)
-                text = base64.b64encode(data).decode("ascii")
-                reply = await self._call(self._fn("put", name, text, size, last), 1000)
-                size += len(data)
-                if last:
-                    break
-                data = following
+        pending = bytearray()
+        reply: Any = None
+        try:
+            async for block in chunks:
+                pending += block
+                while len(pending) > chunk:  # more follows this piece: not the last
+                    piece = bytes(pending[:chunk])
+                    del pending[:chunk]
+                    await self._put(name, piece, size, False)
+                    digest.update(piece)
+                    size += len(piece)
+            piece = bytes(pending)
+            reply = await self._put(name, piece, size, True)
+            digest.update(piece)
+            size += len(piece)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._call(self._fn("abort", name), 100))
+            raise
         sha = digest.hexdigest()
         if not isinstance(reply, dict) or reply.get("size") != size or reply.get("sha256") != sha:
             await self.remove(name)
@@ -166,6 +213,10 @@ class KernelFiles:
                 f"(sent {size} bytes, sha256 {sha[:12]}; the kernel has {reply!r:.120})"
             )
         return size, sha
+
+    async def _put(self, name: str, data: bytes, offset: int, last: bool) -> Any:
+        text = base64.b64encode(data).decode("ascii")
+        return await self._call(self._fn("put", name, text, offset, last), 1000)
 
     # ------------------------------------------------------------------ download
     async def listing(self, max_entries: int, max_depth: int) -> list[RemoteEntry]:

@@ -263,7 +263,7 @@ def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> 
     # ----------------------------------------------------------------------- files
     @app.get("/v1/sessions/{sid}/files")
     async def list_files(sid: str) -> dict[str, Any]:
-        return {"files": manager.list_files(sid)}
+        return {"files": await manager.list_files(sid)}
 
     @app.put("/v1/sessions/{sid}/files/{path:path}", status_code=201)
     async def put_file(sid: str, path: str, request: Request) -> dict[str, Any]:
@@ -276,7 +276,7 @@ def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> 
 
     @app.get("/v1/sessions/{sid}/files/{path:path}")
     async def get_file(sid: str, path: str) -> StreamingResponse:
-        fd, size = manager.open_file(sid, path)
+        fd, size = await manager.open_file(sid, path)
 
         def chunks() -> Iterator[bytes]:
             with os.fdopen(fd, "rb") as fh:
@@ -295,7 +295,7 @@ def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> 
 
     @app.delete("/v1/sessions/{sid}/files/{path:path}", status_code=204)
     async def delete_file(sid: str, path: str) -> Response:
-        manager.delete_file(sid, path)
+        await manager.delete_file(sid, path)
         return Response(status_code=204)
 
     # --------------------------------------------------------------------- execute

@@ -30,9 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Deleted, Ended, NotFound, Stopping, TooBusy, TooLarge, UnsafePath
+from ..remote.work import RemoteWork
 from ..sandbox.room import remove_tree
 from ..session import CellRun, Session
 from ..settings import Settings
+from ..workdir import LocalWorkDir, WorkDir
 from .limits import Limiter
 from .pool import WarmPool
 from .runs import HostedRun, event_json
@@ -250,7 +252,7 @@ class SessionManager:
             session.notebook_path,
             session=session,
             settings=settings,
-            work_dir=str(session.work_dir),
+            work_dir=str(session.work_dir) if session.files.local else None,
             sandbox=self._public(session.isolation.note),
         )
         self.sessions[sid] = hosted
@@ -329,11 +331,18 @@ class SessionManager:
                 hosted.cells = len(session.transcript.cells)
             executor = session.executor
             work = executor.kernel_cwd if executor is not None else None
+            remote = getattr(executor, "files", None)
             if work is not None and executor is not None and work != executor.cwd:
                 # a private work dir on this host (a gateway kernel's has none here: never
                 # the server's own --cwd)
                 with contextlib.suppress(Exception):
                     deliver_work_files(work, hosted.notebook)
+            elif isinstance(remote, RemoteWork) and remote.work is not None:
+                # a gateway kernel's own work dir: pulled over its channels, checked
+                with contextlib.suppress(Exception):
+                    _, notes = await remote.deliver(hosted.notebook)
+                    for note in notes:
+                        log.info("session %s: not kept: %s", hosted.id, note)
             with contextlib.suppress(Exception):
                 session.write_clean()
         finally:
@@ -469,7 +478,7 @@ class SessionManager:
         async with hosted.upload_lock:
             now = time.monotonic()
             if hosted.usage is None or now - hosted.usage[0] > _USAGE_TTL_S:
-                hosted.usage = (now, await asyncio.to_thread(session.disk_usage))
+                hosted.usage = (now, await session.disk_usage())
             used = hosted.usage[1]
             room = self.config.max_session_bytes - used
             if declared is not None and declared > min(limit, room):
@@ -493,41 +502,40 @@ class SessionManager:
             return f"the file is over the {limit} byte limit per file"
         return f"the session's files would be over its disk limit ({max(room, 0)} bytes left)"
 
-    def file_root(self, sid: str) -> tuple[Session | None, Path]:
-        """(live session or None, the directory the session's files are read from)."""
+    def file_root(self, sid: str) -> WorkDir:
+        """Where the session's files are read from: the live kernel's work dir (on this
+        host or a remote kernel's own), or the files kept beside an ended one's notebook."""
         hosted = self.get(sid)
         if hosted.session is not None:
             hosted.last_active = time.time()
-            return hosted.session, hosted.session.work_dir
-        return None, hosted.files_dir
+            return hosted.session.files
+        return LocalWorkDir(hosted.files_dir)
 
-    def list_files(self, sid: str) -> list[dict[str, Any]]:
-        from ..safefs import list_beneath
-
-        _, root = self.file_root(sid)
-        if not root.is_dir():
+    async def list_files(self, sid: str) -> list[dict[str, Any]]:
+        root = self.file_root(sid)
+        if isinstance(root, LocalWorkDir) and not root.root.is_dir():
             return []
-        return [vars(e) for e in list_beneath(root, max_entries=2000, max_depth=16)]
+        return [vars(e) for e in await root.list(max_entries=2000, max_depth=16)]
 
-    def open_file(self, sid: str, path: str) -> tuple[int, int]:
-        from ..safefs import open_beneath
+    async def open_file(self, sid: str, path: str) -> tuple[int, int]:
+        from ..errors import ConfigError
 
-        _, root = self.file_root(sid)
         try:
-            fd = open_beneath(root, path)
-        except (FileNotFoundError, NotADirectoryError):
-            raise NotFound(f"no file {path}") from None
-        except IsADirectoryError:
-            raise UnsafePath(f"{path} is a directory") from None
-        return fd, os.fstat(fd).st_size
+            return await self.file_root(sid).open(path)
+        except ConfigError as exc:
+            if "no such file" in str(exc):
+                raise NotFound(f"no file {path}") from None
+            if "is a directory" in str(exc):
+                raise UnsafePath(str(exc)) from None
+            raise
 
-    def delete_file(self, sid: str, path: str) -> None:
+    async def delete_file(self, sid: str, path: str) -> None:
         from ..errors import ConfigError
 
         session = self.live(sid)
         self.get(sid).usage = None  # walk again at the next upload
         try:
-            session.delete_file(path)
+            await session.delete_file(path)
         except ConfigError as exc:
             if "no such file" in str(exc):
                 raise NotFound(str(exc)) from None

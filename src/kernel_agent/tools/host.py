@@ -26,6 +26,7 @@ from .bridge import BridgeLimits, HostBridge, kernel_init_code
 from .declared import DeclaredResult
 from .installs import Installer, InstallPolicy, install_pinned, new_site
 from .registry import describe_tools, load_tools, make_tools
+from .remote_installs import RemoteInstalls
 from .requirements import Pin
 
 __all__ = ["HostSide", "prepare_rerun"]
@@ -50,20 +51,29 @@ class HostSide:
         self.bridge = HostBridge(
             self.tools,
             BridgeLimits(timeout_s=settings.tool_timeout),
-            {"set_result": self._set_result, "install": self._install},
+            {
+                "set_result": self._set_result,
+                "install": self._install,
+                "installed": self._installed,
+            },
         )
         self.active = False
         #: the kernel runs elsewhere (a gateway): no files to take, no site to install into
         self.remote = False
         #: the kernel's work dir on this host (None: a remote kernel, no files to take)
         self._work: Callable[[], Path | None] = lambda: None
+        #: a remote kernel's permitted installs, awaiting its report (pip runs there)
+        self.remote_installs: RemoteInstalls | None = None
 
     def prepare(self, executor: AsyncExecutor) -> None:
         """Before the kernel starts: the install site on the sandbox's read-only mounts."""
         if not isinstance(executor, CommKernel):
             return
-        if executor.isolation.mode == "remote":  # a gateway kernel: a site here is not its
+        if executor.isolation.mode == "remote":  # a gateway kernel: it installs in its own site
             self.remote = True
+            if self.policy.mode != "never" and self.installer is None:
+                self.installer = Installer(self.policy, Path("/nonexistent"), self.ask_install)
+                self.remote_installs = RemoteInstalls()
             return
         if self.policy.mode != "never" and self.site is None:
             self.site = new_site()
@@ -158,14 +168,20 @@ class HostSide:
         return self.result.declare(request.get("data"), [str(f) for f in files], work or Path("."))
 
     async def _install(self, request: dict[str, Any]) -> Any:
-        if self.remote and self.policy.mode != "never":
-            raise InstallError(
-                "install_package: the kernel is remote (a gateway), and packages install "
-                "into a directory on this host only"
-            )
+        if self.remote_installs is not None and self.installer is not None:
+            pin = await self.installer.permit(request)  # checked and permitted here
+            return self.remote_installs.instruct(pin)  # pip runs in the kernel
         if self.installer is None:  # policy "never": refused, with the policy's message
             return await Installer(self.policy, Path("/nonexistent")).install(request)
         return await self.installer.install(request)
+
+    async def _installed(self, request: dict[str, Any]) -> Any:
+        """A remote kernel's report of an install the host permitted (see remote_installs)."""
+        if self.remote_installs is None or self.installer is None:
+            raise InstallError("install_package: no install is pending in this session")
+        project, version = self.remote_installs.report(request)
+        self.installer.installed[project] = version
+        return {"name": project, "version": version}
 
 
 async def prepare_rerun(

@@ -119,9 +119,14 @@ class Installer:
     #: one pip at a time: each makes the site its uid's while it runs
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
-    async def install(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def permit(self, request: dict[str, Any]) -> Pin:
+        """``request``'s package, checked and permitted by the policy (or :class:`InstallError`)."""
         pin = parse_request(request.get("name", ""))
         await self._permit(pin.requirement, pin.name)
+        return pin
+
+    async def install(self, request: dict[str, Any]) -> dict[str, Any]:
+        pin = await self.permit(request)
         async with self._lock:
             before = installed_versions(self.site)
             await run_pip(self.site, [pin], self.timeout)

@@ -160,6 +160,44 @@ def __kernel_agent_setup(config):
 
         return re.sub(r"[-_.]+", "-", name.split("==")[0]).lower()
 
+    def install_here(value):
+        """Run pip in this kernel's own environment into a site of its own, and report."""
+        import os
+        import subprocess
+        import tempfile
+
+        if state.get("site") is None:
+            state["site"] = tempfile.mkdtemp(prefix="kernel-agent-site-")
+        site = state["site"]
+        argv = [sys.executable, "-I", "-m", "pip", "install", "--target", site, *value["pip"]]
+        try:
+            proc = subprocess.run(
+                argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                timeout=float(config.get("install_s", 600.0)),
+            )  # fmt: skip
+            ok, error = proc.returncode == 0, proc.stderr[-2000:]
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            ok, error = False, f"{type(exc).__name__}: {exc}"
+        installed = {}
+        for entry in sorted(os.listdir(site)):
+            if not entry.endswith(".dist-info"):
+                continue
+            meta = {}
+            try:
+                with open(os.path.join(site, entry, "METADATA"), encoding="utf-8") as fh:
+                    for line in fh:
+                        if not line.strip():
+                            break
+                        key, _, val = line.partition(":")
+                        meta.setdefault(key.strip(), val.strip())
+            except OSError:
+                continue
+            if meta.get("Name") and meta.get("Version"):
+                installed[meta["Name"]] = meta["Version"]
+        report = {"name": value["name"], "ok": ok, "error": error, "installed": installed}
+        done = answer(request("installed", report, 60.0))
+        return {"name": done.get("name"), "version": done.get("version"), "path": site}
+
     def install_package(name):
         """Install ``name`` from the host's package index, under the run's install policy."""
         import importlib
@@ -177,6 +215,8 @@ def __kernel_agent_setup(config):
             value = answer(
                 request("install", {"name": name}, float(config.get("install_s", 600.0)))
             )
+            if value.get("pip") is not None:  # a remote kernel: pip runs here, host permitted
+                value = install_here(value)
             path = value.get("path")
             if path and path not in sys.path:
                 sys.path.insert(0, path)
