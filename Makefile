@@ -85,6 +85,7 @@ bench: venv system-deps
 	$(PY) bench/bench_sandbox.py
 	$(PY) bench/bench_gateway.py
 	$(PY) bench/bench_transfer.py
+	$(PY) bench/bench_gateway_pool.py
 	$(PY) bench/bench_verify.py
 	$(PY) bench/bench_mcp.py
 	$(PY) bench/bench_serve.py
