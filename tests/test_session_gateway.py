@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 from gateway_server import KernelGateway
 
-from kernel_agent.errors import ConfigError
-from kernel_agent.safefs import UnsafePath
+from kernel_agent.errors import ConfigError, UnsafePath
 from kernel_agent.session import Session
 from kernel_agent.settings import Settings
 from kernel_agent.workdir import RemoteWorkDir
