@@ -146,6 +146,14 @@ def test_gateway_pool_upload_execute_download_run(
             r = http.get(f"{base}/pw")
             assert r.status_code == 400 and "symlink" in r.json()["error"]
             assert http.put(f"{base}/big.bin", content=b"x" * 20_000).status_code == 413
+            # streamed without a length: refused mid-way, the kernel's partial file removed
+            chunks = iter([b"y" * 8000] * 3)
+            assert http.put(f"{base}/big2.bin", content=chunks).status_code == 413
+            left = http.post(
+                f"/v1/sessions/{sid}/execute",
+                json={"code": "import os; print(sorted(os.listdir('.')))"},
+            ).json()
+            assert "big" not in stdout(left) and "part" not in stdout(left), stdout(left)
             names = {f["path"] for f in http.get(base).json()["files"]}
             assert "big.bin" not in names and not any(n.startswith(".") for n in names), names
             assert http.delete(f"{base}/data/in.csv").status_code == 204

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import pytest
 from gateway_server import KernelGateway
 
 from kernel_agent.errors import ConfigError, UnsafePath
+from kernel_agent.remote.transfer import TransferLimits
 from kernel_agent.session import Session
 from kernel_agent.settings import Settings
 from kernel_agent.workdir import RemoteWorkDir
@@ -71,6 +72,17 @@ def test_files_and_state_survive_a_restart_and_a_death(tmp_path: Path, gateway: 
             await s.read_file("missing.txt")
         with pytest.raises(ConfigError, match="is a directory"):
             await s.read_file("in")
+        # an upload whose source fails after two chunks reached the kernel leaves nothing
+        remote = s.executor.files  # type: ignore[union-attr]
+        remote.kernel.limits = TransferLimits(put_chunk=1000)
+
+        async def failing() -> AsyncIterator[bytes]:
+            yield b"z" * 2500
+            raise RuntimeError("the client went away")
+
+        with pytest.raises(RuntimeError, match="went away"):
+            await s.upload("partial.bin", failing())
+        seen["after_abort"] = (await s.run_cell("import os; print(sorted(os.listdir('.')))")).text
         await s.delete_file("made.txt")
         seen["deleted"] = "made.txt" not in {e.path for e in await s.list_files()}
         seen["usage"] = await s.disk_usage()
@@ -86,5 +98,6 @@ def test_files_and_state_survive_a_restart_and_a_death(tmp_path: Path, gateway: 
     assert restarted and "rebuilt by replaying" in note, note
     assert str(total) in seen["after_death"]  # the replay read the upload again: it survived
     assert "in/values.txt" in seen["still_there"] and "made.txt" in seen["still_there"]
+    assert "partial" not in seen["after_abort"] and "in" in seen["after_abort"]
     assert seen["deleted"] and seen["usage"] == len("\n".join(map(str, values)))
     assert not list(tmp_path.rglob("values.txt"))  # never on this side's disk
