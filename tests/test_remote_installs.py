@@ -15,7 +15,7 @@ from typing import Any
 import nbformat
 import pytest
 from fake_openai import FakeLLM, run_cell, scripted_settings, text
-from gateway_server import KernelGateway
+from gateway_server import EnterpriseGateway, KernelGateway, _Gateway, eg_python
 from test_installs import TRY, build_wheel
 
 from kernel_agent.agent import Agent
@@ -25,22 +25,28 @@ pytestmark = pytest.mark.timeout(240)
 GW_TOKEN = "remote-installs-token"
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelGateway]:
-    """A gateway whose kernels install from a local find-links dir only."""
+@pytest.fixture(scope="module", params=["kernel-gateway", "enterprise-gateway"])
+def gateway(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[_Gateway]:
+    """A gateway whose kernels install from a local find-links dir only (EG: its own venv)."""
+    if request.param == "enterprise-gateway":
+        eg_python()  # a skip saying why when EG was never installed
     wheels = tmp_path_factory.mktemp("kernel-wheels")
     build_wheel(wheels, "tinypkg", "1.0", "VALUE = 'one'\n")
     build_wheel(wheels, "tinypkg", "2.0", "VALUE = 'two'\n")
     build_wheel(wheels, "otherpkg", "0.1", "VALUE = 'other'\n")
+    root = tmp_path_factory.mktemp(f"{request.param}-root")
+    kind = EnterpriseGateway if request.param == "enterprise-gateway" else KernelGateway
     with pytest.MonkeyPatch.context() as mp:  # the gateway's kernels inherit its environment
         mp.setenv("PIP_NO_INDEX", "1")
         mp.setenv("PIP_FIND_LINKS", str(wheels))
-        kg = KernelGateway(tmp_path_factory.mktemp("kg-root"), GW_TOKEN).start()
-    yield kg
-    kg.stop()
+        gw = kind(root, GW_TOKEN).start()
+    yield gw
+    gw.stop()
 
 
-def run_remote(fake: FakeLLM, tmp_path: Path, kg: KernelGateway, **kw: Any) -> Any:
+def run_remote(fake: FakeLLM, tmp_path: Path, kg: _Gateway, **kw: Any) -> Any:
     view = tmp_path / "view"
     view.mkdir(parents=True, exist_ok=True)
     settings = scripted_settings(

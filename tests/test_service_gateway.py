@@ -19,7 +19,7 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 from fake_openai import FakeLLM, run_cell, text
-from gateway_server import KernelGateway
+from gateway_server import EnterpriseGateway, KernelGateway, _Gateway, eg_python
 from serve_server import TOKEN, serve
 
 pytestmark = pytest.mark.timeout(300)
@@ -39,18 +39,24 @@ def llm() -> Iterator[FakeLLM]:
         yield server
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelGateway]:
-    kg = KernelGateway(
-        tmp_path_factory.mktemp("kg-root"),
-        GW_TOKEN,
-        ("--JupyterWebsocketPersonality.list_kernels=True",),
-    ).start()
-    yield kg
-    kg.stop()
+@pytest.fixture(scope="module", params=["kernel-gateway", "enterprise-gateway"])
+def gateway(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[_Gateway]:
+    """Each gateway in a root dir of its own, listing its kernels (EG: ``make eg-venv``)."""
+    root = tmp_path_factory.mktemp(f"{request.param}-root")
+    gw: _Gateway
+    if request.param == "enterprise-gateway":
+        eg_python()  # a skip saying why when EG was never installed
+        gw = EnterpriseGateway(root, GW_TOKEN, ("--EnterpriseGatewayApp.list_kernels=True",))
+    else:
+        gw = KernelGateway(root, GW_TOKEN, ("--JupyterWebsocketPersonality.list_kernels=True",))
+    gw.start()
+    yield gw
+    gw.stop()
 
 
-def gateway_kernels(kg: KernelGateway) -> set[str]:
+def gateway_kernels(kg: _Gateway) -> set[str]:
     r = httpx.get(f"{kg.url}/api/kernels", headers={"Authorization": f"token {GW_TOKEN}"})
     r.raise_for_status()
     return {k["id"] for k in r.json()}
@@ -75,7 +81,7 @@ def sse_result(body: str) -> dict[str, Any]:
 
 
 def test_gateway_pool_upload_execute_download_run(
-    tmp_path: Path, gateway: KernelGateway, llm: FakeLLM
+    tmp_path: Path, gateway: _Gateway, llm: FakeLLM
 ) -> None:
     state = tmp_path / "state"
     values = [random.randint(1, 10_000) for _ in range(40)]
@@ -176,7 +182,7 @@ def test_gateway_pool_upload_execute_download_run(
 
 
 def test_a_session_start_from_the_pool_is_faster_than_a_cold_one(
-    tmp_path: Path, gateway: KernelGateway
+    tmp_path: Path, gateway: _Gateway
 ) -> None:
     """The pooled session's kernel was started before the request; a second session in the
     same second finds the pool empty and starts its own (both work)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gateway_server import KernelGateway
+from gateway_server import EnterpriseGateway, KernelGateway, _Gateway, eg_python
 
 from kernel_agent.errors import ConfigError, UnsafePath
 from kernel_agent.remote.transfer import TransferLimits
@@ -26,14 +26,24 @@ pytestmark = pytest.mark.timeout(180)
 GW_TOKEN = "session-gateway-token"
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelGateway]:
-    kg = KernelGateway(tmp_path_factory.mktemp("kg-root"), GW_TOKEN).start()
-    yield kg
-    kg.stop()
+@pytest.fixture(scope="module", params=["kernel-gateway", "enterprise-gateway"])
+def gateway(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[_Gateway]:
+    """Each gateway in a root dir of its own (EG from its own venv: ``make eg-venv``)."""
+    root = tmp_path_factory.mktemp(f"{request.param}-root")
+    gw: _Gateway
+    if request.param == "enterprise-gateway":
+        eg_python()  # a skip saying why when EG was never installed
+        gw = EnterpriseGateway(root, GW_TOKEN)
+    else:
+        gw = KernelGateway(root, GW_TOKEN)
+    gw.start()
+    yield gw
+    gw.stop()
 
 
-def in_session(tmp_path: Path, kg: KernelGateway, body: Any) -> Any:
+def in_session(tmp_path: Path, kg: _Gateway, body: Any) -> Any:
     view = tmp_path / "view"
     view.mkdir()
     settings = Settings.from_env(
@@ -47,7 +57,7 @@ def in_session(tmp_path: Path, kg: KernelGateway, body: Any) -> Any:
     return asyncio.run(main())
 
 
-def test_files_and_state_survive_a_restart_and_a_death(tmp_path: Path, gateway: KernelGateway):
+def test_files_and_state_survive_a_restart_and_a_death(tmp_path: Path, gateway: _Gateway):
     values = [random.randint(1, 999) for _ in range(30)]
 
     async def body(s: Session) -> dict[str, Any]:
