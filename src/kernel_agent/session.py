@@ -405,11 +405,12 @@ class Session:
     def files(self) -> WorkDir:
         """The kernel's work dir as the file tools reach it: this host's directory, or a
         remote kernel's own (through its channels, :mod:`kernel_agent.workdir`)."""
-        from .remote.work import RemoteWork
+        from .executors.gateway import AsyncGatewaySession
 
-        remote = getattr(self.executor, "files", None)
-        if isinstance(remote, RemoteWork) and remote.work is not None:
-            return RemoteWorkDir(remote, lambda: self._lock)
+        if isinstance(self.executor, AsyncGatewaySession):
+            remote = self.executor.files
+            if remote is not None and remote.work is not None:
+                return RemoteWorkDir(remote, lambda: self._lock)
         if self.executor is not None and self.executor.isolation.mode == "remote":
             raise ConfigError("this remote kernel's files cannot be reached (Python kernels only)")
         return LocalWorkDir(self.work_dir, self.view_dir)

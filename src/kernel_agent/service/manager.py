@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Deleted, Ended, NotFound, Stopping, TooBusy, TooLarge, UnsafePath
-from ..remote.work import RemoteWork
 from ..sandbox.room import remove_tree
 from ..session import CellRun, Session
 from ..settings import Settings
@@ -319,6 +318,7 @@ class SessionManager:
         """End ``hosted``, keeping everything: files copied beside the notebook, the clean
         notebook written, the kernel stopped."""
         from ..delivery import deliver_work_files
+        from ..executors.gateway import AsyncGatewaySession
 
         await self._cancel_runs(hosted)
         await self._cancel_inflight(hosted)
@@ -331,13 +331,13 @@ class SessionManager:
                 hosted.cells = len(session.transcript.cells)
             executor = session.executor
             work = executor.kernel_cwd if executor is not None else None
-            remote = getattr(executor, "files", None)
+            remote = executor.files if isinstance(executor, AsyncGatewaySession) else None
             if work is not None and executor is not None and work != executor.cwd:
                 # a private work dir on this host (a gateway kernel's has none here: never
                 # the server's own --cwd)
                 with contextlib.suppress(Exception):
                     deliver_work_files(work, hosted.notebook)
-            elif isinstance(remote, RemoteWork) and remote.work is not None:
+            elif remote is not None and remote.work is not None:
                 # a gateway kernel's own work dir: pulled over its channels, checked
                 with contextlib.suppress(Exception):
                     _, notes = await remote.deliver(hosted.notebook)
