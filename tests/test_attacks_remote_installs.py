@@ -131,6 +131,10 @@ def test_remote_installs_units() -> None:
     ri.instruct(Pin("tinypkg"))
     with pytest.raises(InstallError, match="pip failed in the kernel: ERROR: nope"):
         ri.report({"name": "TinyPkg", "ok": False, "error": "x" * 10_000 + "\nERROR: nope"})
+    ri.instruct(Pin("tinypkg"))  # terminal escapes from the kernel never reach the message
+    with pytest.raises(InstallError) as caught:
+        ri.report({"name": "tinypkg", "ok": False, "error": "\x1b[31mERROR: x\x1b[0m\x07\u202e"})
+    assert str(caught.value).endswith("pip failed in the kernel: ERROR: x")
     ri.instruct(Pin("tinypkg"))
     assert ri.report({"name": "tinypkg", "ok": True, "installed": {"TinyPkg": "1.0"}}) == (
         "tinypkg",

@@ -247,7 +247,7 @@ def test_the_same_tool_call_through_a_gateway(fake_llm, tmp_path, tmp_path_facto
             gateway_url=kg.url,
             gateway_token="tools-token",
             sandbox="none",
-            install="any",
+            install="allow:otherpkg",  # pip runs in a remote kernel; the policy decides here
         )
         with Agent(settings, tools=[lookup, pause]) as agent:
             events = list(agent.run("use the tools"))
@@ -258,7 +258,7 @@ def test_the_same_tool_call_through_a_gateway(fake_llm, tmp_path, tmp_path_facto
     assert result.cells[0].status == "ok", result.cells[0].error
     text_out = result.cells[0].outputs[0]["text"]
     assert text_out.startswith("[709000, 10000000]\n['a', 'b', 'c', 'd']\nquiet\n"), text_out
-    assert "the kernel is remote" in text_out
+    assert "refused by the install policy 'allow:otherpkg'" in text_out
     quick = [c for c in CALLS if c[0] != "quiet"]
     assert max(s for _, s, _ in quick) < min(e for _, _, e in quick)
     assert result.result == {"ok": True}

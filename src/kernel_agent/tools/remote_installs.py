@@ -19,6 +19,7 @@ is not recorded, so a hostile kernel cannot add names for ``verify`` to install.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +38,7 @@ def remote_pip_args(pin: Pin) -> list[str]:
     """pip's arguments after ``install --target SITE`` in the kernel: wheels only."""
     return [
         "--only-binary", ":all:",
-        "--no-input", "--no-cache-dir", "--disable-pip-version-check",
+        "--no-input", "--no-cache-dir", "--disable-pip-version-check", "--no-color",
         "--no-warn-script-location", "--upgrade",
         "--",
         pin.requirement,
@@ -67,6 +68,8 @@ class RemoteInstalls:
         if request.get("ok") is not True:
             error = str(request.get("error") or "")[-MAX_ERROR_CHARS:].strip()
             last = error.splitlines()[-1] if error else "no output"
+            last = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", last)  # no terminal colours
+            last = "".join(c for c in last if c.isprintable())
             raise InstallError(f"install_package({project!r}): pip failed in the kernel: {last}")
         installed = request.get("installed")
         if not isinstance(installed, dict) or len(installed) > 1000:
