@@ -341,7 +341,7 @@ def test_a_sessions_model_never_gets_the_servers_key(state: Path) -> None:
                 events = http.post(f"/v1/sessions/{sid}/runs", json={"task": "hi"}).text
                 assert configured.requests[0].headers["authorization"] == f"Bearer {canary}"
                 # row 37: the API does not tell clients where the server keeps its files
-                assert "RunFinished" in events and f"sessions/{sid}/runs/" in events
+                assert "RunFinished" in events and f"sessions/{sid}/notebook.ipynb" in events
                 assert str(state) not in events
                 assert str(state) not in json.dumps(http.get(f"/v1/sessions/{sid}").json())
 

@@ -202,6 +202,7 @@ class RecordingLauncher:
 
     def __init__(self):
         self.calls = []
+        self.extra_ro_paths = ()  # part of the declared launcher: verify adds an install site
 
     def prepare(self, km, launch_kw):
         self.calls.append("prepare")
