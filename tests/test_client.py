@@ -52,7 +52,8 @@ def test_sync_client_round_trip(server: tuple[Server, FakeLLM], tmp_path: Path) 
         assert events[-1]["result"]["answer"] == "The largest is 5."
         assert ka.get_run(s.id, events[0]["id"]).status == "finished"
         nb = nbformat.reads(ka.notebook(s.id).decode(), as_version=4)
-        assert [c.source for c in nb.cells][-1] == "print(max(nums))"
+        assert [c.source for c in nb.cells if c.cell_type == "code"][-1] == "print(max(nums))"
+        assert nb.cells[-1].source.endswith("The largest is 5.")  # the run's answer, recorded too
         assert s.id in [x.id for x in ka.sessions()]
         ka.delete_file(s.id, "in/data.txt")
         ka.delete_session(s.id)

@@ -451,7 +451,10 @@ async def _readable(sockets: tuple[zmq.Socket, ...], timeout: float) -> None:
 
     def wake() -> None:
         for sock in sockets:
-            sock.getsockopt(zmq.EVENTS)
+            try:
+                sock.getsockopt(zmq.EVENTS)
+            except zmq.ZMQError:  # closed under us (the kernel shut down mid-cell): just wake
+                pass
         if not woken.done():
             woken.set_result(None)
 

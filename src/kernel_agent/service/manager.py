@@ -115,7 +115,7 @@ class Hosted:
         now = time.time()
         live = self.session is not None
         transcript = self.session.transcript if self.session is not None else None
-        cells = len(transcript.cells) if transcript is not None else self.cells
+        cells = code_cells(transcript.cells) if transcript is not None else self.cells
         return {
             "id": self.id,
             "status": self.status,
@@ -328,7 +328,7 @@ class SessionManager:
         hosted.status, hosted.reason, hosted.ended = status, reason, time.time()
         try:
             if session.transcript is not None:
-                hosted.cells = len(session.transcript.cells)
+                hosted.cells = code_cells(session.transcript.cells)
             executor = session.executor
             work = executor.kernel_cwd if executor is not None else None
             remote = executor.files if isinstance(executor, AsyncGatewaySession) else None
@@ -612,7 +612,13 @@ def _count_cells(notebook: Path, default: int) -> int:
         cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells")
     except (OSError, ValueError, AttributeError, RecursionError):
         return default
-    return len(cells) if isinstance(cells, list) else default
+    return code_cells(cells) if isinstance(cells, list) else default
+
+
+def code_cells(cells: list[Any]) -> int:
+    """How many of ``cells`` are code cells: a session's "cells" are its executions (a
+    run's task, prose and answer are markdown cells in the same notebook)."""
+    return sum(1 for c in cells if isinstance(c, dict) and c.get("cell_type") == "code")
 
 
 def _remove_room(work: Path) -> None:
