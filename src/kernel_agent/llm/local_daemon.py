@@ -49,12 +49,20 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 class ActivityTracker:
     """ASGI middleware: counts requests in flight, notes when the last one ended,
-    and answers :data:`STATS_PATH` itself."""
+    and answers :data:`STATS_PATH` itself (which is not activity: asking for the
+    stats, as ``kernel-agent local status`` does, does not keep the server alive)."""
 
-    def __init__(self, app: App, api_key: str, stats: Callable[[], dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        app: App,
+        api_key: str,
+        stats: Callable[[], dict[str, Any]],
+        keep_alive: float | None = None,
+    ) -> None:
         self.app = app
         self._key = f"Bearer {api_key}".encode()
         self._stats = stats
+        self.keep_alive = keep_alive
         self.in_flight = 0
         self.last_activity = time.monotonic()
 
@@ -62,12 +70,12 @@ class ActivityTracker:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if scope.get("path") == STATS_PATH:
+            await self._answer_stats(scope, send)
+            return
         self.in_flight += 1
         try:
-            if scope.get("path") == STATS_PATH:
-                await self._answer_stats(scope, send)
-            else:
-                await self.app(scope, receive, send)
+            await self.app(scope, receive, send)
         finally:
             self.in_flight -= 1
             self.last_activity = time.monotonic()
@@ -79,7 +87,12 @@ class ActivityTracker:
     async def _answer_stats(self, scope: Scope, send: Send) -> None:
         auth = dict(scope.get("headers") or []).get(b"authorization", b"")
         if hmac.compare_digest(auth, self._key):
-            status, body = 200, json.dumps(self._stats()).encode()
+            own = {
+                "in_flight": self.in_flight,
+                "idle_s": round(time.monotonic() - self.last_activity, 3),
+                "keep_alive": self.keep_alive,
+            }
+            status, body = 200, json.dumps({**self._stats(), **own}).encode()
         else:
             status, body = 401, b'{"detail":"Invalid API key"}'
         headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
@@ -142,7 +155,7 @@ async def serve(config: dict[str, Any], ready_fd: int) -> None:
         ),
         model_settings=[ModelSettings(**config["model"])],
     )
-    tracker = ActivityTracker(app, token, llama_stats)
+    tracker = ActivityTracker(app, token, llama_stats, keep_alive)
     server = uvicorn.Server(
         uvicorn.Config(tracker, log_level="warning", access_log=False, lifespan="off")
     )
