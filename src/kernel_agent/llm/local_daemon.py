@@ -4,6 +4,8 @@ Started by :mod:`kernel_agent.llm.local_server` as ``python -m kernel_agent.llm.
 --ready-fd N`` with a JSON config on stdin (never in argv, which other users can read):
 
 - ``model``: llama-cpp-python ``ModelSettings`` keywords (path, alias, threads, cache ...);
+- ``tune_threads``: thread counts to choose from by measured speed (see
+  :mod:`.local_threads`), or null to keep ``model``'s;
 - ``api_key``: the bearer token every request must carry;
 - ``keep_alive``: seconds idle before exiting, or null to run until stopped;
 - ``lease``: a file that clients hold a shared ``flock`` on while they use the server;
@@ -120,6 +122,23 @@ def llama_stats() -> dict[str, Any]:
     }
 
 
+def _tune_threads(choices: list[int]) -> Callable[[], dict[str, Any]]:
+    """Let the loaded model's thread count follow its measured speed (see
+    :mod:`.local_threads`); the stats then also say what it measured."""
+    from llama_cpp.server import app as server_app
+
+    from .local_threads import ThreadTuner, install
+
+    tuner = ThreadTuner([int(n) for n in choices])
+    install(server_app._llama_proxy._current_model, tuner)  # type: ignore[union-attr]
+
+    def stats() -> dict[str, Any]:
+        ms = {str(n): round(1000 * s, 2) for n, s in sorted(tuner.cost.items())}
+        return {**llama_stats(), "threads": tuner.best, "ms_per_token": ms}
+
+    return stats
+
+
 def remove_state(path: Path, pid: int) -> None:
     """Remove the state file if it still describes this process."""
     with contextlib.suppress(OSError, ValueError):
@@ -155,7 +174,10 @@ async def serve(config: dict[str, Any], ready_fd: int) -> None:
         ),
         model_settings=[ModelSettings(**config["model"])],
     )
-    tracker = ActivityTracker(app, token, llama_stats, keep_alive)
+    stats = llama_stats
+    if config.get("tune_threads"):
+        stats = _tune_threads(config["tune_threads"])
+    tracker = ActivityTracker(app, token, stats, keep_alive)
     server = uvicorn.Server(
         uvicorn.Config(tracker, log_level="warning", access_log=False, lifespan="off")
     )
