@@ -26,10 +26,10 @@ def test_it_settles_on_the_faster_count_and_follows_a_change_of_load() -> None:
     assert used[6:].count(2) / len(used[6:]) > 0.8 and tuner.best == 2
     busy = {2: 0.8, 1: 0.13}  # the machine got busy: one thread is 6x faster
     used = run(tuner, busy, 600)
-    assert tuner.best == 1 and used[-400:].count(2) <= 9, "tries of 2 threads stay rare"
+    assert tuner.best == 1 and used[-400:].count(2) <= 6, "tries of 2 threads stay rare"
     time_spent = sum(busy[n] for n in used[-400:])
-    assert time_spent < 1.12 * 400 * busy[1], "exploring costs about a tenth at most"
-    used = run(tuner, quiet, 400)
+    assert time_spent < 1.06 * 400 * busy[1], "exploring costs about a twentieth at most"
+    used = run(tuner, quiet, 800)  # noticed at the next try (within ~20 * probe * 6 tokens)
     assert tuner.best == 2 and used[-100:].count(2) > 80, "back to two when quiet again"
 
 

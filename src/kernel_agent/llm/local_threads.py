@@ -6,7 +6,7 @@ busy with other work two threads that wait on each other at every step lose badl
 is right for both, so the local server measures: :class:`ThreadTuner` keeps a moving
 average of the seconds per generated token for each candidate count, uses the
 fastest, and every ``explore_every`` tokens (more if the others are much slower: the
-tries cost at most about a tenth) tries the others for ``probe`` tokens, so that a
+tries cost about a twentieth at most) tries the others for ``probe`` tokens, so that a
 change of load is noticed. Prompt evaluation uses the count that generation
 found fastest. ``KERNEL_AGENT_LOCAL_THREADS=N`` pins the count instead.
 
@@ -33,7 +33,7 @@ class ThreadTuner:
     """Picks a thread count per generated token from measured seconds per token. Pure."""
 
     def __init__(
-        self, choices: Sequence[int], explore_every: int = 48, probe: int = 3, alpha: float = 0.3
+        self, choices: Sequence[int], explore_every: int = 48, probe: int = 2, alpha: float = 0.3
     ) -> None:
         if not choices:
             raise ValueError("no thread counts to choose from")
@@ -75,12 +75,12 @@ class ThreadTuner:
 
     def _interval(self) -> int:
         """Tokens between tries: ``explore_every``, or more when the others are so slow
-        that trying them would cost over a tenth of the time."""
+        that trying them would cost over a twentieth of the time."""
         best = self.cost[self.best]
         worst = max(self.cost.values())
         if best <= 0:
             return self.explore_every
-        return max(self.explore_every, int(10 * self.probe * worst / best))
+        return max(self.explore_every, int(20 * self.probe * worst / best))
 
     def record(self, threads: int, seconds: float) -> None:
         """One generated token took ``seconds`` with ``threads`` threads."""
