@@ -46,7 +46,6 @@ __all__ = [
     "ResultCheck",
     "UnbackedAnswer",
     "levers_for",
-    "failing_line",
     "normalize_code",
 ]
 
@@ -184,14 +183,7 @@ _NUMERIC = re.compile(r"^\s*[-+]?[\d.,eE+-]*\s*$")
 
 
 class RepeatGuard(Lever):
-    """A cell that already failed is not run again: the model is told where it failed and
-    resampled hotter, with a new seed.
-
-    The message names the error, the line of the cell that raised it and the hint. The
-    first repeat of a failing cell does not count towards ``max_consecutive_errors`` (so
-    a model that copies its cell once still gets its real tries); a second one does, and
-    is resampled hotter still. ``max_steps`` bounds them all.
-    """
+    """A cell that already failed is not run again: the model is told, and resampled hotter."""
 
     name = "repeat_guard"
 
@@ -199,46 +191,19 @@ class RepeatGuard(Lever):
         self.temperature = max(temperature or 0.0, 0.7)
 
     def before_cell(self, state: TaskState, code: str) -> Ask | None:
-        key = normalize_code(code)
-        error = state.failed.get(key)
+        error = state.failed.get(normalize_code(code))
         if error is None:
             return None
-        seen = state.repeats[key] = state.repeats.get(key, 0) + 1
         return Ask(
             prompt("repeated_failure", error=error),
             notice="the model repeated a failing cell; not run again, asked for a fix",
-            sampling={"temperature": self.temperature + 0.3 * (seen - 1), "seed": state.step},
+            sampling={"temperature": self.temperature, "seed": state.step},
             cell_meta={"repeat": True},
-            failure=seen > 1,
         )
 
     def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> None:
         if not cell.ok and cell.error is not None:
-            where = failing_line(cell)
-            where = f"\nIt was raised by line {where}" if where else ""
-            state.failed[normalize_code(cell.code)] = f"{cell.error}{where}\n{hint}".strip()
-
-
-_ARROW = re.compile(r"^\s*-+>\s*(\d+)\b", re.M)
-_SYNTAX_LINE = re.compile(r"\bline (\d+)\b")
-
-
-def failing_line(cell: CellResult, width: int = 160) -> str:
-    """``'11: `x = f(y)`'``: the line of the cell that raised its error, from the traceback
-    (its first ``---> N`` arrow, which is in the cell; for a SyntaxError, ``line N``)."""
-    if cell.error is None:
-        return ""
-    trace = cell.error.plain_traceback
-    found = _ARROW.search(trace)
-    if found is None and cell.error.ename in ("SyntaxError", "IndentationError"):
-        found = _SYNTAX_LINE.search(trace) or _SYNTAX_LINE.search(cell.error.evalue)
-    lines = cell.code.splitlines()
-    number = int(found.group(1)) if found else 0
-    if not 1 <= number <= len(lines) or not lines[number - 1].strip():
-        return ""
-    text = lines[number - 1].strip()
-    text = text if len(text) <= width else text[: width - 3] + "..."
-    return f"{number}: `{text}`"
+            state.failed[normalize_code(cell.code)] = f"{cell.error}\n{hint}".strip()
 
 
 class FencedRules(Lever):

@@ -73,8 +73,6 @@ class TaskState:
     cells: list[CellResult] = field(default_factory=list)
     #: normalized code of each failed cell -> its error and hint (the repeat guard)
     failed: dict[str, str] = field(default_factory=dict)
-    #: normalized code of each failed cell -> how often the model sent it again
-    repeats: dict[str, int] = field(default_factory=dict)
     #: the last non-empty hint for a failing cell
     last_hint: str = ""
     #: names of the levers that used their one ask in this task
