@@ -1,9 +1,9 @@
 """A reply without code, and an answer composed from the last cell's output.
 
 The loop asks these two when a turn may settle the run: :func:`settle_answer` takes the
-model's answer unless the reply was cut off or a lever asks again or ends the run without
-it (the refused reply is kept in the transcript as a note, which the eval scores); :func:`compose_answer` lets a
-lever answer from printed values without another model turn.
+model's answer unless the reply was cut off, or a lever asks again or ends the run without
+it (the refused reply is kept in the transcript as a note, which the eval scores);
+:func:`compose_answer` lets a lever answer from printed values without another model turn.
 """
 
 from __future__ import annotations
