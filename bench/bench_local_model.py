@@ -11,7 +11,9 @@ Measured in one run, interleaved so the machine's load hits both alike:
    same GGUF with the same threads; the ratios (goal: at least 0.9x both). "Client"
    rates are what a caller sees (prompt tokens / time to first token; tokens after the
    first / their time); "llama" rates are llama.cpp's own counters.
-2. generation and prompt evaluation with 1 thread and with 2 (``llama_set_n_threads``).
+2. generation and prompt evaluation with 1 thread and with 2 (``llama_set_n_threads``);
+   then (``--only auto``) generation through our server with its default, threads
+   chosen by measured speed, interleaved with llama.cpp in-process at each fixed count.
 3. a 3-turn conversation through the server: prompt tokens evaluated per turn against
    the prompt's length (the KV cache of the previous turn is reused); then another
    conversation, then the first again, with llama-cpp-python's RAM prompt cache
@@ -224,6 +226,89 @@ def threads_compare(llama: Any, gen_tokens: int, repeats: int) -> None:
     llama_cpp.llama_set_n_threads(llama._ctx.ctx, cores, cores)
 
 
+# -- 2b. our server choosing its threads, against llama.cpp at each fixed count -----------
+
+SHORT = [
+    {"role": "system", "content": "You write Python."},
+    {
+        "role": "user",
+        "content": "Write a function that reads a CSV file of sales and prints the mean "
+        "price per region, with comments.",
+    },
+]
+
+
+def short_messages() -> list[dict[str, str]]:
+    """A ~50-token prompt (a nonce defeats reuse): the time goes to generation."""
+    return [
+        {"role": "system", "content": uuid.uuid4().hex[:8] + " " + SHORT[0]["content"]},
+        SHORT[1],
+    ]
+
+
+def auto_compare(path: Path, repeats: int, gen_tokens: int) -> None:
+    """Generation through our server, threads chosen by measured speed (the default),
+    interleaved with ``llama_cpp.Llama`` in this process at every fixed count; the same
+    sampling (the server's default repeat penalty, 1.1) and the same text."""
+    from llama_cpp import Llama
+
+    counts = sorted({1, os.cpu_count() or 1})
+    llama = Llama(
+        model_path=str(path), n_ctx=8192, n_threads=counts[-1], n_batch=512, verbose=False
+    )
+    import llama_cpp
+
+    rows: dict[str, list[float]] = {"server": [], **{f"llama {n}": [] for n in counts}}
+    with LocalModelServer(path, model_name=BUNDLED_MODEL.name) as server:
+        client = OpenAI(base_url=server.base_url, api_key=server.api_key, max_retries=0)
+        print(f"\ngeneration, {gen_tokens} tokens of a short prompt ({load()}):")
+        for i in range(repeats):
+            kinds = list(rows) if i % 2 == 0 else list(reversed(rows))
+            for kind in kinds:
+                t0 = time.perf_counter()
+                if kind == "server":
+                    out: Any = client.chat.completions.create(
+                        model=server.model_name,
+                        messages=short_messages(),  # type: ignore[arg-type]
+                        max_tokens=gen_tokens,
+                        temperature=0,
+                        stream=True,
+                    )
+                else:
+                    n = int(kind.split()[1])
+                    llama_cpp.llama_set_n_threads(llama._ctx.ctx, n, n)
+                    out = llama.create_chat_completion(
+                        messages=short_messages(),  # type: ignore[arg-type]
+                        max_tokens=gen_tokens,
+                        temperature=0,
+                        stream=True,
+                        repeat_penalty=1.1,
+                    )
+                rate = stream_rates(out, t0)["gen"]
+                rows[kind].append(rate)
+                extra = ""
+                if kind == "server":
+                    st = server_stats(server)
+                    extra = f" (threads now {st.get('threads')}, ms/token {st.get('ms_per_token')})"
+                print(f"  {kind:9} #{i + 1}: {rate:5.1f} tok/s{extra}; {load()}", flush=True)
+    med = {k: statistics.median(v) for k, v in rows.items()}
+    best = max(v for k, v in med.items() if k != "server")
+    print("  medians: " + ", ".join(f"{k} {v:.1f}" for k, v in med.items()))
+    for k, v in med.items():
+        if k != "server":
+            print(f"  server / {k}: {med['server'] / v:.2f}x")
+    print(f"  server / the best fixed count: {med['server'] / best:.2f}x ({load()})")
+
+
+def server_stats(server: Any) -> dict[str, Any]:
+    req = urllib.request.Request(
+        server.stats_url, headers={"Authorization": f"Bearer {server.api_key}"}
+    )
+    with urllib.request.urlopen(req, timeout=30) as r:
+        found: dict[str, Any] = json.load(r)
+    return found
+
+
 # -- 3. a 3-turn conversation -------------------------------------------------------------
 
 
@@ -366,7 +451,7 @@ def main() -> None:
     ap.add_argument("--assemble", action="store_true", help="time assembly into a temp dir")
     ap.add_argument("--no-keep-alive", action="store_true", help="skip the two-run test")
     ap.add_argument("--no-cache-run", action="store_true", help="skip the RAM-cache run")
-    ap.add_argument("--only", choices=["compare", "threads", "conversation", "keep-alive"])
+    ap.add_argument("--only", choices=["compare", "threads", "auto", "conversation", "keep-alive"])
     args = ap.parse_args()
     print(f"{time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} cores, {load()}")
     if args.assemble:
@@ -380,6 +465,9 @@ def main() -> None:
     path = ensure_model(default_home())
     if args.only == "keep-alive":
         keep_alive_runs(path, 5.0)
+        return
+    if args.only == "auto":
+        auto_compare(path, args.repeats, args.gen_tokens)
         return
     if args.only == "conversation":
         conversations(path, args.threads, args.gen_tokens, not args.no_cache_run)
@@ -395,6 +483,8 @@ def main() -> None:
     del llama
     if args.only is None and not args.no_cache_run:
         conversations(path, args.threads, args.gen_tokens, True, skip_plain=True)
+    if args.only is None:
+        auto_compare(path, args.repeats, args.gen_tokens)
     if args.only is None and not args.no_keep_alive:
         keep_alive_runs(path, 5.0)
 

@@ -323,7 +323,12 @@ def test_activity_tracker_counts_requests_and_guards_its_stats() -> None:
     assert asyncio.run(call("/v1/models", None))[0] == 204
     assert seen == [1] and tracker.in_flight == 0 and not tracker.busy
     assert tracker.last_activity > before
-    assert asyncio.run(call(STATS_PATH, b"Bearer tok")) == (200, b'{"n_p_eval": 7}')
+    before = tracker.last_activity
+    status, body = asyncio.run(call(STATS_PATH, b"Bearer tok"))
+    stats = json.loads(body)
+    assert status == 200 and stats["n_p_eval"] == 7 and stats["in_flight"] == 0
+    assert stats["keep_alive"] is None and stats["idle_s"] >= 0
+    assert tracker.last_activity == before, "asking for the stats is not activity"
     assert asyncio.run(call(STATS_PATH, b"Bearer to"))[0] == 401
     assert asyncio.run(call(STATS_PATH, None))[0] == 401
     assert seen == [1]  # the stats never reached the app

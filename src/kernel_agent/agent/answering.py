@@ -1,9 +1,9 @@
 """A reply without code, and an answer composed from the last cell's output.
 
 The loop asks these two when a turn may settle the run: :func:`settle_answer` takes the
-model's answer unless the reply was cut off or a lever asks again (the refused reply is
-kept in the transcript as a note, which the eval scores); :func:`compose_answer` lets a
-lever answer from printed values without another model turn.
+model's answer unless the reply was cut off, or a lever asks again or ends the run without
+it (the refused reply is kept in the transcript as a note, which the eval scores);
+:func:`compose_answer` lets a lever answer from printed values without another model turn.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ..notebook import cellmeta as M
 from ..prompts import prompt
 from .history import History
 from .levers import Lever
-from .state import Ask, TaskState, Turn
+from .state import Ask, Stop, TaskState, Turn
 
 __all__ = ["compose_answer", "settle_answer"]
 
@@ -37,7 +37,7 @@ async def settle_answer(
     if completion.truncated:
         st.steps += 1  # bounded by max_steps, like a cell
         by = "reply_truncated"
-        ask: Ask | None = Ask(
+        ask: Ask | Stop | None = Ask(
             prompt("reply_truncated"),
             notice="the model's reply was cut off at the token limit; asking for a shorter one",
         )
@@ -56,6 +56,11 @@ async def settle_answer(
         M.ROLE_NOTE,
         **{M.GEN_S: round(gen_s, 3), M.LEVER: by, "reply": answer[:4000]},
     )
+    if isinstance(ask, Stop):  # a lever ends the run without this answer
+        result.status, result.answer = ask.status, ask.answer
+        if ask.notice:
+            yield Notice(ask.notice, "warning")
+        return
     history.user(ask.message)
     if ask.notice:
         yield Notice(ask.notice)
@@ -75,6 +80,8 @@ def compose_answer(
     return None
 
 
-def _first(asks: Iterator[tuple[str, Ask | None]]) -> tuple[str, Ask | None]:
+def _first(
+    asks: Iterator[tuple[str, Ask | Stop | None]],
+) -> tuple[str, Ask | Stop | None]:
     """The first lever's ask and its name (later levers are not consulted once one asks)."""
     return next(((name, ask) for name, ask in asks if ask is not None), ("", None))

@@ -6,7 +6,8 @@ A lever sees the run's :class:`~.state.TaskState` and may return an :class:`~.st
 - ``after_reply(state, turn)``: a reply was parsed (may trim ``turn.codes``);
 - ``before_cell(state, code)``: a cell is about to run (an Ask skips it);
 - ``after_cell(state, cell, hint)``: a cell ran (record what it taught);
-- ``on_answer(state, answer)``: the model answered without code (an Ask refuses the answer);
+- ``on_answer(state, answer)``: the model answered without code (an Ask refuses the answer,
+  a Stop ends the run without it);
 - ``compose(state)``: a reply's cells ran and the last succeeded: a final answer made
   from what it printed settles the run with no further model turn;
 - ``task_note(state, executor)``: a task starts (text added to the task's message).
@@ -19,6 +20,7 @@ A lever sees the run's :class:`~.state.TaskState` and may return an :class:`~.st
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -42,6 +44,7 @@ __all__ = [
     "PushAfterError",
     "RepeatGuard",
     "ResultCheck",
+    "UnbackedAnswer",
     "levers_for",
     "normalize_code",
 ]
@@ -66,7 +69,7 @@ class Lever:
     def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> None:
         return None
 
-    def on_answer(self, state: TaskState, answer: str) -> Ask | None:
+    def on_answer(self, state: TaskState, answer: str) -> Ask | Stop | None:
         return None
 
     def compose(self, state: TaskState) -> str | None:
@@ -125,7 +128,9 @@ class GroundingCheck(Lever):
         if not outputs:
             return None
         given = "\n".join([state.task, *(c.code for c in state.cells)])
-        missing = ungrounded_numbers(answer, outputs, given=given)
+        # a line copied from a cell's "Variables new: ..." note is grounded in the namespace
+        stated = "\n".join(ln for ln in answer.splitlines() if not _VARIABLES_NOTE.match(ln))
+        missing = ungrounded_numbers(stated, outputs, given=given)
         if not missing:
             return None
         state.fired.add(self.name)
@@ -134,6 +139,47 @@ class GroundingCheck(Lever):
             prompt("answer_check", numbers=", ".join(missing), printed=printed),
             notice="the answer states numbers no cell printed; asking the model to check",
         )
+
+
+_VARIABLES_NOTE = re.compile(r"^\s*Variables (?:new|changed|removed|gone)\b")
+
+
+class UnbackedAnswer(Lever):
+    """No cell succeeded, yet the answer states values: they cannot come from the data.
+
+    (``grounding_check`` has no output to compare them with.) The first such answer gets
+    one request to fix the error and print the values, unless ``push_after_error`` has
+    already pushed; the next one ends the run with status ``no_answer``, and the values
+    are not reported (the refused reply stays in the transcript's note).
+    """
+
+    name = "unbacked_answer"
+
+    def on_answer(self, state: TaskState, answer: str) -> Ask | Stop | None:
+        if not state.cells or any(c.ok for c in state.cells):
+            return None
+        # numbers the task, the code or an error message says are not the answer's own
+        given = "\n".join([state.task, *(f"{c.code}\n{c.error}" for c in state.cells)])
+        values = ungrounded_numbers(answer, [], given=given, ignore_below=0)
+        values += [v.strip() for v in _SLOT_VALUE.findall(answer) if not _NUMERIC.match(v)]
+        if not values:
+            return None
+        error = state.cells[-1].error
+        if "push_after_error" in state.fired or not self._once(state):
+            return Stop(
+                "no_answer",
+                "No answer: no cell ran without an error, so the values the model stated "
+                f"are not from the data and are not reported. The last error was: {error}",
+                notice="the answer states values, but no cell succeeded; stopping without it",
+            )
+        return Ask(
+            prompt("unbacked_answer", error=error, hint=state.last_hint),
+            notice="the answer states values, but no cell succeeded; asking for a fix",
+        )
+
+
+_SLOT_VALUE = re.compile(r"@[A-Za-z_][\w-]*\[([^\]]*)\]")
+_NUMERIC = re.compile(r"^\s*[-+]?[\d.,eE+-]*\s*$")
 
 
 class RepeatGuard(Lever):
@@ -178,6 +224,7 @@ LEVERS = (
     "nudge_no_code",
     "push_after_error",
     "grounding_check",
+    "unbacked_answer",
     "states_result",
     "answer_format",
     "printed_answer",
@@ -236,6 +283,7 @@ def levers_for(settings: Settings) -> list[Lever]:
         "nudge_no_code": NudgeNoCode(),
         "push_after_error": PushAfterError(),
         "grounding_check": GroundingCheck(settings.llm_output_chars),
+        "unbacked_answer": UnbackedAnswer(),
         "states_result": StatesResult(),
         "answer_format": AnswerFormat(),
         "printed_answer": PrintedAnswer(),

@@ -4,6 +4,8 @@ Started by :mod:`kernel_agent.llm.local_server` as ``python -m kernel_agent.llm.
 --ready-fd N`` with a JSON config on stdin (never in argv, which other users can read):
 
 - ``model``: llama-cpp-python ``ModelSettings`` keywords (path, alias, threads, cache ...);
+- ``tune_threads``: thread counts to choose from by measured speed (see
+  :mod:`.local_threads`), or null to keep ``model``'s;
 - ``api_key``: the bearer token every request must carry;
 - ``keep_alive``: seconds idle before exiting, or null to run until stopped;
 - ``lease``: a file that clients hold a shared ``flock`` on while they use the server;
@@ -49,12 +51,20 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 class ActivityTracker:
     """ASGI middleware: counts requests in flight, notes when the last one ended,
-    and answers :data:`STATS_PATH` itself."""
+    and answers :data:`STATS_PATH` itself (which is not activity: asking for the
+    stats, as ``kernel-agent local status`` does, does not keep the server alive)."""
 
-    def __init__(self, app: App, api_key: str, stats: Callable[[], dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        app: App,
+        api_key: str,
+        stats: Callable[[], dict[str, Any]],
+        keep_alive: float | None = None,
+    ) -> None:
         self.app = app
         self._key = f"Bearer {api_key}".encode()
         self._stats = stats
+        self.keep_alive = keep_alive
         self.in_flight = 0
         self.last_activity = time.monotonic()
 
@@ -62,12 +72,12 @@ class ActivityTracker:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if scope.get("path") == STATS_PATH:
+            await self._answer_stats(scope, send)
+            return
         self.in_flight += 1
         try:
-            if scope.get("path") == STATS_PATH:
-                await self._answer_stats(scope, send)
-            else:
-                await self.app(scope, receive, send)
+            await self.app(scope, receive, send)
         finally:
             self.in_flight -= 1
             self.last_activity = time.monotonic()
@@ -79,7 +89,12 @@ class ActivityTracker:
     async def _answer_stats(self, scope: Scope, send: Send) -> None:
         auth = dict(scope.get("headers") or []).get(b"authorization", b"")
         if hmac.compare_digest(auth, self._key):
-            status, body = 200, json.dumps(self._stats()).encode()
+            own = {
+                "in_flight": self.in_flight,
+                "idle_s": round(time.monotonic() - self.last_activity, 3),
+                "keep_alive": self.keep_alive,
+            }
+            status, body = 200, json.dumps({**self._stats(), **own}).encode()
         else:
             status, body = 401, b'{"detail":"Invalid API key"}'
         headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
@@ -105,6 +120,23 @@ def llama_stats() -> dict[str, Any]:
         "t_eval_ms": data.t_eval_ms,
         "n_tokens": int(getattr(llama, "n_tokens", 0)),  # tokens now in the KV cache
     }
+
+
+def _tune_threads(choices: list[int]) -> Callable[[], dict[str, Any]]:
+    """Let the loaded model's thread count follow its measured speed (see
+    :mod:`.local_threads`); the stats then also say what it measured."""
+    from llama_cpp.server import app as server_app
+
+    from .local_threads import ThreadTuner, install
+
+    tuner = ThreadTuner([int(n) for n in choices])
+    install(server_app._llama_proxy._current_model, tuner)  # type: ignore[union-attr]
+
+    def stats() -> dict[str, Any]:
+        ms = {str(n): round(1000 * s, 2) for n, s in sorted(tuner.cost.items())}
+        return {**llama_stats(), "threads": tuner.best, "ms_per_token": ms}
+
+    return stats
 
 
 def remove_state(path: Path, pid: int) -> None:
@@ -142,7 +174,10 @@ async def serve(config: dict[str, Any], ready_fd: int) -> None:
         ),
         model_settings=[ModelSettings(**config["model"])],
     )
-    tracker = ActivityTracker(app, token, llama_stats)
+    stats = llama_stats
+    if config.get("tune_threads"):
+        stats = _tune_threads(config["tune_threads"])
+    tracker = ActivityTracker(app, token, stats, keep_alive)
     server = uvicorn.Server(
         uvicorn.Config(tracker, log_level="warning", access_log=False, lifespan="off")
     )

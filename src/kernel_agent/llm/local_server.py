@@ -56,6 +56,7 @@ from .local_state import (
     take_lease,
     wait_gone,
 )
+from .local_threads import candidates
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -85,8 +86,10 @@ def model_settings(
     """llama-cpp-python ``ModelSettings`` keywords for our server.
 
     Measured on this model (see bench/bench_local_model.py): every core for both
-    generation and prompt (llama's server default is half the cores for generation;
-    on a machine busy with other work, fewer can be faster: ``KERNEL_AGENT_LOCAL_THREADS``);
+    generation and prompt to start with (llama's server default is half the cores for
+    generation); on a machine busy with other work fewer are faster, so unless the counts
+    are given (``KERNEL_AGENT_LOCAL_THREADS``) the server then picks them by measured
+    speed (:mod:`.local_threads`);
     ``logits_all`` off (the server's default computes and copies the logits of every
     prompt token, only needed for logprobs); no ``mlock`` (the weights stay shared in
     the page cache). Prompt prefixes are reused from the live KV cache by llama-cpp-python
@@ -145,6 +148,12 @@ class AsyncLocalModelServer:
             n_threads_batch=n_threads_batch,
             **dict(model_options or {}),
         )
+        #: thread counts the server chooses from by measured speed (empty: fixed counts)
+        self.tune_threads: list[int] = (
+            candidates(usable_cores()) if n_threads is None and n_threads_batch is None else []
+        )
+        if len(self.tune_threads) < 2:
+            self.tune_threads = []
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout
         self.log_dir = log_dir
@@ -232,6 +241,8 @@ class AsyncLocalModelServer:
         """The server's key: the model file (path, size, mtime) and the server options."""
         st = self.model_path.stat()
         key = {"settings": self.settings, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        if self.tune_threads:
+            key["tune_threads"] = self.tune_threads
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
     async def _attach_or_launch(self) -> None:
@@ -279,6 +290,7 @@ class AsyncLocalModelServer:
         token = secrets.token_urlsafe(32)
         config = {
             "model": self.settings,
+            "tune_threads": self.tune_threads or None,
             "api_key": token,
             "keep_alive": self.keep_alive if detach else None,
             "lease": str(lease) if lease else None,
