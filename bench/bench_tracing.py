@@ -134,11 +134,11 @@ def tracer_alone(n: int = 2000) -> float:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+    from kernel_agent.agent.tracing import make_tracer
     from kernel_agent.events import CellFinished, ModelCalled, RunStarted
     from kernel_agent.llm.stream import Completion, Usage
     from kernel_agent.results import CellResult
     from kernel_agent.settings import Settings
-    from kernel_agent.tracing import make_tracer
 
     provider = TracerProvider()
     exporter = InMemorySpanExporter()

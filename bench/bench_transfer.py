@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from gateway_server import KernelGateway  # noqa: E402
 
+from kernel_agent.edges.safefs import copy_out  # noqa: E402
 from kernel_agent.executors.gateway import AsyncGatewaySession  # noqa: E402
 from kernel_agent.remote.transfer import KernelFiles, TransferLimits  # noqa: E402
-from kernel_agent.safefs import copy_out  # noqa: E402
 
 
 def best(laps: list[float]) -> float:

@@ -22,8 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window-size", default="1200,1600", help="WIDTH,HEIGHT (1200,1600)")
     args = parser.parse_args(argv)
 
-    from kernel_agent.chromium import screenshot
     from kernel_agent.errors import KernelAgentError
+    from kernel_agent.notebook.chromium import screenshot
 
     width, height = (int(v) for v in args.window_size.split(","))
     try:

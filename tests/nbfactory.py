@@ -117,7 +117,7 @@ def require_chromium() -> None:
     """Skip without Debian's chromium; under CI, fail instead (make test installs it)."""
     import pytest
 
-    from kernel_agent.chromium import find_chromium
+    from kernel_agent.notebook.chromium import find_chromium
 
     if find_chromium() is None:
         if os.environ.get("CI"):

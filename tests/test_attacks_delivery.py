@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from fake_openai import run_cell, text
 
-from kernel_agent.delivery import DeliveryLimits, deliver_work_files
+from kernel_agent.edges.delivery import DeliveryLimits, deliver_work_files
+from kernel_agent.edges.safefs import copy_out, walk_beneath
 from kernel_agent.errors import ToolError, UnsafePath
-from kernel_agent.safefs import copy_out, walk_beneath
 from kernel_agent.sandbox import bwrap_problem
 from kernel_agent.tools.declared import DeclaredResult
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_agent.cli import main
+from kernel_agent.frontends.cli import main
 
 pytestmark = [
     pytest.mark.timeout(60),

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from gateway_server import EnterpriseGateway, KernelGateway, eg_python
 
-from kernel_agent.delivery import DeliveryLimits
+from kernel_agent.edges.delivery import DeliveryLimits
 from kernel_agent.executors.gateway import AsyncGatewaySession
 from kernel_agent.remote.transfer import TransferLimits
 from kernel_agent.remote.work import RemoteWork

@@ -169,7 +169,7 @@ def test_h5_each_layer_holds_without_the_policy(
 ) -> None:
     """With no CSP at all, the script is still off and every request still refused."""
     require_chromium()
-    from kernel_agent import chromium
+    from kernel_agent.notebook import chromium
 
     monkeypatch.setattr(chromium, "with_csp", lambda html: html)
     page = f"<html><head></head><body>{attack_html(victim, listener.url)}</body></html>"
@@ -187,7 +187,7 @@ def test_h5_each_layer_holds_without_the_policy(
 
 
 def test_the_page_gets_the_policy_first(tmp_path: Path) -> None:
-    from kernel_agent.chromium import RENDER_CSP, with_csp
+    from kernel_agent.notebook.chromium import RENDER_CSP, with_csp
 
     page = with_csp('<!DOCTYPE html>\n<html>\n<head lang="en"><meta charset="utf-8">x')
     assert page.startswith(
@@ -201,7 +201,7 @@ def test_the_page_gets_the_policy_first(tmp_path: Path) -> None:
 
 def test_a_page_that_refreshes_itself_away_is_still_printed(tmp_path: Path) -> None:
     require_chromium()
-    from kernel_agent.chromium import render_pdf
+    from kernel_agent.notebook.chromium import render_pdf
 
     page = '<meta http-equiv="refresh" content="0;url=about:blank"><h1>Figure 1</h1>'
     (tmp_path / "r.pdf").write_bytes(render_pdf(page, timeout=60).data)
@@ -252,7 +252,7 @@ RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060\u
 
 
 def test_k3_visible_shows_bidi_and_zero_width_characters_escaped() -> None:
-    from kernel_agent.render import visible
+    from kernel_agent.frontends.render import visible
 
     shown = visible(TROJAN + "\x1b]52;c;cHduZWQ=\x07\r\n\tok é 中 😀")
     assert shown == (
@@ -311,7 +311,7 @@ def bomb_png(width: int, height: int, value: int = 0xFF) -> bytes:
 
 
 def test_i3_images_past_the_bound_are_compared_without_decoding() -> None:
-    from kernel_agent.images import bound_image
+    from kernel_agent.edges.images import bound_image
     from kernel_agent.notebook.compare import compare_images, render_outputs
 
     huge = bomb_png(14000, 13000)  # past Pillow's own bound: it raised out of compare
@@ -391,7 +391,7 @@ def test_without_its_sandbox_chromium_still_renders_unprivileged_and_says_why() 
     src = str(Path(__file__).resolve().parents[1] / "src")
     code = (
         "import logging; logging.basicConfig(level=logging.WARNING)\n"
-        "from kernel_agent.chromium import render_pdf\n"
+        "from kernel_agent.notebook.chromium import render_pdf\n"
         "r = render_pdf('<h1>Figure 1</h1>', timeout=60)\n"
         "print(r.data[:5].decode(), r.sandboxed, r.uid)\n"
     )

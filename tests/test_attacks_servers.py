@@ -29,7 +29,7 @@ from fake_openai import FakeLLM, run_cell, text
 from nbfactory import require_chromium
 from serve_server import TOKEN, free_port, serve
 
-from kernel_agent.chromium import CHROMIUM_FLAGS, find_chromium
+from kernel_agent.notebook.chromium import CHROMIUM_FLAGS, find_chromium
 from kernel_agent.sandbox import bwrap_problem
 
 pytestmark = pytest.mark.timeout(300)

@@ -7,7 +7,7 @@ import typing
 from rich.console import Console
 
 from kernel_agent import events
-from kernel_agent.render import EventRenderer
+from kernel_agent.frontends.render import EventRenderer
 
 
 def test_every_event_of_the_union_names_itself() -> None:

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from nbformat.v4 import new_output
 
-from kernel_agent.commands.run import add_model_options, option_flags, settings_from_args
+from kernel_agent.edges.images import IMAGE_EXTENSIONS, IMAGE_MIMES, RASTER_MIMES
 from kernel_agent.errors import ConfigError, one_line
 from kernel_agent.events import RunResult
-from kernel_agent.images import IMAGE_EXTENSIONS, IMAGE_MIMES, RASTER_MIMES
+from kernel_agent.frontends.commands.run import add_model_options, option_flags, settings_from_args
+from kernel_agent.frontends.render import save_images
 from kernel_agent.llm.stream import Usage
 from kernel_agent.llm.view import render_cell
-from kernel_agent.render import save_images
 from kernel_agent.results import CellResult
 from kernel_agent.settings import Settings
 
@@ -81,7 +81,7 @@ def test_every_run_flag_sets_the_settings_field_it_names(monkeypatch) -> None:
 
 
 def test_the_magic_refuses_every_kernel_flag_and_takes_the_others() -> None:
-    from kernel_agent.magics import _parse, build_parser
+    from kernel_agent.frontends.magics import _parse, build_parser
 
     for flag in option_flags("kernel").values():
         value = {"--keep-kernel": [], "--sandbox": ["none"]}.get(flag, ["x"])

@@ -12,8 +12,8 @@ from typing import Any
 import nbformat
 import pytest
 
+from kernel_agent.edges.images import bound_image, from_data_url
 from kernel_agent.errors import ConfigError, UnsafePath
-from kernel_agent.images import bound_image, from_data_url
 from kernel_agent.sandbox import bwrap_problem
 from kernel_agent.session import Session
 from kernel_agent.settings import Settings

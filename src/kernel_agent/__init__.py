@@ -52,8 +52,8 @@ def __getattr__(name: str) -> Any:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext kernel_agent``."""
-    import_module("kernel_agent.magics").load_ipython_extension(ipython)
+    import_module("kernel_agent.frontends.magics").load_ipython_extension(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    import_module("kernel_agent.magics").unload_ipython_extension(ipython)
+    import_module("kernel_agent.frontends.magics").unload_ipython_extension(ipython)

@@ -23,17 +23,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .edges.images import BoundedImage, bound_image, from_data_url
+from .edges.safefs import Entry
 from .errors import ConfigError, NotebookError
 from .events import CellOutput
 from .executors.base import AsyncExecutor, Isolation, OutputCallback
-from .images import BoundedImage, bound_image, from_data_url
 from .kernel_state import CellRecord, KernelState
 from .kernel_state.namespace import VariableInfo
 from .llm.view import budget_text, render_cell
 from .notebook import cellmeta as M
 from .notebook.transcript import Transcript
 from .results import CellResult
-from .safefs import Entry
 from .settings import Settings
 from .workdir import LocalWorkDir, RemoteWorkDir, WorkDir
 

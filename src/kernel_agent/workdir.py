@@ -5,7 +5,7 @@
 ``list_files``/``read_file``/``write_file`` go through. Two implementations:
 
 - :class:`LocalWorkDir`: a directory on this host (a local kernel's private work dir), through
-  :mod:`kernel_agent.safefs` (no link followed, atomic writes, bounded walks);
+  :mod:`kernel_agent.edges.safefs` (no link followed, atomic writes, bounded walks);
 - :class:`RemoteWorkDir`: a remote kernel's own work dir (a gateway kernel), through the kernel's
   channels (:class:`~kernel_agent.remote.transfer.KernelFiles`): names are checked here before
   anything is asked for (:func:`~kernel_agent.remote.names.check_name`: no dot names, no
@@ -26,8 +26,7 @@ from collections.abc import AsyncIterable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from .errors import ConfigError, KernelAgentError, UnsafePath
-from .safefs import (
+from .edges.safefs import (
     Entry,
     list_beneath,
     open_beneath,
@@ -35,6 +34,7 @@ from .safefs import (
     remove_beneath,
     write_stream_beneath,
 )
+from .errors import ConfigError, KernelAgentError, UnsafePath
 
 if TYPE_CHECKING:
     from .remote.work import RemoteWork

@@ -9,7 +9,7 @@ import time
 import pytest
 from test_local_keepalive import alive, real_model  # noqa: F401 (a fixture)
 
-from kernel_agent.cli import main
+from kernel_agent.frontends.cli import main
 from kernel_agent.llm.local_server import LocalModelServer
 
 pytestmark = pytest.mark.timeout(180)

@@ -1,7 +1,7 @@
 """The end of a run: its summary, the kernel's files beside the notebook, ``set_result``'s data and
 files, the clean notebook and its verification.
 
-What the kernel wrote is hostile: local files are copied by :mod:`kernel_agent.delivery`
+What the kernel wrote is hostile: local files are copied by :mod:`kernel_agent.edges.delivery`
 (bounded, links never followed), a remote kernel's come over its channels
 (:mod:`kernel_agent.remote.work`). A failure here costs a notice, never the answer.
 """
@@ -99,7 +99,7 @@ async def hand_over(
 
 def _deliver(state: KernelState, notebook: Path) -> tuple[list[Path], list[str]] | None:
     """Copy the files the kernel wrote in its private work dir beside the notebook."""
-    from ..delivery import deliver_work_files
+    from ..edges.delivery import deliver_work_files
 
     work, executor = state.executor.kernel_cwd, state.executor
     if work is None or work == executor.cwd:

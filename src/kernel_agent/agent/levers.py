@@ -25,11 +25,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
-from ..grounding import ungrounded_numbers
 from ..llm.view import render_cell
 from ..prompts import prompt
 from ..results import CellResult
 from ..settings import Settings
+from .grounding import ungrounded_numbers
 from .state import Ask, Stop, TaskState, Turn
 
 if TYPE_CHECKING:

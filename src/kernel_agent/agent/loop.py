@@ -23,7 +23,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .. import hints
 from ..errors import ConfigError
 from ..events import (
     Answer,
@@ -49,7 +48,7 @@ from ..results import CellResult
 from ..settings import Settings
 from ..syncify import call_in_consumer
 from ..tools.host import HostSide
-from ..tracing import make_tracer
+from . import hints
 from .answering import compose_answer, settle_answer
 from .briefing import probe_libraries, system_prompt
 from .budget import Budget, BudgetStop, stop_or_extend, stopped_answer
@@ -59,6 +58,7 @@ from .levers import Lever, ResultCheck, levers_for
 from .protocols import FencedProtocol, Protocol, make_protocol
 from .reply import stream_reply
 from .state import Ask, Stop, TaskState, Turn
+from .tracing import make_tracer
 
 __all__ = ["AsyncAgent", "default_notebook_path"]
 
@@ -93,7 +93,7 @@ class AsyncAgent:
     record); by default the agent makes its own at start. ``tools`` are host functions
     the kernel's code may call with ``call_tool`` (see :mod:`kernel_agent.tools`). Runs
     are traced when ``settings.trace`` is set or an OpenTelemetry ``tracer_provider`` is
-    given (see :mod:`kernel_agent.tracing`).
+    given (see :mod:`kernel_agent.agent.tracing`).
     """
 
     def __init__(

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..expressions import expression_json, expression_string
+from .expressions import expression_json, expression_string
 
 __all__ = [
     "DATA_STACK",

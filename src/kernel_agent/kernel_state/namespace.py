@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..expressions import expression_json
+from .expressions import expression_json
 
 if TYPE_CHECKING:
     from ..executors.base import AsyncExecutor

@@ -44,7 +44,6 @@ from ..errors import (
     one_line,
 )
 from ..settings import Settings
-from ..tokens import TokenCounter
 from .protocol import (
     RUN_CELL_TOOL,
     ProtocolName,
@@ -60,6 +59,7 @@ from .stream import (
     ToolCallDelta,
     Usage,
 )
+from .tokens import TokenCounter
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -157,7 +157,7 @@ class LLMClient:
             timeout=openai.Timeout(timeout, connect=connect_timeout),
         )
         root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
-        #: counts the tokens of replies streamed without usage (see :mod:`kernel_agent.tokens`)
+        #: counts the tokens of replies streamed without usage (see :mod:`kernel_agent.llm.tokens`)
         self.counter = TokenCounter(root, self.model, self._post_json)
 
     @property

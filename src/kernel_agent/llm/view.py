@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..images import IMAGE_MIMES
+from ..edges.images import IMAGE_MIMES
 from ..results import CellResult, strip_ansi
 
 __all__ = ["CellView", "render_cell", "budget_text", "html_to_text", "image_size"]

@@ -30,9 +30,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..edges.escapes import visible
+from ..edges.images import RASTER_MIMES, image_size, open_image
 from ..errors import ImageTooLarge, one_line
-from ..escapes import visible
-from ..images import RASTER_MIMES, image_size, open_image
 from ..results import strip_ansi
 from .outputs import resolve_control_chars
 
@@ -163,7 +163,7 @@ def compare_images(
     """Compare two images (base64 text or bytes) by decoded pixels.
 
     The same bytes are the same image, decoded or not. An image past the host's pixel
-    bound (:data:`kernel_agent.images.MAX_PIXELS`) is not decoded: "image too large".
+    bound (:data:`kernel_agent.edges.images.MAX_PIXELS`) is not decoded: "image too large".
     Nothing an image holds makes this raise.
     """
     import numpy as np

@@ -9,7 +9,7 @@
   ``NAME_files/``: that is where a run keeps its images, ``work/`` and ``result/``.
 - **pdf**: the HTML export printed by headless Chromium when it is installed (as an
   unprivileged uid in Chromium's sandbox, with no script, no network and no file
-  access: see :mod:`kernel_agent.chromium`); else
+  access: see :mod:`kernel_agent.notebook.chromium`); else
   nbconvert's ``webpdf`` when playwright is importable; else LaTeX when ``xelatex``
   and ``pandoc`` are on PATH; else :class:`~kernel_agent.errors.ExportError`
   saying what is missing.
@@ -35,9 +35,9 @@ from typing import Any, Literal
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell
 
+from ..edges.safefs import remove_beneath, write_beneath
 from ..errors import ConfigError, ExportError, UnsafePath, one_line
 from ..events import tokens_text
-from ..safefs import remove_beneath, write_beneath
 from . import cellmeta as M
 from .nbio import read_notebook
 from .transcript import _atomic_write_text
@@ -144,7 +144,7 @@ def _remove_earlier_images(parent: Path, files_dir: str, stem: str) -> None:
 
 def pdf_engine(preferred: PdfEngine = "auto") -> str | None:
     """The PDF toolchain to use, or None when ``preferred`` (or every one) is missing."""
-    from ..chromium import find_chromium
+    from .chromium import find_chromium
 
     available = {
         "chromium": lambda: find_chromium() is not None,
@@ -174,7 +174,7 @@ def _pdf(nb: NotebookNode, nb_path: Path, out: Path, preferred: PdfEngine) -> No
             "or xelatex and pandoc; none was found"
         )
     if engine == "chromium":  # unprivileged, sandboxed, no file://, no script, no network
-        from ..chromium import render_pdf
+        from .chromium import render_pdf
 
         data = render_pdf(_html(nb, nb_path)).data
         out.parent.mkdir(parents=True, exist_ok=True)

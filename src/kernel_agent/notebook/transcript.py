@@ -22,9 +22,9 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from nbformat.v4.rwbase import split_lines
 
+from ..edges.safefs import file_mode
 from ..errors import NotebookError
 from ..results import CellResult
-from ..safefs import file_mode
 from .cellmeta import NAMESPACE, STATUS
 
 __all__ = ["Transcript", "write_notebook_atomic"]

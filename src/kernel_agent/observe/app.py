@@ -11,7 +11,7 @@ Routes (GET only; anything else is 405):
 A notebook's outputs were written by a model, so the rendered notebook is served with a
 Content-Security-Policy that runs no script and loads nothing, inside a sandboxed
 frame. Requests whose ``Host`` is not a loopback name are refused (DNS rebinding), and so
-are cross-origin ones (:class:`~kernel_agent.webguard.HostGuard`). A notebook whose
+are cross-origin ones (:class:`~kernel_agent.edges.webguard.HostGuard`). A notebook whose
 metadata has the wrong shapes is listed as "unreadable", never a 500.
 """
 
@@ -27,7 +27,7 @@ from urllib.parse import quote
 from fastapi import FastAPI
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
-from ..webguard import NOTEBOOK_CSP, HostGuard
+from ..edges.webguard import NOTEBOOK_CSP, HostGuard
 from .runs import Bar, RunInfo, list_runs, read_run, timeline
 
 __all__ = ["create_app"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import unicodedata
 
+from ..edges.safefs import split_relative
 from ..errors import UnsafePath
-from ..safefs import split_relative
 
 __all__ = ["check_name", "MAX_NAME_CHARS", "MAX_COMPONENT_BYTES"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..edges.safefs import split_relative
 from ..errors import ToolError, UnsafePath
-from ..safefs import split_relative
 from ..tools.declared import DeclaredResult
 from .names import check_name
 

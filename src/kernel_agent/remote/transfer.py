@@ -12,7 +12,7 @@ reply for an executor that does not hand over comm messages). Both sides hash wh
 read (sha256) and the host compares sizes and hashes. Every reply is input from a
 stranger: its length is bounded before it is parsed, its shape is checked, a chunk
 must be full-sized unless it is the last, and a download stops at its byte bound.
-Downloads are written through :func:`kernel_agent.safefs.write_stream_beneath`
+Downloads are written through :func:`kernel_agent.edges.safefs.write_stream_beneath`
 (atomic, no link followed, an explicit mode): a refused file leaves nothing behind.
 """
 
@@ -32,9 +32,9 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
+from ..edges.safefs import write_stream_beneath
 from ..errors import GatewayError, UnsafePath
 from ..executors.base import AsyncExecutor
-from ..safefs import write_stream_beneath
 
 __all__ = ["TransferLimits", "KernelFiles", "RemoteEntry", "CommListener"]
 

@@ -8,7 +8,7 @@
 - after a run, :meth:`RemoteWork.deliver` lists the kernel's work dir and pulls its
   files into ``<notebook>_files/work/``, and :meth:`RemoteWork.deliver_result` pulls
   ``set_result``'s files into ``<notebook>_files/result/``, like local delivery
-  (:mod:`kernel_agent.delivery`), with the remote side treated as hostile exactly like
+  (:mod:`kernel_agent.edges.delivery`), with the remote side treated as hostile exactly like
   a local sandbox: links, dot names at any depth, non-regular files, setuid bits and
   absurd names are refused with notes; count, per-file and total bytes are bounded.
 """
@@ -22,10 +22,10 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..delivery import DeliveryLimits
+from ..edges.delivery import DeliveryLimits
+from ..edges.safefs import open_beneath
 from ..errors import ConfigError, GatewayError, KernelAgentError, UnsafePath
 from ..executors.base import AsyncExecutor
-from ..safefs import open_beneath
 from ..settings import Settings
 from .names import check_name
 from .transfer import KernelFiles, RemoteEntry, TransferLimits

@@ -23,7 +23,7 @@ temp dir, holding:
   later agent can remove rooms whose agent provably died (:func:`prune_rooms`).
 
 The host never follows a path inside ``R/w``: it reads from there only through
-:mod:`kernel_agent.safefs`. Nothing outside ``R`` is chowned or chmodded, ever.
+:mod:`kernel_agent.edges.safefs`. Nothing outside ``R`` is chowned or chmodded, ever.
 """
 
 from __future__ import annotations

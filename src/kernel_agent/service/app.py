@@ -5,7 +5,7 @@ Auth: every route but ``/healthz`` and ``/login`` needs the bearer token, sent a
 derived from the token and a secret made at start, never the token itself).
 Tokens are compared in constant time. Errors are JSON ``{"error": "..."}``.
 
-Before auth, every request passes :class:`~kernel_agent.webguard.HostGuard` (Host and
+Before auth, every request passes :class:`~kernel_agent.edges.webguard.HostGuard` (Host and
 Origin: DNS rebinding, cross-origin pages) and a cap on JSON bodies (413). Whatever a
 kernel wrote (rendered notebooks, files) is served with a sandboxing CSP.
 """
@@ -27,9 +27,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
+from ..edges.webguard import DOWNLOAD_HEADERS, NOTEBOOK_CSP, HostGuard, is_loopback_host
 from ..errors import ConfigError, KernelAgentError, ServiceError, TooBusy, UnsafePath
 from ..version import __version__
-from ..webguard import DOWNLOAD_HEADERS, NOTEBOOK_CSP, HostGuard, is_loopback_host
 from .manager import ServiceConfig, SessionManager
 from .runs import cell_json, sse
 

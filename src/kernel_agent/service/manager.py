@@ -317,7 +317,7 @@ class SessionManager:
     async def finalise(self, hosted: Hosted, status: str, reason: str) -> None:
         """End ``hosted``, keeping everything: files copied beside the notebook, the clean
         notebook written, the kernel stopped."""
-        from ..delivery import deliver_work_files
+        from ..edges.delivery import deliver_work_files
         from ..executors.gateway import AsyncGatewaySession
 
         await self._cancel_runs(hosted)
@@ -559,7 +559,7 @@ class SessionManager:
             data = json.loads(self.index_path.read_text())
         except (OSError, ValueError):
             return
-        from ..delivery import deliver_work_files
+        from ..edges.delivery import deliver_work_files
 
         for entry in data.get("sessions", []):
             try:

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlencode
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from ..webguard import NOTEBOOK_CSP
+from ..edges.webguard import NOTEBOOK_CSP
 from .manager import SessionManager
 
 __all__ = ["add_pages", "login_page", "login_redirect"]

@@ -5,7 +5,7 @@ the data must be JSON of bounded size; a file is a relative path inside the kern
 work dir, a regular file reached without symlinks, with no component that starts with
 ``.`` (content, not configuration: a ``.git/config`` can run code), under a size bound,
 and at most so many of them. At the end of the run the files are copied beside the notebook
-(``<notebook>_files/result/``) with no-follow reads (:mod:`kernel_agent.safefs`).
+(``<notebook>_files/result/``) with no-follow reads (:mod:`kernel_agent.edges.safefs`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..edges.safefs import copy_out, dot_component, open_beneath, split_relative
 from ..errors import ToolError, UnsafePath
-from ..safefs import copy_out, dot_component, open_beneath, split_relative
 
 __all__ = ["ResultLimits", "DeclaredResult"]
 

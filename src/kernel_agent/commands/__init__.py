@@ -1,1 +1,0 @@
-"""Subcommands of the ``kernel-agent`` CLI; see :mod:`kernel_agent.cli`."""

@@ -1,0 +1,1 @@
+"""Subcommands of the ``kernel-agent`` CLI; see :mod:`kernel_agent.frontends.cli`."""

@@ -1,0 +1,79 @@
+"""Error hints for the model (pure units with hand-made results)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from kernel_agent.agent.hints import error_hint
+from kernel_agent.kernel_state.namespace import VariableInfo
+from kernel_agent.results import CellError, CellResult
+
+NOW = datetime.now(timezone.utc)
+
+
+def failed(code: str, ename: str, evalue: str) -> CellResult:
+    return CellResult(code, "error", 1, [], CellError(ename, evalue, []), NOW, NOW)
+
+
+def test_self_referencing_assignment():
+    code = "df = pd.DataFrame({'n': range(1, 11), 'square': df['n']**2})"
+    hint = error_hint(failed(code, "NameError", "name 'df' is not defined"), {})
+    assert "right-hand side of its own assignment" in hint
+
+
+def test_missing_common_import():
+    hint = error_hint(failed("plt.plot([1])", "NameError", "name 'plt' is not defined"), {})
+    assert "import matplotlib.pyplot as plt" in hint
+
+
+def test_unknown_name_lists_existing_variables():
+    ns = {"sales": VariableInfo("sales", "DataFrame")}
+    hint = error_hint(failed("print(total)", "NameError", "name 'total' is not defined"), ns)
+    assert "no variable `total`" in hint and "sales" in hint
+
+
+def test_key_error_names_the_close_column():
+    ns = {"data": VariableInfo("data", "DataFrame", columns=("Value", "Region"))}
+    hint = error_hint(failed("data['value'].mean()", "KeyError", "'value'"), ns)
+    assert "data has a column 'Value'" in hint and "data['Value']" in hint
+
+
+def test_key_error_lists_dataframe_columns():
+    ns = {"df": VariableInfo("df", "DataFrame", columns=("Value", "Region"))}
+    hint = error_hint(failed("df['amount'].mean()", "KeyError", "'amount'"), ns)
+    assert "df has columns Value, Region" in hint and "case-sensitive" in hint
+
+
+def test_missing_module_and_no_hint_for_other_errors():
+    assert "not installed" in error_hint(
+        failed("import seaborn", "ModuleNotFoundError", "No module named 'seaborn'"), {}
+    )
+    assert error_hint(failed("1/0", "ZeroDivisionError", "division by zero"), {}) == ""
+
+
+def test_key_error_matches_a_column_written_without_its_spaces_and_symbols():
+    ns = {"df": VariableInfo("df", "DataFrame", columns=("id", "row m/z", "label"))}
+    hint = error_hint(failed("df['row_mz'].mean()", "KeyError", "'row_mz'"), ns)
+    assert "df['row m/z']" in hint
+
+
+def test_missing_module_names_what_the_kernel_has_and_never_pip():
+    libraries = {"pandas": "2.2.3", "scipy": "1.14.1", "statsmodels": "0.14.4"}
+    cell = failed("import sympy", "ModuleNotFoundError", "No module named 'sympy'")
+    hint = error_hint(cell, {}, libraries)
+    assert "'sympy' is not installed" in hint and "pandas, scipy, statsmodels" in hint
+    assert "pip" not in hint
+
+
+def test_an_answer_format_written_into_code_is_explained():
+    code = "print(f'@mean[{m:.2f}]')\n@mean_price[m]"
+    hint = error_hint(failed(code, "SyntaxError", "invalid syntax"), {})
+    assert "for your final answer text, not for code" in hint
+    plain = error_hint(failed("print(", "SyntaxError", "unexpected EOF"), {})
+    assert "final answer" not in plain
+
+
+def test_missing_module_under_an_install_policy_points_at_install_package():
+    cell = failed("import sympy.abc", "ModuleNotFoundError", "No module named 'sympy'")
+    hint = error_hint(cell, {}, {"pandas": "2.2.3"}, "any")
+    assert "install_package('sympy')" in hint and "policy: any" in hint
