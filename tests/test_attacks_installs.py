@@ -23,7 +23,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from fake_openai import FakeLLM, run_cell, scripted_settings, text
-from test_installs import build_wheel
+from wheelfactory import build_wheel
 
 from kernel_agent.agent import Agent
 from kernel_agent.errors import InstallError

@@ -6,15 +6,13 @@ read-only on ``sys.path``; ``verify`` puts the recorded versions into its own si
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
 from fake_openai import FakeLLM, run_cell, scripted_settings, text
+from wheelfactory import build_wheel
 
 from kernel_agent.agent import Agent
 from kernel_agent.errors import ConfigError
@@ -27,30 +25,6 @@ from kernel_agent.tools.installs import InstallPolicy
 pytestmark = pytest.mark.timeout(180)
 
 SANDBOX = "none" if bwrap_problem()[0] else "bwrap"
-
-
-def build_wheel(where: Path, name: str, version: str, body: str) -> Path:
-    """A minimal pure-Python wheel holding module ``name`` with ``body``."""
-    files = {
-        f"{name}/__init__.py": body,
-        f"{name}-{version}.dist-info/METADATA": (
-            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-        ),
-        f"{name}-{version}.dist-info/WHEEL": (
-            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-        ),
-    }
-    record = []
-    for path, content in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(content.encode()).digest()).rstrip(b"=")
-        record.append(f"{path},sha256={digest.decode()},{len(content.encode())}")
-    record.append(f"{name}-{version}.dist-info/RECORD,,")
-    files[f"{name}-{version}.dist-info/RECORD"] = "\n".join(record) + "\n"
-    wheel = where / f"{name}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as zf:
-        for path, content in files.items():
-            zf.writestr(path, content)
-    return wheel
 
 
 @pytest.fixture
