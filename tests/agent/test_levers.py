@@ -10,6 +10,7 @@ from nbformat.v4 import new_output
 from kernel_agent.agent.history import History
 from kernel_agent.agent.levers import (
     LEVERS,
+    SMALL_MODEL_LEVERS,
     FencedRules,
     GroundingCheck,
     NudgeNoCode,
@@ -17,6 +18,7 @@ from kernel_agent.agent.levers import (
     RepeatGuard,
     levers_for,
 )
+from kernel_agent.agent.progress import NoInstall
 from kernel_agent.agent.protocols import FencedProtocol, ToolsProtocol
 from kernel_agent.agent.state import TaskState, Turn
 from kernel_agent.errors import ConfigError
@@ -114,6 +116,18 @@ def test_levers_are_chosen_by_name() -> None:
     assert all_but == [n for n in LEVERS if n not in ("stall_guard", "data_preview")]
     with pytest.raises(ConfigError, match="unknown lever 'nope'"):
         levers_for(Settings(home=".", levers="-nope"))
+
+
+def test_each_lever_is_named_once_by_its_class_and_made_from_the_settings() -> None:
+    assert LEVERS == tuple(lever.name for lever in SMALL_MODEL_LEVERS)
+    assert len(set(LEVERS)) == len(LEVERS) and all(LEVERS)
+    settings = Settings(home=".", llm_output_chars=1234, temperature=1.5, install="any")
+    made = {type(lever): lever for lever in levers_for(settings)}
+    assert list(made) == list(SMALL_MODEL_LEVERS)
+    grounding, repeat, install = made[GroundingCheck], made[RepeatGuard], made[NoInstall]
+    assert isinstance(grounding, GroundingCheck) and grounding.output_chars == 1234
+    assert isinstance(repeat, RepeatGuard) and repeat.temperature == 1.5
+    assert isinstance(install, NoInstall) and install.policy == "any"
 
 
 # ---------------------------------------------------------------- protocols and history

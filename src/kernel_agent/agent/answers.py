@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ..llm.view import render_cell
 from ..prompts import prompt
-from .levers import Lever
+from .lever import Lever
 from .state import Ask, TaskState
 
 __all__ = ["AnswerFormat", "FormatSpec", "StatesResult", "format_problems", "numbers_in"]

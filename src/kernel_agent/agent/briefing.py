@@ -18,7 +18,7 @@ from ..kernel_state.kernel_probe import (
 )
 from ..prompts import prompt
 from ..settings import Settings
-from .levers import Lever
+from .lever import Lever
 from .state import TaskState
 
 __all__ = ["DataPreview", "probe_libraries", "system_prompt"]

@@ -19,7 +19,7 @@ from ..llm.view import render_cell
 from ..prompts import prompt
 from ..results import CellResult
 from .answers import FormatSpec
-from .levers import Lever
+from .lever import Lever
 from .state import TaskState
 
 if TYPE_CHECKING:

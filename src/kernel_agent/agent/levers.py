@@ -1,18 +1,9 @@
-"""The small-model levers: checks the loop consults at named points, each switchable by name.
+"""The small-model levers, and the registry that makes those ``Settings.levers`` picks.
 
-A lever sees the run's :class:`~.state.TaskState` and may return an :class:`~.state.Ask`
-(send a message to the model and take another turn) at four points:
-
-- ``after_reply(state, turn)``: a reply was parsed (may trim ``turn.codes``);
-- ``before_cell(state, code)``: a cell is about to run (an Ask skips it);
-- ``after_cell(state, cell, hint)``: a cell ran (record what it taught);
-- ``on_answer(state, answer)``: the model answered without code (an Ask refuses the answer,
-  a Stop ends the run without it);
-- ``compose(state)``: a reply's cells ran and the last succeeded: a final answer made
-  from what it printed settles the run with no further model turn;
-- ``task_note(state, executor)``: a task starts (text added to the task's message).
-
-``before_cell`` may also return a :class:`~.state.Stop`: the run ends there, honestly.
+The hooks are :class:`~.lever.Lever`'s. Here: the levers that need no module of their own
+(:class:`NudgeNoCode`, :class:`PushAfterError`, :class:`GroundingCheck`,
+:class:`RepeatGuard`, :class:`FencedRules`, :class:`ResultCheck`), and :data:`LEVERS`,
+made from :data:`SMALL_MODEL_LEVERS`: each lever is named once, by its class's ``name``.
 
 ``Settings.levers`` picks them: ``"auto"`` (all), ``"none"``, or a tuple of names, so
 ``bench/eval_analysis.py`` can measure each one. None of them touches a kernel or a server.
@@ -28,62 +19,29 @@ from ..errors import ConfigError
 from ..llm.view import render_cell
 from ..prompts import prompt
 from ..results import CellResult
-from ..settings import Settings
+from .answers import AnswerFormat, StatesResult
+from .briefing import DataPreview
+from .composed import PrintedAnswer
 from .grounding import ungrounded_numbers
+from .lever import Lever, normalize_code
+from .progress import NoInstall, ProseCell, StallGuard
 from .state import Ask, Stop, TaskState, Turn
 
 if TYPE_CHECKING:
-    from ..executors.base import AsyncExecutor
+    from ..settings import Settings
 
 __all__ = [
     "LEVERS",
+    "SMALL_MODEL_LEVERS",
     "FencedRules",
     "GroundingCheck",
-    "Lever",
     "NudgeNoCode",
     "PushAfterError",
     "RepeatGuard",
     "ResultCheck",
     "UnbackedAnswer",
     "levers_for",
-    "normalize_code",
 ]
-
-
-def normalize_code(code: str) -> str:
-    """The code without blank lines and trailing blanks: two cells that differ only so are one."""
-    return "\n".join(line.rstrip() for line in code.strip().splitlines() if line.strip())
-
-
-class Lever:
-    """A check the loop consults; every hook does nothing unless a lever overrides it."""
-
-    name: str = ""
-
-    def after_reply(self, state: TaskState, turn: Turn) -> None:
-        return None
-
-    def before_cell(self, state: TaskState, code: str) -> Ask | Stop | None:
-        return None
-
-    def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> None:
-        return None
-
-    def on_answer(self, state: TaskState, answer: str) -> Ask | Stop | None:
-        return None
-
-    def compose(self, state: TaskState) -> str | None:
-        return None
-
-    async def task_note(self, state: TaskState, executor: AsyncExecutor) -> str | None:
-        return None
-
-    def _once(self, state: TaskState) -> bool:
-        """True the first time in a task (then the lever has used its ask)."""
-        if self.name in state.fired:
-            return False
-        state.fired.add(self.name)
-        return True
 
 
 class NudgeNoCode(Lever):
@@ -120,6 +78,10 @@ class GroundingCheck(Lever):
 
     def __init__(self, output_chars: int = 4000) -> None:
         self.output_chars = output_chars
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> GroundingCheck:
+        return cls(settings.llm_output_chars)
 
     def on_answer(self, state: TaskState, answer: str) -> Ask | None:
         if self.name in state.fired:
@@ -190,6 +152,10 @@ class RepeatGuard(Lever):
     def __init__(self, temperature: float | None = None) -> None:
         self.temperature = max(temperature or 0.0, 0.7)
 
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RepeatGuard:
+        return cls(settings.temperature)
+
     def before_cell(self, state: TaskState, code: str) -> Ask | None:
         error = state.failed.get(normalize_code(code))
         if error is None:
@@ -219,24 +185,6 @@ class FencedRules(Lever):
             del turn.codes[1:]
 
 
-LEVERS = (
-    "data_preview",
-    "nudge_no_code",
-    "push_after_error",
-    "grounding_check",
-    "unbacked_answer",
-    "states_result",
-    "answer_format",
-    "printed_answer",
-    "repeat_guard",
-    "no_install",
-    "prose_cell",
-    "stall_guard",
-    "fenced_rules",
-)
-"""Every lever's name, in the order the loop consults them."""
-
-
 class ResultCheck(Lever):
     """A run that asked for ``set_result`` and got an answer without one: told once.
 
@@ -253,6 +201,27 @@ class ResultCheck(Lever):
         if not self.missing() or not self._once(state):
             return None
         return Ask(prompt("result_missing"), notice="no result was set; asking for set_result")
+
+
+#: Every small-model lever, in the order the loop consults them.
+SMALL_MODEL_LEVERS: tuple[type[Lever], ...] = (
+    DataPreview,
+    NudgeNoCode,
+    PushAfterError,
+    GroundingCheck,
+    UnbackedAnswer,
+    StatesResult,
+    AnswerFormat,
+    PrintedAnswer,
+    RepeatGuard,
+    NoInstall,
+    ProseCell,
+    StallGuard,
+    FencedRules,
+)
+
+LEVERS: tuple[str, ...] = tuple(lever.name for lever in SMALL_MODEL_LEVERS)
+"""Every small-model lever's name, in the order the loop consults them."""
 
 
 def levers_for(settings: Settings) -> list[Lever]:
@@ -273,24 +242,4 @@ def levers_for(settings: Settings) -> list[Lever]:
     unknown = sorted(set(chosen) - set(LEVERS))
     if unknown:
         raise ConfigError(f"unknown lever {unknown[0]!r}; the levers are: {', '.join(LEVERS)}")
-    from .answers import AnswerFormat, StatesResult
-    from .briefing import DataPreview
-    from .composed import PrintedAnswer
-    from .progress import NoInstall, ProseCell, StallGuard
-
-    made: dict[str, Lever] = {
-        "data_preview": DataPreview(),
-        "nudge_no_code": NudgeNoCode(),
-        "push_after_error": PushAfterError(),
-        "grounding_check": GroundingCheck(settings.llm_output_chars),
-        "unbacked_answer": UnbackedAnswer(),
-        "states_result": StatesResult(),
-        "answer_format": AnswerFormat(),
-        "printed_answer": PrintedAnswer(),
-        "repeat_guard": RepeatGuard(settings.temperature),
-        "no_install": NoInstall(settings.install),
-        "prose_cell": ProseCell(),
-        "stall_guard": StallGuard(),
-        "fenced_rules": FencedRules(),
-    }
-    return [made[name] for name in LEVERS if name in chosen]
+    return [lever.from_settings(settings) for lever in SMALL_MODEL_LEVERS if lever.name in chosen]

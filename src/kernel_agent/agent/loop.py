@@ -54,7 +54,8 @@ from .briefing import probe_libraries, system_prompt
 from .budget import Budget, BudgetStop, stop_or_extend, stopped_answer
 from .handover import hand_over, remote_files, summarise
 from .history import History
-from .levers import Lever, ResultCheck, levers_for
+from .lever import Lever
+from .levers import ResultCheck, levers_for
 from .protocols import FencedProtocol, Protocol, make_protocol
 from .reply import stream_reply
 from .state import Ask, Stop, TaskState, Turn

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import TYPE_CHECKING
 
 from ..llm.view import render_cell
 from ..prompts import prompt
 from ..results import CellResult
-from .levers import Lever, normalize_code
+from .lever import Lever, normalize_code
 from .state import Ask, Stop, TaskState
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 __all__ = ["STALL_LIMIT", "NoInstall", "ProseCell", "StallGuard", "looks_like_prose"]
 
@@ -122,6 +126,10 @@ class NoInstall(Lever):
 
     def __init__(self, policy: str = "never") -> None:
         self.policy = policy
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> NoInstall:
+        return cls(settings.install)
 
     def before_cell(self, state: TaskState, code: str) -> Ask | None:
         if not _INSTALL.search(code):

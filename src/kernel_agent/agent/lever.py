@@ -1,0 +1,74 @@
+"""A lever: a check the loop consults at named points. The base class, :class:`Lever`.
+
+A lever sees the run's :class:`~.state.TaskState` and may return an :class:`~.state.Ask`
+(send a message to the model and take another turn) at four points:
+
+- ``after_reply(state, turn)``: a reply was parsed (may trim ``turn.codes``);
+- ``before_cell(state, code)``: a cell is about to run (an Ask skips it);
+- ``after_cell(state, cell, hint)``: a cell ran (record what it taught);
+- ``on_answer(state, answer)``: the model answered without code (an Ask refuses the answer,
+  a Stop ends the run without it);
+- ``compose(state)``: a reply's cells ran and the last succeeded: a final answer made
+  from what it printed settles the run with no further model turn;
+- ``task_note(state, executor)``: a task starts (text added to the task's message).
+
+``before_cell`` may also return a :class:`~.state.Stop`: the run ends there, honestly.
+
+A lever is named once, by its class's ``name``; :mod:`.levers` lists the small-model ones
+and makes those ``Settings.levers`` picks (:meth:`Lever.from_settings`). This module imports
+no lever, so every lever module can import it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..results import CellResult
+from .state import Ask, Stop, TaskState, Turn
+
+if TYPE_CHECKING:
+    from ..executors.base import AsyncExecutor
+    from ..settings import Settings
+
+__all__ = ["Lever", "normalize_code"]
+
+
+def normalize_code(code: str) -> str:
+    """The code without blank lines and trailing blanks: two cells that differ only so are one."""
+    return "\n".join(line.rstrip() for line in code.strip().splitlines() if line.strip())
+
+
+class Lever:
+    """A check the loop consults; every hook does nothing unless a lever overrides it."""
+
+    name: str = ""
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Lever:
+        """The lever as ``settings`` configure it (most read nothing from them)."""
+        return cls()
+
+    def after_reply(self, state: TaskState, turn: Turn) -> None:
+        return None
+
+    def before_cell(self, state: TaskState, code: str) -> Ask | Stop | None:
+        return None
+
+    def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> None:
+        return None
+
+    def on_answer(self, state: TaskState, answer: str) -> Ask | Stop | None:
+        return None
+
+    def compose(self, state: TaskState) -> str | None:
+        return None
+
+    async def task_note(self, state: TaskState, executor: AsyncExecutor) -> str | None:
+        return None
+
+    def _once(self, state: TaskState) -> bool:
+        """True the first time in a task (then the lever has used its ask)."""
+        if self.name in state.fired:
+            return False
+        state.fired.add(self.name)
+        return True
