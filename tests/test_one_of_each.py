@@ -15,12 +15,12 @@ from nbformat.v4 import new_output
 from kernel_agent.edges.images import IMAGE_EXTENSIONS, IMAGE_MIMES, RASTER_MIMES
 from kernel_agent.errors import ConfigError, one_line
 from kernel_agent.events import RunResult
-from kernel_agent.frontends.commands.run import add_model_options, option_flags, settings_from_args
+from kernel_agent.frontends.commands.run import settings_from_args
 from kernel_agent.frontends.render import save_images
 from kernel_agent.llm.stream import Usage
 from kernel_agent.llm.view import render_cell
 from kernel_agent.results import CellResult
-from kernel_agent.settings import Settings
+from kernel_agent.settings import Settings, add_model_options, option_flags
 
 NOW = datetime.now(timezone.utc)
 WEBP = base64.b64encode(b"RIFF\x1a\x00\x00\x00WEBPVP8L").decode()

@@ -44,9 +44,8 @@ from ..events import (
 )
 from ..kernel_state.namespace import VariableInfo
 from ..llm.protocol import split_code
-from ..settings import Settings
+from ..settings import Settings, add_model_options, option_flags
 from .approval import ask_until_decided, read_code_until_dot
-from .commands.run import add_model_options, option_flags
 
 if TYPE_CHECKING:
     from ..agent import Agent

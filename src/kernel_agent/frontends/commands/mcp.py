@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
-from .run import add_model_options, settings_from_args
+from ...settings import add_model_options
+from .run import settings_from_args
 
 __all__ = ["register", "run", "TOKEN_ENV"]
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigError
+from ...settings import add_model_options, option_flags
 from ..approval import ask_until_decided, read_code_until_dot
 
 if TYPE_CHECKING:
@@ -20,122 +21,11 @@ if TYPE_CHECKING:
 
     from ...settings import Settings
 
-__all__ = ["OPTIONS", "register", "add_model_options", "option_flags", "settings_from_args"]
-
-
-#: Every option :func:`add_model_options` adds, by group: (flags, argparse keywords).
-#: Each sets the :class:`~kernel_agent.settings.Settings` field named by its dest. The
-#: "kernel" group picks or isolates a kernel; "model" and "loop" apply to any executor.
-OPTIONS: dict[str, tuple[tuple[tuple[str, ...], dict[str, Any]], ...]] = {
-    "model": (
-        (
-            ("--model", "-m"),
-            {"help": "model name, provider:model, 'local' or 'local:PATH.gguf' "
-             "(env KERNEL_AGENT_MODEL)"},
-        ),
-        (("--base-url",), {"help": "OpenAI-compatible endpoint (env OPENAI_BASE_URL)"}),
-        (("--api-key",), {"help": "API key (env OPENAI_API_KEY)"}),
-        (
-            ("--protocol",),
-            {"choices": ("auto", "tools", "fenced"), "help": "how the model runs code"},
-        ),
-        (("--temperature",), {"type": float}),
-        (("--top-p",), {"type": float}),
-        (("--presence-penalty",), {"type": float}),
-        (("--frequency-penalty",), {"type": float}),
-        (("--max-tokens",), {"type": int}),
-        (
-            ("--vision",),
-            {"action": "store_true", "default": None, "help": "send images to the model"},
-        ),
-    ),
-    "kernel": (
-        (
-            ("--kernel",),
-            {"dest": "kernel_name", "help": "Jupyter kernelspec name (default python3)"},
-        ),
-        (
-            ("--cwd",),
-            {"type": Path, "help": "the directory the kernel sees, read-only, from its own "
-             "work dir (default: here)"},
-        ),
-        (
-            ("--file",),
-            {"dest": "files", "action": "append", "type": Path, "metavar": "PATH",
-             "help": "an input file for the kernel's work dir, read-only (repeatable)"},
-        ),
-        (
-            ("--sandbox",),
-            {"choices": ("auto", "bwrap", "none"), "help": "isolate the kernel (default auto)"},
-        ),
-        (
-            ("--gateway-url",),
-            {"help": "Jupyter Kernel/Enterprise Gateway URL (env KERNEL_AGENT_GATEWAY_URL)"},
-        ),
-        (("--gateway-token",), {"help": "gateway token (env KERNEL_AGENT_GATEWAY_TOKEN)"}),
-        (
-            ("--gateway-kernel-id",),
-            {"help": "attach to this existing gateway kernel (kept afterwards)"},
-        ),
-        (
-            ("--keep-kernel",),
-            {"action": "store_true", "default": None,
-             "help": "leave the gateway kernel running after the run (prints its id)"},
-        ),
-    ),
-    "loop": (
-        (("--cell-timeout",), {"type": float, "help": "seconds before a cell is interrupted"}),
-        (("--max-steps",), {"type": int, "help": "most cells per task (default 20)"}),
-    ),
-    "budgets (a task stops before a model call that would cross one)": (
-        (("--max-total-tokens",), {"type": int, "metavar": "N", "help": "tokens per task"}),
-        (("--max-wall-time",), {"type": float, "metavar": "S", "help": "seconds per task"}),
-        (
-            ("--max-cost",),
-            {"type": float, "metavar": "USD", "help": "dollars per task (needs a price)"},
-        ),
-        (
-            ("--price",),
-            {"dest": "prices", "action": "append", "metavar": "MODEL=IN/OUT",
-             "help": "dollars per million input/output tokens of MODEL, over the built-in "
-             "table (repeatable; env KERNEL_AGENT_PRICES)"},
-        ),
-    ),
-    "traces (OpenTelemetry: pip install 'kernel-agent[otel]')": (
-        (
-            ("--trace",),
-            {"metavar": "otlp|console|jsonl:PATH",
-             "help": "export spans of the run, its model calls and its cells "
-             "(env OTEL_* or KERNEL_AGENT_TRACE)"},
-        ),
-        (
-            ("--trace-content",),
-            {"action": "store_true", "default": None,
-             "help": "put prompts, replies and code into the spans (off by default)"},
-        ),
-    ),
-}  # fmt: skip
-
-
-def option_flags(*groups: str) -> dict[str, str]:
-    """Settings field -> its flag, for the options of ``groups`` (default: all)."""
-    return {
-        kw.get("dest") or flags[0].lstrip("-").replace("-", "_"): flags[0]
-        for group in groups or tuple(OPTIONS)
-        for flags, kw in OPTIONS[group]
-    }
-
-
-def add_model_options(parser: argparse.ArgumentParser) -> None:
-    """Flags shared by everything that talks to a model and a kernel (:data:`OPTIONS`)."""
-    for title, options in OPTIONS.items():
-        group = parser.add_argument_group(title)
-        for flags, kw in options:
-            group.add_argument(*flags, **kw)
+__all__ = ["register", "settings_from_args"]
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    """Settings from the environment, overridden by the :data:`OPTIONS` given (and --verify)."""
+    """Settings from the environment, overridden by the options given (and --verify)."""
     from ...settings import Settings
 
     if getattr(args, "api_key", None):

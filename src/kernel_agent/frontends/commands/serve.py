@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
+from ...settings import add_model_options
 from .mcp import _is_loopback
-from .run import add_model_options, settings_from_args
+from .run import settings_from_args
 
 __all__ = ["register", "run", "TOKEN_ENV"]
 
