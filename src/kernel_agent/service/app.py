@@ -32,10 +32,10 @@ from ..errors import ConfigError, KernelAgentError, ServiceError, TooBusy, Unsaf
 from ..version import __version__
 from .manager import ServiceConfig, SessionManager
 from .runs import cell_json, sse
+from .web import COOKIE
 
 __all__ = ["create_app", "COOKIE", "MAX_TIMEOUT_S", "MAX_TTL_S"]
 
-COOKIE = "kernel_agent_session"
 _OPEN_PATHS = ("/healthz", "/login")
 #: the longest a request may ask a cell to run, and a session to idle (finite, bounded)
 MAX_TIMEOUT_S = 24 * 3600.0

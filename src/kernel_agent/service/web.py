@@ -23,7 +23,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from ..edges.webguard import NOTEBOOK_CSP
 from .manager import SessionManager
 
-__all__ = ["add_pages", "login_page", "login_redirect"]
+__all__ = ["COOKIE", "add_pages", "login_page", "login_redirect"]
+
+#: the login cookie: the page sets it, the API's auth (:mod:`.app`) reads it
+COOKIE = "kernel_agent_session"
 
 _STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#222}
@@ -59,8 +62,6 @@ def login_page(status: int = 200, error: str = "") -> HTMLResponse:
 
 
 def _with_cookie(response: Response, cookie: str) -> Response:
-    from .app import COOKIE
-
     response.set_cookie(COOKIE, cookie, httponly=True, samesite="strict", path="/")
     return response
 
