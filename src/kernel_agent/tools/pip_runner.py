@@ -208,7 +208,7 @@ class PipJail:
 @functools.cache
 def pip_jail() -> PipJail:
     """The strongest way to run pip this host gives (probed once)."""
-    from ..sandbox.launcher import bwrap_problem
+    from ..sandbox.bwrap import bwrap_problem
 
     root = hasattr(os, "geteuid") and os.geteuid() == 0
     problem, bwrap, drop = bwrap_problem()
