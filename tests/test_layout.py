@@ -12,20 +12,12 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
 PACKAGE = SRC / "kernel_agent"
 
 MAX_TOP_LEVEL = 12
 MAX_LINES = 600
-#: modules another change of issue #23 is splitting; remove a line once it is under 600
-SPLIT_ELSEWHERE = {
-    "agent/loop.py": "AsyncAgent hands a kernel's state to its one owner (#23 item 1)",
-    "session.py": "Session hands a kernel's state to its one owner (#23 item 1)",
-    "service/manager.py": "the service is being reworked with the session's file ops (#23)",
-}
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -142,20 +134,7 @@ def test_no_module_over_600_lines() -> None:
         for path, _ in MODULES.values()
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
-    assert {p: n for p, n in over.items() if p not in SPLIT_ELSEWHERE} == {}
-
-
-@pytest.mark.parametrize(
-    "module",
-    [
-        pytest.param(m, marks=pytest.mark.xfail(reason=r, strict=True))
-        for m, r in SPLIT_ELSEWHERE.items()
-    ],
-)
-def test_a_module_being_split_elsewhere_is_still_over(module: str) -> None:
-    """Strict: once it is split, this passes and fails the run; then drop its line above."""
-    path = PACKAGE / module
-    assert not path.exists() or len(path.read_text(encoding="utf-8").splitlines()) <= MAX_LINES
+    assert over == {}
 
 
 def test_version_is_read_from_its_own_module_never_the_package_face() -> None:

@@ -16,7 +16,7 @@ import nbformat
 import pytest
 from fake_openai import FakeLLM, run_cell, scripted_settings, text
 from gateway_server import EnterpriseGateway, KernelGateway, _Gateway, eg_python
-from test_installs import TRY, build_wheel
+from wheelfactory import TRY, build_wheel
 
 from kernel_agent.agent import Agent
 from kernel_agent.events import RunFinished

@@ -32,3 +32,13 @@ def build_wheel(where: Path, name: str, version: str, body: str) -> Path:
         for path, content in files.items():
             zf.writestr(path, content)
     return wheel
+
+
+#: a cell that asks for each of ``names`` (``.format(names=[...])``) and prints refusals
+TRY = (
+    "for name in {names!r}:\n"
+    "    try:\n"
+    "        install_package(name)\n"
+    "    except ToolError as e:\n"
+    "        print('refused:', e)\n"
+)

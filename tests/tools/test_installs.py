@@ -12,7 +12,7 @@ from typing import Any
 import nbformat
 import pytest
 from fake_openai import FakeLLM, run_cell, scripted_settings, text
-from wheelfactory import build_wheel
+from wheelfactory import TRY, build_wheel
 
 from kernel_agent.agent import Agent
 from kernel_agent.errors import ConfigError
@@ -50,15 +50,6 @@ def run(fake: FakeLLM, tmp_path: Path, approve=None, **kw):
         events = list(agent.run("install it"))
     assert isinstance(events[-1], RunFinished)
     return events[-1].result
-
-
-TRY = (
-    "for name in {names!r}:\n"
-    "    try:\n"
-    "        install_package(name)\n"
-    "    except ToolError as e:\n"
-    "        print('refused:', e)\n"
-)
 
 
 def test_policy_never_is_the_default_and_names_the_policy(fake_llm, tmp_path, index):

@@ -25,7 +25,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from ..sandbox.room import remove_tree
 from ..session import CellRun, Session
 from ..settings import Settings
 from ..workdir import LocalWorkDir, WorkDir
+from .hosted import Hosted, code_cells, count_cells
 from .limits import Limiter
 from .pool import WarmPool
 from .runs import HostedRun, event_json
@@ -70,73 +71,6 @@ class ServiceConfig:
     allow_local_models: bool = False
     #: seconds the server waits for interrupted cells on SIGTERM before it cancels them
     stop_grace: float = 2.0
-
-
-@dataclass
-class Hosted:
-    """A session as the service knows it; ``session`` is None once it has ended."""
-
-    id: str
-    kernel: str
-    ttl: float
-    notebook: Path
-    created: float = field(default_factory=time.time)
-    last_active: float = field(default_factory=time.time)
-    status: str = "live"  # live | expired | ended
-    ended: float | None = None
-    reason: str | None = None
-    session: Session | None = None
-    settings: Settings | None = None
-    work_dir: str | None = None
-    cells: int = 0
-    busy: int = 0
-    runs: dict[str, HostedRun] = field(default_factory=dict)
-    sandbox: str = ""
-    #: the execute requests running in this session now (cancelled by DELETE)
-    inflight: set[asyncio.Task[Any]] = field(default_factory=set)
-    deleted: bool = False
-    #: uploads check the session's room and write under this lock (one at a time)
-    upload_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    #: (monotonic time, bytes) of the work dir's last walk, plus what uploads added since
-    usage: tuple[float, int] | None = None
-
-    @property
-    def files_dir(self) -> Path:
-        """Where the kernel's files are kept once the session has ended."""
-        return self.notebook.parent / f"{self.notebook.stem}_files" / "work"
-
-    @property
-    def clean_notebook(self) -> Path:
-        from ..notebook.clean import clean_path_for
-
-        return clean_path_for(self.notebook)
-
-    def info(self) -> dict[str, Any]:
-        now = time.time()
-        live = self.session is not None
-        transcript = self.session.transcript if self.session is not None else None
-        cells = code_cells(transcript.cells) if transcript is not None else self.cells
-        return {
-            "id": self.id,
-            "status": self.status,
-            "kernel": self.kernel,
-            "sandbox": self.sandbox,
-            "created": self.created,
-            "last_active": self.last_active,
-            "age_s": round(now - self.created, 1),
-            "ttl_s": self.ttl,
-            "ttl_left_s": round(max(0.0, self.last_active + self.ttl - now), 1) if live else 0.0,
-            "cells": cells,
-            "busy": self.busy > 0,
-            "ended": self.ended,
-            "reason": self.reason,
-            "runs": [r.id for r in self.runs.values()],
-        }
-
-    def index_entry(self) -> dict[str, Any]:
-        entry = self.info()
-        entry.update(notebook=str(self.notebook), work_dir=self.work_dir)
-        return entry
 
 
 class SessionManager:
@@ -584,7 +518,7 @@ class SessionManager:
                     "the server stopped abruptly",
                     time.time(),
                 )
-                hosted.cells = _count_cells(hosted.notebook, hosted.cells)
+                hosted.cells = count_cells(hosted.notebook, hosted.cells)
                 work = entry.get("work_dir")
                 if work and Path(work).is_dir():
                     with contextlib.suppress(Exception):
@@ -604,21 +538,6 @@ def _private_dir(path: Path) -> None:
     if path.stat().st_mode & 0o077:
         log.warning("%s was readable by others: now mode 0700", path)
         path.chmod(0o700)
-
-
-def _count_cells(notebook: Path, default: int) -> int:
-    """The cells in a notebook a crashed server left (its index was saved before them)."""
-    try:
-        cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells")
-    except (OSError, ValueError, AttributeError, RecursionError):
-        return default
-    return code_cells(cells) if isinstance(cells, list) else default
-
-
-def code_cells(cells: list[Any]) -> int:
-    """How many of ``cells`` are code cells: a session's "cells" are its executions (a
-    run's task, prose and answer are markdown cells in the same notebook)."""
-    return sum(1 for c in cells if isinstance(c, dict) and c.get("cell_type") == "code")
 
 
 def _remove_room(work: Path) -> None:
