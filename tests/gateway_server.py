@@ -16,10 +16,12 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["EnterpriseGateway", "KernelGateway", "eg_python", "free_port"]
+__all__ = ["GATEWAYS", "EnterpriseGateway", "KernelGateway", "eg_python", "free_port", "running"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -199,3 +201,34 @@ class EnterpriseGateway(_Gateway):
         self.write_kernelspec()
         super().start(timeout)
         return self
+
+
+#: the two gateways the remote tests run against (``params=GATEWAYS``)
+GATEWAYS = ("kernel-gateway", "enterprise-gateway")
+
+
+@contextmanager
+def running(
+    kind: str,
+    root: Path,
+    token: str,
+    *,
+    kg_args: tuple[str, ...] = (),
+    eg_args: tuple[str, ...] = (),
+) -> Iterator[_Gateway]:
+    """Gateway ``kind`` (one of :data:`GATEWAYS`) started in ``root``, stopped after.
+
+    Enterprise Gateway comes from its own venv: a skip saying why when ``make eg-venv``
+    never ran (a failure under ``make test`` and CI, see :func:`eg_python`).
+    """
+    gw: _Gateway
+    if kind == "enterprise-gateway":
+        eg_python()
+        gw = EnterpriseGateway(root, token, eg_args)
+    else:
+        gw = KernelGateway(root, token, kg_args)
+    gw.start()
+    try:
+        yield gw
+    finally:
+        gw.stop()

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 import pytest
-from gateway_server import EnterpriseGateway, KernelGateway, eg_python
+from gateway_server import GATEWAYS, running
 
 from kernel_agent.edges.delivery import DeliveryLimits
 from kernel_agent.executors.gateway import AsyncGatewaySession
@@ -30,17 +30,10 @@ TOKEN = "remote-attacks-token"
 PATCH = "import sys\nm = sys.modules['_kernel_agent_files']\n"
 
 
-@pytest.fixture(scope="module", params=["kernel-gateway", "enterprise-gateway"])
+@pytest.fixture(scope="module", params=GATEWAYS)
 def gateway(request, tmp_path_factory):
-    """Each gateway in a root dir of its own (EG from its own venv: ``make eg-venv``)."""
-    root = tmp_path_factory.mktemp(f"{request.param}-root")
-    if request.param == "enterprise-gateway":
-        eg_python()  # a skip saying why when EG was never installed
-        gw = EnterpriseGateway(root, TOKEN).start()
-    else:
-        gw = KernelGateway(root, TOKEN, ()).start()
-    yield gw
-    gw.stop()
+    with running(request.param, tmp_path_factory.mktemp(f"{request.param}-root"), TOKEN) as gw:
+        yield gw
 
 
 def deliver(gateway, tmp_path, code, limits=None, raw_chunks=True):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gateway_server import EnterpriseGateway, KernelGateway, _Gateway, eg_python
+from gateway_server import GATEWAYS, _Gateway, running
 
 from kernel_agent.errors import ConfigError, UnsafePath
 from kernel_agent.remote.transfer import TransferLimits
@@ -26,21 +26,13 @@ pytestmark = pytest.mark.timeout(180)
 GW_TOKEN = "session-gateway-token"
 
 
-@pytest.fixture(scope="module", params=["kernel-gateway", "enterprise-gateway"])
+@pytest.fixture(scope="module", params=GATEWAYS)
 def gateway(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[_Gateway]:
-    """Each gateway in a root dir of its own (EG from its own venv: ``make eg-venv``)."""
     root = tmp_path_factory.mktemp(f"{request.param}-root")
-    gw: _Gateway
-    if request.param == "enterprise-gateway":
-        eg_python()  # a skip saying why when EG was never installed
-        gw = EnterpriseGateway(root, GW_TOKEN)
-    else:
-        gw = KernelGateway(root, GW_TOKEN)
-    gw.start()
-    yield gw
-    gw.stop()
+    with running(request.param, root, GW_TOKEN) as gw:
+        yield gw
 
 
 def in_session(tmp_path: Path, kg: _Gateway, body: Any) -> Any:

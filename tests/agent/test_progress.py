@@ -101,6 +101,11 @@ def test_prose_in_a_code_fence_is_asked_for_as_the_answer() -> None:
     assert looks_like_prose("@mean[2.50]\n@pvalue[0.14]\n@significant[False]")
     assert looks_like_prose("@a[1], @b[x y]")
     assert not looks_like_prose("@decorator\ndef f(): pass")
+    # the model's view of a cell sent back as a cell (engel-iqr on the real-data tuned half)
+    echoed = "# Output of cell [1] (ok):\nNumber of outliers: 11\nMedian foodexp: 582.54"
+    assert looks_like_prose(echoed)
+    assert looks_like_prose("Output of cell [2] (error):\n  Cell In[2], line 2\n    x y\n")
+    assert not looks_like_prose("# Output of cell [1] (ok): the count\nprint(len(df))")  # code
     st, lever = TaskState("t"), ProseCell()
     assert lever.before_cell(st, "The answer is 42 as computed.") is None, "no cell ran yet"
     st.cells.append(ok("print(42)", "42\n"))

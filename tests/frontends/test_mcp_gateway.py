@@ -15,28 +15,20 @@ from typing import Any
 import pytest
 
 pytest.importorskip("mcp")
-from gateway_server import EnterpriseGateway, KernelGateway, _Gateway, eg_python  # noqa: E402
+from gateway_server import GATEWAYS, _Gateway, running  # noqa: E402
 from test_mcp import ok, refused, stdio_client, text_of  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
 GW_TOKEN = "mcp-gateway-token"
 
 
-@pytest.fixture(scope="module", params=["kernel-gateway", "enterprise-gateway"])
+@pytest.fixture(scope="module", params=GATEWAYS)
 def gateway(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[_Gateway]:
-    """Each gateway in a root dir of its own (EG from its own venv: ``make eg-venv``)."""
     root = tmp_path_factory.mktemp(f"{request.param}-root")
-    gw: _Gateway
-    if request.param == "enterprise-gateway":
-        eg_python()  # a skip saying why when EG was never installed
-        gw = EnterpriseGateway(root, GW_TOKEN)
-    else:
-        gw = KernelGateway(root, GW_TOKEN)
-    gw.start()
-    yield gw
-    gw.stop()
+    with running(request.param, root, GW_TOKEN) as gw:
+        yield gw
 
 
 def test_file_tools_reach_the_gateway_kernel(tmp_path: Path, gateway: _Gateway) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from fake_openai import run_cell, text
-from gateway_server import EnterpriseGateway, KernelGateway, eg_python
+from gateway_server import GATEWAYS, running
 
 from kernel_agent.errors import GatewayError
 from kernel_agent.executors import gateway_client
@@ -33,17 +33,10 @@ pytestmark = pytest.mark.timeout(180)
 TOKEN = "remote-files-token"
 
 
-@pytest.fixture(scope="module", params=["kernel-gateway", "enterprise-gateway"])
+@pytest.fixture(scope="module", params=GATEWAYS)
 def gateway(request, tmp_path_factory):
-    """Each gateway in a root dir of its own (EG from its own venv: ``make eg-venv``)."""
-    root = tmp_path_factory.mktemp(f"{request.param}-root")
-    if request.param == "enterprise-gateway":
-        eg_python()  # a skip saying why when EG was never installed
-        gw = EnterpriseGateway(root, TOKEN).start()
-    else:
-        gw = KernelGateway(root, TOKEN, ()).start()
-    yield gw
-    gw.stop()
+    with running(request.param, tmp_path_factory.mktemp(f"{request.param}-root"), TOKEN) as gw:
+        yield gw
 
 
 def cli(args, cwd, timeout=150):

@@ -19,7 +19,7 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 from fake_openai import FakeLLM, run_cell, text
-from gateway_server import EnterpriseGateway, KernelGateway, _Gateway, eg_python
+from gateway_server import GATEWAYS, _Gateway, running
 from serve_server import TOKEN, serve
 
 pytestmark = pytest.mark.timeout(300)
@@ -39,21 +39,19 @@ def llm() -> Iterator[FakeLLM]:
         yield server
 
 
-@pytest.fixture(scope="module", params=["kernel-gateway", "enterprise-gateway"])
+@pytest.fixture(scope="module", params=GATEWAYS)
 def gateway(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[_Gateway]:
-    """Each gateway in a root dir of its own, listing its kernels (EG: ``make eg-venv``)."""
     root = tmp_path_factory.mktemp(f"{request.param}-root")
-    gw: _Gateway
-    if request.param == "enterprise-gateway":
-        eg_python()  # a skip saying why when EG was never installed
-        gw = EnterpriseGateway(root, GW_TOKEN, ("--EnterpriseGatewayApp.list_kernels=True",))
-    else:
-        gw = KernelGateway(root, GW_TOKEN, ("--JupyterWebsocketPersonality.list_kernels=True",))
-    gw.start()
-    yield gw
-    gw.stop()
+    with running(
+        request.param,
+        root,
+        GW_TOKEN,
+        kg_args=("--JupyterWebsocketPersonality.list_kernels=True",),
+        eg_args=("--EnterpriseGatewayApp.list_kernels=True",),
+    ) as gw:
+        yield gw
 
 
 def gateway_kernels(kg: _Gateway) -> set[str]:

@@ -38,13 +38,17 @@ _INSTALL = re.compile(
 _SENTENCE = re.compile(r"^[\"'*_]*[A-Z][A-Za-z'’-]*(?: +[^\s=(){}]+){3,}")
 _SLOTS_ONLY = re.compile(r"^(?:@[A-Za-z_][\w-]*\[[^\[\]]*\][\s,;.]*)+$")
 _CODE_MARK = re.compile(r"[=(){}\[\]]|^\s*(?:import|from|def|class|for|if|print)\b")
+#: the header of a cell's output as the model is shown it (prompts/cell_output.md), which a
+#: small model sometimes sends back as a "cell" with the output it read (seen on the tuned half)
+_OUTPUT_ECHO = re.compile(r"^#?\s*Output of cell \[\d*\] \([a-z_]+\):")
 
 
 def looks_like_prose(code: str) -> bool:
     """True for a "cell" that is English sentences, not code (a final answer in a fence).
 
     It must not parse as Python, and most of its lines must read as sentences with no
-    assignment, call or bracket in them.
+    assignment, call or bracket in them; or it is a cell's output as the model was shown
+    it (``Output of cell [n] (ok):`` and what followed), sent back as code.
     """
     try:
         ast.parse(code)
@@ -52,6 +56,8 @@ def looks_like_prose(code: str) -> bool:
     except SyntaxError:
         pass
     lines = [line.strip() for line in code.strip().splitlines() if line.strip()]
+    if lines and _OUTPUT_ECHO.match(lines[0]):
+        return True  # a cell's output sent back as code: text, not something to run
     if lines and all(_SLOTS_ONLY.match(line) for line in lines):
         return True  # "@mean[2.50]" lines: an answer in @name[value] slots, not code
     if not lines or any(line.startswith(("!", "%", "#")) for line in lines):
