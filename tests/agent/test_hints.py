@@ -77,3 +77,31 @@ def test_missing_module_under_an_install_policy_points_at_install_package():
     cell = failed("import sympy.abc", "ModuleNotFoundError", "No module named 'sympy'")
     hint = error_hint(cell, {}, {"pandas": "2.2.3"}, "any")
     assert "install_package('sympy')" in hint and "policy: any" in hint
+
+
+def test_an_unpacking_error_names_what_the_function_returns():
+    code = "chi2, p = stats.chi2_contingency(table)"
+    hint = error_hint(failed(code, "ValueError", "too many values to unpack (expected 2)"), {})
+    assert "chi2_contingency() returns 4 values: chi2, p, dof, expected" in hint
+
+
+def test_an_integer_key_error_on_a_frame_points_at_loc_and_iloc():
+    ns = {"df": VariableInfo("df", "DataFrame", columns=("firm", "invest"))}
+    hint = error_hint(failed("print(df[df['invest'].idxmax()])", "KeyError", "0"), ns)
+    assert "frame.loc[0]" in hint and "frame.iloc[0]" in hint
+
+
+def test_a_series_formatted_as_a_number_points_at_its_value():
+    code = "pred = model.predict({'bmi': 30})\nprint(f'{pred:.2f}')"
+    evalue = "unsupported format string passed to Series.__format__"
+    hint = error_hint(failed(code, "TypeError", evalue), {})
+    assert "is a Series" in hint and "x.iloc[0]" in hint
+
+
+def test_abs_over_a_dicts_keys_points_at_its_values():
+    code = "best = max(correlations, key=abs)\nprint(best)"
+    hint = error_hint(failed(code, "TypeError", "bad operand type for abs(): 'str'"), {})
+    assert "max(d, key=lambda k: abs(d[k]))" in hint
+    assert (
+        error_hint(failed("abs('x')", "TypeError", "bad operand type for abs(): 'str'"), {}) == ""
+    )

@@ -140,6 +140,10 @@ def test_e3_forged_user_expressions_are_none_not_a_crash() -> None:
     assert parse_summary(forged) == {}  # a variable of the wrong shape is left out
     fine = {"status": "ok", "data": {"text/plain": repr(json.dumps({"x": {"type": "int"}}))}}
     assert list(parse_summary(fine) or {}) == ["x"]
+    # the flags the pandas_pitfalls lever reads: only a real true, a dtype cut short
+    odd = {"x": {"type": "Series", "row_numbers": "yes", "dtype": "b" * 10_000}}
+    x = (parse_summary({"status": "ok", "data": {"text/plain": repr(json.dumps(odd))}}) or {})["x"]
+    assert x.row_numbers is False and x.dtype is not None and len(x.dtype) == 40
     collector = OutputCollector()
     assert take_reply(collector, {"status": "ok", "user_expressions": "x"}) == "ok"
     assert collector.user_expressions == {} and collector.malformed == 1

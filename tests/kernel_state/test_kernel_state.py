@@ -87,6 +87,29 @@ def test_a_cell_is_recorded_with_one_record_and_its_namespace_change(tmp_path: P
     assert second[M.STATUS] == "error"
 
 
+def test_the_namespace_says_which_index_is_row_numbers(tmp_path: Path) -> None:
+    """What RowLabelCheck reads: a CSV's frame and a series of it are row-numbered;
+    a frame indexed by a key, a grouped series and a date index are not."""
+    code = (
+        "import pandas as pd\n"
+        "df = pd.DataFrame({'state': ['a', 'b'], 'x': [1.0, 2.0]})\n"
+        "col = df['x']\n"
+        "sub = df[df['x'] > 1]\n"
+        "keyed = df.set_index('state')\n"
+        "means = df.groupby('state')['x'].mean()\n"
+        "days = pd.Series([1, 2], index=pd.to_datetime(['2024-01-01', '2024-01-02']))\n"
+        "items = [3, 1]"
+    )
+
+    async def body(state: KernelState) -> Any:
+        await _run(state, code)
+        return state.namespace
+
+    ns = _with_state(tmp_path, body)
+    numbered = {name for name, info in ns.items() if info.row_numbers}
+    assert numbered == {"df", "col", "sub"}
+
+
 def test_the_models_view_has_one_format(tmp_path: Path) -> None:
     async def body(state: KernelState) -> Any:
         record, _ = await _run(state, "z = 'hi'\nprint(z)")

@@ -69,7 +69,10 @@ async def settle_answer(
 def compose_answer(
     levers: Sequence[Lever], history: History, st: TaskState, result: RunResult
 ) -> Notice | None:
-    """The final answer made from the last cell's output by a lever, with no model turn."""
+    """The final answer made from the last cell's output by a lever, with no model turn
+    (none while a lever's note on that cell is unread)."""
+    if st.doubts:
+        return None
     for lever in levers:
         answer = lever.compose(st)
         if answer:

@@ -11,21 +11,35 @@ from collections.abc import Mapping
 
 from ..kernel_state.namespace import VariableInfo
 from ..results import CellResult
+from .imports import COMMON_ALIASES
 
 __all__ = ["error_hint"]
 
 _COMMON_IMPORTS = {
-    "plt": "import matplotlib.pyplot as plt",
-    "np": "import numpy as np",
-    "pd": "import pandas as pd",
-    "math": "import math",
+    **{alias: line for alias, (line, _) in COMMON_ALIASES.items()},
     "os": "import os",
-    "re": "import re",
-    "json": "import json",
     "random": "import random",
-    "statistics": "import statistics",
     "datetime": "import datetime",
 }
+#: what a function that small models unpack wrongly returns, in order
+_RETURNS = {
+    "chi2_contingency": "4 values: chi2, p, dof, expected",
+    "linregress": "5 values: slope, intercept, rvalue, pvalue, stderr",
+    "pearsonr": "2 values: statistic, pvalue",
+    "spearmanr": "2 values: statistic, pvalue",
+    "kendalltau": "2 values: statistic, pvalue",
+    "ttest_ind": "2 values: statistic, pvalue",
+    "ttest_rel": "2 values: statistic, pvalue",
+    "ttest_1samp": "2 values: statistic, pvalue",
+    "f_oneway": "2 values: statistic, pvalue",
+    "kruskal": "2 values: statistic, pvalue",
+    "mannwhitneyu": "2 values: statistic, pvalue",
+    "shapiro": "2 values: statistic, pvalue",
+    "levene": "2 values: statistic, pvalue",
+    "chisquare": "2 values: statistic, pvalue",
+    "polyfit": "one value per coefficient, the highest power first (deg=1: slope, intercept)",
+}
+_UNPACK = re.compile(r"(?:too many|not enough) values to unpack")
 _NAME_ERROR = re.compile(r"name '([A-Za-z_]\w*)' is not defined")
 _MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
 _ANSWER_SLOT = re.compile(r"@[A-Za-z_]\w*\[")
@@ -70,9 +84,22 @@ def error_hint(
             f"Hint: the module {match.group(1)!r} is not installed and cannot be installed here "
             f"(no network). Use what is available: the standard library, {have}."
         )
+    if error.ename == "ValueError" and _UNPACK.search(error.evalue):
+        called = [f for f in _RETURNS if re.search(rf"\b{f}\s*\(", result.code)]
+        if called:
+            return (
+                f"Hint: {called[0]}() returns {_RETURNS[called[0]]}. Unpack exactly that many "
+                "names, or keep the result in one name and take its parts by index."
+            )
     if error.ename == "KeyError":
         frames = [v for v in namespace.values() if v.columns]
         key = error.evalue.strip().strip("'\"")
+        if frames and re.fullmatch(r"-?\d+", key):
+            return (
+                f"Hint: `frame[{key}]` looks up a column, and there is no column {key}. "
+                f"A row by its index label is `frame.loc[{key}]`, by its position "
+                f"`frame.iloc[{key}]`; one value of it is `frame.loc[{key}, 'column']`."
+            )
         for frame in frames:
             close = [c for c in frame.columns or () if _squash(c) == _squash(key)]
             close = close or difflib.get_close_matches(key, list(frame.columns or ()), n=1)
@@ -87,6 +114,22 @@ def error_hint(
                 f"{v.name} has columns {', '.join(v.columns or ())}" for v in frames[:3]
             )
             return f"Hint: {listed}. Column names are case-sensitive."
+    if (
+        error.ename == "TypeError"
+        and "bad operand type for abs(): 'str'" in error.evalue
+        and re.search(r"\b(?:max|min|sorted)\s*\(.*\bkey\s*=\s*abs\b", result.code)
+    ):
+        return (
+            "Hint: max()/min()/sorted() over a dict go through its keys, which are strings. "
+            "To pick the key whose value is largest in absolute value: "
+            "`max(d, key=lambda k: abs(d[k]))`."
+        )
+    if error.ename == "TypeError" and "passed to Series.__format__" in error.evalue:
+        return (
+            "Hint: a value formatted in the f-string is a Series (one value per row), not a "
+            "number. Take its number out first: `x.iloc[0]` for its first row, or `x.item()` "
+            "when it has exactly one."
+        )
     if error.ename == "FileNotFoundError":
         return (
             "Hint: list the working directory (import os; print(os.listdir())) "

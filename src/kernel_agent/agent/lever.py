@@ -4,8 +4,12 @@ A lever sees the run's :class:`~.state.TaskState` and may return an :class:`~.st
 (send a message to the model and take another turn) at four points:
 
 - ``after_reply(state, turn)``: a reply was parsed (may trim ``turn.codes``);
+- ``rewrite(state, code)``: a cell is about to run: the code to run instead, with a note
+  for the model (None: run it as it is);
 - ``before_cell(state, code)``: a cell is about to run (an Ask skips it);
-- ``after_cell(state, cell, hint)``: a cell ran (record what it taught);
+- ``after_cell(state, cell, hint)``: a cell ran (record what it taught; a returned note is
+  added to the model's view of the cell, and an answer composed from a cell that drew a
+  note waits for the model);
 - ``on_answer(state, answer)``: the model answered without code (an Ask refuses the answer,
   a Stop ends the run without it);
 - ``compose(state)``: a reply's cells ran and the last succeeded: a final answer made
@@ -51,10 +55,13 @@ class Lever:
     def after_reply(self, state: TaskState, turn: Turn) -> None:
         return None
 
+    def rewrite(self, state: TaskState, code: str) -> tuple[str, str] | None:
+        return None
+
     def before_cell(self, state: TaskState, code: str) -> Ask | Stop | None:
         return None
 
-    def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> None:
+    def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> str | None:
         return None
 
     def on_answer(self, state: TaskState, answer: str) -> Ask | Stop | None:

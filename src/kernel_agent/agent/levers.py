@@ -23,7 +23,9 @@ from .answers import AnswerFormat, StatesResult
 from .briefing import DataPreview
 from .composed import PrintedAnswer
 from .grounding import ungrounded_numbers
+from .imports import AutoImport
 from .lever import Lever, normalize_code
+from .pitfalls import PandasPitfalls
 from .progress import NoInstall, ProseCell, StallGuard
 from .state import Ask, Stop, TaskState, Turn
 
@@ -213,6 +215,8 @@ SMALL_MODEL_LEVERS: tuple[type[Lever], ...] = (
     StatesResult,
     AnswerFormat,
     PrintedAnswer,
+    AutoImport,
+    PandasPitfalls,
     RepeatGuard,
     NoInstall,
     ProseCell,

@@ -312,7 +312,13 @@ class AsyncAgent:
         if isolation.warning and not self._warned:
             yield Notice(isolation.warning, "warning")
             self._warned = True  # once per agent, not per task
-        state = TaskState(task, step=self._step, libraries=self.libraries, budget=budget)
+        state = TaskState(
+            task,
+            step=self._step,
+            libraries=self.libraries,
+            budget=budget,
+            namespace=dict(self.state.namespace) if self.state is not None else {},
+        )
         notes = [
             n for n in [await lever.task_note(state, self.executor) for lever in self.levers] if n
         ]
@@ -440,6 +446,7 @@ class AsyncAgent:
             st.steps += 1
             st.step += 1
             call_id = turn.call_id(index)
+            code, rewritten_by, rewrite_note = self._rewrite(st, code)
             decision, code = await self._approve(code, st.step)
             if decision == "quit":
                 result.status, result.answer = (
@@ -477,7 +484,7 @@ class AsyncAgent:
                 continue
             yield CellStarted(st.step, code)
             # the code is on disk before it runs: a run that ends mid-cell still shows it
-            hint: list[str] = []
+            hint: list[str] = [rewrite_note] if rewrite_note else []
             record = None
             async for item in state.run(
                 code,
@@ -485,7 +492,13 @@ class AsyncAgent:
                 timeout=self.settings.cell_timeout,
                 meta=self.provenance,
                 annotate=functools.partial(
-                    self._after_cell, st, first=index == 0, reply=completion, gen_s=gen_s, hint=hint
+                    self._after_cell,
+                    st,
+                    first=index == 0,
+                    reply=completion,
+                    gen_s=gen_s,
+                    hint=hint,
+                    rewritten_by=rewritten_by,
                 ),
             ):
                 if isinstance(item, CellRecord):
@@ -493,8 +506,16 @@ class AsyncAgent:
                 else:
                     yield item
             assert record is not None
-            view = state.view(record, hint=hint[0], vision=self.settings.vision)
+            view = state.view(record, hint="\n".join(hint), vision=self.settings.vision)
             self.protocol.reply(self.history, call_id, view.text, view.images)
+
+    def _rewrite(self, st: TaskState, code: str) -> tuple[str, str, str]:
+        """The code to run, the lever that changed it ("" if none) and its note for the model."""
+        for lever in self.levers:
+            change = lever.rewrite(st, code)
+            if change is not None:
+                return change[0], lever.name, change[1]
+        return code, "", ""
 
     def _before_cell(self, st: TaskState, code: str) -> tuple[str, Ask | Stop | None]:
         """The first lever that skips the cell (or stops the run) before it runs, by name."""
@@ -514,19 +535,25 @@ class AsyncAgent:
         reply: Completion,
         gen_s: float,
         hint: list[str],
+        rewritten_by: str = "",
     ) -> dict[str, Any]:
         """A cell that ran, before its record is written: the levers see it (with the
-        error hint, appended to ``hint``); returns the agent's keys for the record."""
+        error hint); the hint and the levers' notes are appended to ``hint``, for the
+        model's view; returns the agent's keys for the record."""
         assert self.state is not None
         self.cells.append(cell)
         st.cells.append(cell)
         namespace = summary if summary is not None else self.state.namespace
-        hint.append(hints.error_hint(cell, namespace, st.libraries, self.settings.install))
-        for lever in self.levers:
-            lever.after_cell(st, cell, hint[0])
+        st.namespace = dict(namespace)
+        error = hints.error_hint(cell, namespace, st.libraries, self.settings.install)
+        noted = [(lever.name, lever.after_cell(st, cell, error)) for lever in self.levers]
+        st.doubts = [note for _, note in noted if note]
+        hint.extend(note for note in (error, *st.doubts) if note)
         st.failures = st.failures + 1 if cell.status != "ok" else 0
+        by = [name for name, note in noted if note] or ([rewritten_by] if rewritten_by else [])
         usage = reply.usage
         return {
+            **({M.LEVER: by[0]} if by else {}),
             "attempt": st.failures if cell.status != "ok" else 1,
             "model": self.endpoint.label if self.endpoint else "",
             M.TOKENS: {**usage.counts(), "source": usage.source} if first and usage else {},

@@ -10,6 +10,7 @@ from ..results import CellResult
 
 if TYPE_CHECKING:
     from ..events import RunStatus
+    from ..kernel_state.namespace import VariableInfo
     from .budget import Budget
 
 __all__ = ["Ask", "Stop", "TaskState", "Turn"]
@@ -89,6 +90,11 @@ class TaskState:
     budget: Budget | None = None
     #: the lever that composed the final answer from printed values ("": the model's own)
     composed_by: str = ""
+    #: the kernel's variables, as the last cell left them
+    namespace: dict[str, VariableInfo] = field(default_factory=dict)
+    #: notes the levers added to the last cell's output (an answer composed from that cell
+    #: waits for the model, which reads them first)
+    doubts: list[str] = field(default_factory=list)
 
     @property
     def ran_code(self) -> bool:

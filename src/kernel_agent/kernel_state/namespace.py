@@ -43,6 +43,19 @@ def _describe(v):
             info["columns"] = [str(c) for c in list(columns)[:20]]
         except Exception:
             pass
+    index = getattr(v, "index", None)
+    if kind == "Series":
+        info["dtype"] = str(getattr(v, "dtype", ""))[:40]
+    if columns is not None or kind == "Series":
+        try:
+            if (
+                index.name is None
+                and index.nlevels == 1
+                and str(index.dtype).startswith(("int", "uint"))
+            ):
+                info["row_numbers"] = True
+        except Exception:
+            pass
     if isinstance(v, (int, float, bool, complex)) or (isinstance(v, str) and len(v) <= 60):
         info["value"] = repr(v)[:60]
     return info
@@ -98,6 +111,10 @@ class VariableInfo:
     len: int | None = None
     value: str | None = None
     columns: tuple[str, ...] | None = None
+    #: a frame or series whose index is unnamed integers (row numbers, as ``read_csv`` makes)
+    row_numbers: bool = False
+    #: a series' dtype (``bool`` for a mask)
+    dtype: str | None = None
 
     def fingerprint(self) -> tuple[Any, ...]:
         return (self.type, self.id, self.shape, self.len, self.value, self.columns)
@@ -160,6 +177,8 @@ def _variable(name: str, info: Any) -> VariableInfo | None:
                 if isinstance(columns, list) and columns
                 else None
             ),
+            row_numbers=info.get("row_numbers") is True,
+            dtype=_short(info.get("dtype"), 40),
         )
     except (TypeError, ValueError, OverflowError):
         return None

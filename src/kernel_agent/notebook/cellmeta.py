@@ -52,7 +52,7 @@ REPLAY = "replay"
 ROLE = "role"
 #: the agent's step number of a code cell
 STEP = "step"
-#: the lever that skipped a cell or asked again
+#: the lever that skipped a cell or asked again, rewrote a cell or noted its output
 LEVER = "lever"
 #: the kernel's / the model's seconds for the cell
 EXEC_S = "exec_s"

@@ -1,0 +1,125 @@
+"""A cell that uses a well-known module alias it never imported gets the import, before it runs.
+
+Small models write ``stats.chi2_contingency(...)`` or ``np.sqrt(...)`` and forget the
+import; told of the NameError, they often send the same cell again (the eval's
+transcripts: 4 of a half's failed tasks ended so). :class:`AutoImport` adds the
+conventional import line at the top of such a cell instead: the cell that runs, the
+transcript and the clean notebook all hold the line, and the model is told it was added.
+
+Nothing is guessed: only the aliases below, used as ``alias.attr``; never a name the cell
+or an earlier cell of the task binds (by import, assignment, ``def``...) nor one the kernel
+holds as a variable; only a module the kernel can import (its probed libraries; the
+standard library's always); never in a cell that starts with a cell magic or has a
+``__future__`` import. Python kernels only (the libraries are probed there alone).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .lever import Lever
+from .state import TaskState
+
+__all__ = ["AutoImport", "COMMON_ALIASES", "missing_imports"]
+
+#: alias -> (its import line, the import name the kernel must have; "" for the stdlib)
+COMMON_ALIASES: dict[str, tuple[str, str]] = {
+    "pd": ("import pandas as pd", "pandas"),
+    "np": ("import numpy as np", "numpy"),
+    "plt": ("import matplotlib.pyplot as plt", "matplotlib"),
+    "stats": ("from scipy import stats", "scipy"),
+    "sm": ("import statsmodels.api as sm", "statsmodels"),
+    "smf": ("import statsmodels.formula.api as smf", "statsmodels"),
+    "sns": ("import seaborn as sns", "seaborn"),
+    "math": ("import math", ""),
+    "statistics": ("import statistics", ""),
+    "re": ("import re", ""),
+    "json": ("import json", ""),
+}
+
+
+def _bound(tree: ast.AST) -> set[str]:
+    """Every name ``tree`` binds: assigned, imported, defined, a parameter, caught..."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+    return names
+
+
+def _parse(code: str) -> ast.Module | None:
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def missing_imports(
+    code: str, *, earlier: list[str], variables: set[str], libraries: dict[str, str]
+) -> list[str]:
+    """The import lines ``code`` needs for the aliases it uses and nothing defines.
+
+    ``earlier``: the code of the task's earlier cells; ``variables``: the kernel's
+    variable names; ``libraries``: what the kernel can import (empty: not known, so nothing
+    is added).
+    """
+    if not libraries or code.lstrip().startswith("%%") or "__future__" in code:
+        return []
+    tree = _parse(code)
+    if tree is None:
+        return []
+    used = {
+        node.value.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and isinstance(node.value.ctx, ast.Load)
+        and node.value.id in COMMON_ALIASES
+    }
+    if not used:
+        return []
+    taken = _bound(tree) | variables
+    for before in earlier:
+        parsed = _parse(before)
+        if parsed is not None:
+            taken |= _bound(parsed)
+    lines = []
+    for alias in sorted(used - taken):
+        line, needs = COMMON_ALIASES[alias]
+        if not needs or needs in libraries:
+            lines.append(line)
+    return lines
+
+
+class AutoImport(Lever):
+    """A cell using ``stats.``, ``np.``... that nothing imported runs with the import added."""
+
+    name = "auto_import"
+
+    def rewrite(self, state: TaskState, code: str) -> tuple[str, str] | None:
+        lines = missing_imports(
+            code,
+            earlier=[c.code for c in state.cells],
+            variables=set(state.namespace),
+            libraries=state.libraries,
+        )
+        if not lines:
+            return None
+        added = "; ".join(f"`{line}`" for line in lines)
+        note = (
+            f"Note: {added} was added at the top of this cell: "
+            "the cell used the name without importing it."
+        )
+        return "\n".join(lines) + "\n" + code, note

@@ -1,0 +1,188 @@
+"""Pandas pitfalls in a cell that worked: a printed value that is not what it looks like.
+
+Two mistakes a small model makes in code that runs, prints and looks done:
+
+- **a row number for a key**: ``df['murder'].idxmax()`` on a frame read from a CSV is a
+  label of its index, and that index is the row numbers 0, 1, 2...; asked which state, the
+  model prints ``@state[8]``. On the eval's transcripts of 2026-11-25 this was the
+  commonest wrong answer after a cell that worked (5 of 14 over three halves: a state, a
+  year, a month, a decade).
+- **all rows for a count**: ``len(mask)`` (or ``mask.count()``) of a True/False series
+  counts every row, not the True ones (engel-iqr: 235 "outliers" of 235 households).
+
+:class:`PandasPitfalls` notes either under the cell's output, and an answer composed from
+that cell waits for the model to read the note. Both are read from the cell's code
+(``ast``) and the namespace the kernel reported after it, and fire only when the value
+is shown (printed, formatted, or kept in a name that is), not when it only selects rows
+(``df.loc[s.idxmax(), 'state']`` is what the first note asks for).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+
+from ..kernel_state.namespace import VariableInfo
+from ..prompts import prompt
+from ..results import CellResult
+from .lever import Lever
+from .state import Ask, TaskState
+
+__all__ = ["PandasPitfalls", "all_rows_counts", "asked_column", "row_label_calls"]
+
+_LABEL_CALLS = ("idxmax", "idxmin")
+_LOOKUPS = ("loc", "at", "iloc", "iat")
+
+
+def _root(node: ast.expr) -> ast.Name | None:
+    """The variable a receiver selects from: ``v``, ``v['c']``, ``v.c``, ``v[['c']]``."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node
+        if isinstance(node, ast.Attribute) and node.attr not in _LOOKUPS:
+            node = node.value
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, (ast.Constant, ast.List)):
+            node = node.value
+        else:
+            return None
+
+
+def _parse(code: str) -> tuple[ast.Module, dict[ast.AST, ast.AST]] | None:
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    return tree, parents
+
+
+def _looks_up(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """True when ``node`` sits in the brackets of a subscript (it selects, it is not shown)."""
+    child, parent = node, parents.get(node)
+    while parent is not None and not isinstance(parent, ast.stmt):
+        if isinstance(parent, ast.Subscript) and child is parent.slice:
+            return True
+        child, parent = parent, parents.get(parent)
+    return False
+
+
+def _shown(call: ast.AST, tree: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """The call's value reaches an output: used in place, or kept in names used so."""
+    statement: ast.AST | None = call
+    while statement is not None and not isinstance(statement, ast.stmt):
+        statement = parents.get(statement)
+    if not isinstance(statement, (ast.Assign, ast.AnnAssign)):
+        return True  # print(s.idxmax()), f"{s.idxmax()}", a bare expression...
+    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+    names = {t.id for t in targets if isinstance(t, ast.Name)}
+    return any(
+        isinstance(node, ast.Name)
+        and isinstance(node.ctx, ast.Load)
+        and node.id in names
+        and not _looks_up(node, parents)
+        for node in ast.walk(tree)
+    )
+
+
+def row_label_calls(code: str, namespace: dict[str, VariableInfo]) -> list[tuple[str, str]]:
+    """``(call, variable)`` for each ``idxmax()``/``idxmin()`` whose row-number result the
+    cell shows; ``variable`` is the one with the row-number index."""
+    parsed = _parse(code)
+    if parsed is None:
+        return []
+    tree, parents = parsed
+    found: list[tuple[str, str]] = []
+    for node in ast.walk(tree):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _LABEL_CALLS
+            and not node.args
+        ):
+            continue
+        root = _root(node.func.value)
+        info = namespace.get(root.id) if root is not None else None
+        if info is None or not info.row_numbers or _looks_up(node, parents):
+            continue
+        if _shown(node, tree, parents):
+            found.append((ast.unparse(node), info.name))
+    return found
+
+
+def all_rows_counts(code: str, namespace: dict[str, VariableInfo]) -> list[tuple[str, str]]:
+    """``(call, mask)`` for each shown ``len(mask)`` / ``mask.count()`` of a bool series."""
+    parsed = _parse(code)
+    if parsed is None:
+        return []
+    tree, parents = parsed
+    found: list[tuple[str, str]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or node.keywords:
+            continue
+        if isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1:
+            target = node.args[0]
+        elif isinstance(node.func, ast.Attribute) and node.func.attr == "count" and not node.args:
+            target = node.func.value
+        else:
+            continue
+        if not isinstance(target, ast.Name):
+            continue
+        info = namespace.get(target.id)
+        if info is None or info.type != "Series" or info.dtype != "bool":
+            continue
+        if _shown(node, tree, parents):
+            found.append((ast.unparse(node), target.id))
+    return found
+
+
+def asked_column(task: str, columns: Sequence[str]) -> str:
+    """The column a "which year / in which state ..." task asks for, if the frame has it;
+    else ``'<column>'``."""
+    for word in _WHICH.findall(task):
+        match = [c for c in columns if c.lower() == word.lower()]
+        if match:
+            return match[0]
+    return "<column>"
+
+
+_WHICH = re.compile(r"\b(?:which|what)\s+([A-Za-z_]\w*)", re.I)
+
+
+class PandasPitfalls(Lever):
+    """A shown row number for a key, or a count of all rows for a count of True ones: a note
+    under the cell; an answer given right after that cell, with no cell run since, is sent
+    back once with the note (small models restate the printed value otherwise)."""
+
+    name = "pandas_pitfalls"
+
+    def on_answer(self, state: TaskState, answer: str) -> Ask | None:
+        if not state.doubts or not self._once(state):
+            return None
+        return Ask(
+            prompt("pitfall_answer", note=state.doubts[0]),
+            notice="the answer restates a value the last cell's note questions; asking for a fix",
+        )
+
+    def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> str | None:
+        if not cell.ok:
+            return None
+        if labels := row_label_calls(cell.code, state.namespace):
+            call, variable = labels[0]
+            frames = [v for v in state.namespace.values() if v.columns and v.row_numbers]
+            frame = next((v for v in frames if v.name == variable), frames[0] if frames else None)
+            column = asked_column(state.task, frame.columns or () if frame else ())
+            return (
+                f"Note: `{call}` is a label of {variable}'s index, and that index holds row "
+                "numbers (0, 1, 2, ...), so the value printed for it is a row number, not a "
+                "value from the data. If the task asks which name, year, date or group, read "
+                f"it from that row: `{frame.name if frame else 'df'}.loc[{call}, "
+                f"{column!r}]` (or first `.set_index` the column that holds the key)."
+            )
+        if counts := all_rows_counts(cell.code, state.namespace):
+            call, mask = counts[0]
+            return (
+                f"Note: `{call}` counts every row of {mask}, a True/False series, not only "
+                f"the rows where it is True. To count those, use `{mask}.sum()`."
+            )
+        return None

@@ -1,0 +1,64 @@
+"""AutoImport: a well-known alias used and never imported gets its import before the cell
+runs. Pure units, then the loop with a real kernel and the scripted model server."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from fake_openai import run_cell, scripted_settings, text
+
+from kernel_agent.agent import Agent
+from kernel_agent.agent.imports import missing_imports
+
+LIBS = {"pandas": "3.0", "numpy": "2.3", "scipy": "1.16"}
+
+
+def needs(code, earlier=(), variables=(), libraries=LIBS):
+    return missing_imports(
+        code, earlier=list(earlier), variables=set(variables), libraries=dict(libraries)
+    )
+
+
+def test_the_aliases_a_cell_uses_and_nothing_binds_are_imported():
+    code = (
+        "t = pd.crosstab(a, b)\nchi2, p, dof, exp = stats.chi2_contingency(t)\nprint(np.sqrt(chi2))"
+    )
+    assert needs(code) == ["import numpy as np", "import pandas as pd", "from scipy import stats"]
+    assert needs("print(math.pi)") == ["import math"]  # the standard library needs no probe
+
+
+@pytest.mark.parametrize(
+    ("code", "earlier", "variables", "libraries"),
+    [
+        ("import numpy as np\nprint(np.pi)", (), (), LIBS),  # the cell imports it
+        ("print(stats.mode(x))", ("from scipy import stats",), (), LIBS),  # an earlier cell
+        ("stats = {}\nstats.update(a=1)", (), (), LIBS),  # the cell binds the name
+        ("stats.update(a=1)", (), ("stats",), LIBS),  # the kernel holds a variable so named
+        ("def f(stats):\n    return stats.x", (), (), LIBS),  # a parameter
+        ("print(sns.color_palette())", (), (), LIBS),  # seaborn is not importable
+        ("print(np.pi)", (), (), {}),  # what the kernel can import is not known
+        ("%%time\nprint(np.pi)", (), (), LIBS),  # a cell magic must stay first
+        ("print(np.pi", (), (), LIBS),  # not Python
+        ("print(stats)", (), (), LIBS),  # not used as a module
+    ],
+)
+def test_nothing_is_added_where_it_could_be_wrong(code, earlier, variables, libraries):
+    assert needs(code, earlier, variables, libraries) == []
+
+
+def test_the_cell_runs_with_the_import_and_the_model_is_told(fake_llm, tmp_path):
+    fake_llm.enqueue(
+        run_cell("r = stats.norm.cdf(0)\nprint('r =', r)"),
+        text("r is 0.5."),
+    )
+    settings = scripted_settings(fake_llm, tmp_path, clean_notebook=False)
+    with Agent(settings) as agent:
+        result = list(agent.run("What is the standard normal CDF at 0?"))[-1].result
+    assert result.status == "ok"
+    seen = fake_llm.requests[1].last_user_text
+    assert "r = 0.5" in seen and "`from scipy import stats` was added" in seen
+    nb = nbformat.read(result.notebook, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code[0].source.startswith("from scipy import stats\n")
+    assert code[0].metadata["kernel_agent"]["lever"] == "auto_import"
+    assert "NameError" not in str(code[0].outputs)

@@ -1,0 +1,169 @@
+"""PandasPitfalls: a shown idxmax() of a row-numbered variable, a shown len() of a mask.
+Pure units on the code's ast, then the loop with a real kernel (its namespace probe says
+which index is row numbers, which series is a mask) and the scripted model server: the
+note reaches the model, and the answer composed from printed slots waits for it."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from fake_openai import run_cell, scripted_settings, text
+
+from kernel_agent.agent import Agent
+from kernel_agent.agent.pitfalls import all_rows_counts, asked_column, row_label_calls
+from kernel_agent.events import RunFinished
+from kernel_agent.kernel_state.namespace import VariableInfo
+
+NS = {
+    "df": VariableInfo("df", "DataFrame", columns=("state", "murder"), row_numbers=True),
+    "rolling": VariableInfo("rolling", "Series", row_numbers=True),
+    "by_state": VariableInfo("by_state", "Series"),  # indexed by a named key
+    "mask": VariableInfo("mask", "Series", row_numbers=True, dtype="bool"),
+    "values": VariableInfo("values", "Series", row_numbers=True, dtype="float64"),
+}
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "best = df['murder'].idxmax()\nv = df.loc[best, 'murder']\nprint(f'@state[{best}]', v)",
+        "year = rolling.idxmax() + 1\nprint(year)",
+        "print(df.murder.idxmin())",
+        "print('state:', df[['murder']].idxmax())",
+    ],
+)
+def test_a_shown_row_number_is_found(code):
+    assert row_label_calls(code, NS)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "print(df.loc[df['murder'].idxmax(), 'state'])",  # looked up: what the note asks for
+        "i = df['murder'].idxmax()\nprint(df.loc[i, 'state'], df.at[i, 'murder'])",
+        "print(by_state.idxmax())",  # a named index: the label is the key
+        "print(df.groupby('state')['murder'].mean().idxmax())",  # not a variable's index
+        "print(unknown.idxmax())",
+        "print(df['murder'].idxmax(",  # not Python
+    ],
+)
+def test_a_label_used_to_look_up_or_a_real_key_is_left_alone(code):
+    assert row_label_calls(code, NS) == []
+
+
+@pytest.mark.parametrize(
+    ("code", "call"),
+    [
+        ("n = len(mask)\nprint('outliers:', n)", "len(mask)"),
+        ("print(mask.count())", "mask.count()"),
+        ("len(mask)", "len(mask)"),
+    ],
+)
+def test_a_shown_count_of_a_whole_mask_is_found(code, call):
+    assert all_rows_counts(code, NS) == [(call, "mask")]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "print(mask.sum())",
+        "print(len(df[mask]))",
+        "print(len(values), values.count())",  # not a mask
+        "n = len(mask)\nprint(df.iloc[:n])",  # used to select, not shown
+    ],
+)
+def test_a_count_of_true_rows_or_of_a_non_mask_is_left_alone(code):
+    assert all_rows_counts(code, NS) == []
+
+
+# ---------------------------------------------------------------- the loop
+TASK = (
+    "Using the file crime.csv: which state has the highest murder rate?\n"
+    "Give the final answer in this format: @state[name]"
+)
+CSV = "state,murder\nAlabama,7.1\nDistrict of Columbia,24.2\nMaine,1.6\n"
+
+
+def test_the_note_reaches_the_model_and_the_printed_slot_waits_for_it(fake_llm, tmp_path):
+    (tmp_path / "crime.csv").write_text(CSV)
+    fake_llm.enqueue(
+        run_cell(
+            "import pandas as pd\ndf = pd.read_csv('crime.csv')\n"
+            "print(f\"@state[{df['murder'].idxmax()}]\")"
+        ),
+        run_cell("print(f\"@state[{df.loc[df['murder'].idxmax(), 'state']}]\")"),
+    )
+    settings = scripted_settings(fake_llm, tmp_path, clean_notebook=False)
+    with Agent(settings) as agent:
+        events = list(agent.run(TASK))
+    result = events[-1].result
+    assert isinstance(events[-1], RunFinished)
+    # the first cell printed @state[1]: not composed into the answer; the model read the note
+    assert "holds row numbers" in fake_llm.requests[1].last_user_text
+    assert "df.loc[df['murder'].idxmax(), 'state']" in fake_llm.requests[1].last_user_text
+    assert result.status == "ok" and result.answer == "@state[District of Columbia]"
+    assert len(fake_llm.requests) == 2, "the second cell's slot was composed, with no turn"
+    nb = nbformat.read(result.notebook, as_version=4)
+    levers = [c.metadata["kernel_agent"].get("lever") for c in nb.cells if c.cell_type == "code"]
+    assert levers == ["pandas_pitfalls", None]
+
+
+def test_without_the_lever_the_row_number_is_the_answer(fake_llm, tmp_path):
+    """What the lever prevents, on the same script (so the test above can fail)."""
+    (tmp_path / "crime.csv").write_text(CSV)
+    fake_llm.enqueue(
+        run_cell(
+            "import pandas as pd\ndf = pd.read_csv('crime.csv')\n"
+            "print(f\"@state[{df['murder'].idxmax()}]\")"
+        ),
+        text("unused"),
+    )
+    settings = scripted_settings(
+        fake_llm, tmp_path, clean_notebook=False, levers=("printed_answer",)
+    )
+    with Agent(settings) as agent:
+        result = list(agent.run(TASK))[-1].result
+    assert result.answer == "@state[1]"
+
+
+def test_a_mask_counted_whole_is_noted_and_an_answer_restating_it_is_sent_back_once(
+    fake_llm, tmp_path
+):
+    (tmp_path / "crime.csv").write_text(CSV)
+    fake_llm.enqueue(
+        run_cell(
+            "import pandas as pd\ndf = pd.read_csv('crime.csv')\n"
+            "high = df['murder'] > 5\nprint('high:', len(high))"
+        ),
+        text("3 states have a murder rate above 5."),  # restates the note's value
+        run_cell("print('high:', high.sum())"),
+        text("2 states have a murder rate above 5."),
+    )
+    settings = scripted_settings(fake_llm, tmp_path, clean_notebook=False)
+    with Agent(settings) as agent:
+        result = list(agent.run("How many states have a murder rate above 5 in crime.csv?"))[
+            -1
+        ].result
+    seen = fake_llm.requests[1].last_user_text
+    assert "high: 3" in seen and "`len(high)` counts every row of high" in seen
+    assert "`high.sum()`" in seen
+    asked = fake_llm.requests[2].last_user_text
+    assert "restates a value" in asked and "`len(high)` counts every row" in asked
+    assert "high: 2" in fake_llm.requests[3].last_user_text
+    assert result.status == "ok" and result.answer.startswith("2 states")
+    nb = nbformat.read(result.notebook, as_version=4)
+    notes = [c.metadata["kernel_agent"] for c in nb.cells if c.cell_type == "markdown"]
+    assert [n.get("lever") for n in notes if n.get("role") == "note"] == ["pandas_pitfalls"]
+
+
+@pytest.mark.parametrize(
+    ("task", "column"),
+    [
+        ("In which year was the change largest?", "year"),
+        ("Which State has the highest murder rate?", "state"),
+        ("Which month had the most units?", "<column>"),  # no such column
+        ("What is the mean murder rate?", "<column>"),  # no "which"/"what" + a column
+    ],
+)
+def test_the_note_names_the_column_the_task_asks_for(task, column):
+    assert asked_column(task, ("state", "murder", "year")) == column
