@@ -10,7 +10,12 @@ import pytest
 from fake_openai import run_cell, scripted_settings, text
 
 from kernel_agent.agent import Agent
-from kernel_agent.agent.pitfalls import all_rows_counts, asked_column, row_label_calls
+from kernel_agent.agent.pitfalls import (
+    all_rows_counts,
+    asked_column,
+    row_label_calls,
+    shown_row_numbers,
+)
 from kernel_agent.events import RunFinished
 from kernel_agent.kernel_state.namespace import VariableInfo
 
@@ -89,23 +94,25 @@ def test_the_note_reaches_the_model_and_the_printed_slot_waits_for_it(fake_llm, 
     fake_llm.enqueue(
         run_cell(
             "import pandas as pd\ndf = pd.read_csv('crime.csv')\n"
-            "print(f\"@state[{df['murder'].idxmax()}]\")"
+            "best = df['murder'].idxmax()\nprint(f'@state[{best}]')"
         ),
-        run_cell("print(f\"@state[{df.loc[df['murder'].idxmax(), 'state']}]\")"),
+        run_cell("print(f'@state[{best}]')"),  # the kept row number, printed again
+        run_cell("print(f\"@state[{df.loc[best, 'state']}]\")"),
     )
     settings = scripted_settings(fake_llm, tmp_path, clean_notebook=False)
     with Agent(settings) as agent:
         events = list(agent.run(TASK))
     result = events[-1].result
     assert isinstance(events[-1], RunFinished)
-    # the first cell printed @state[1]: not composed into the answer; the model read the note
-    assert "holds row numbers" in fake_llm.requests[1].last_user_text
-    assert "df.loc[df['murder'].idxmax(), 'state']" in fake_llm.requests[1].last_user_text
+    # the cells printed @state[1]: not composed into the answer; the model read the note
+    first, again = fake_llm.requests[1].last_user_text, fake_llm.requests[2].last_user_text
+    assert "holds row numbers" in first and "df.loc[df['murder'].idxmax(), 'state']" in first
+    assert "`best` holds the label" in again and "df.loc[best, 'state']" in again
     assert result.status == "ok" and result.answer == "@state[District of Columbia]"
-    assert len(fake_llm.requests) == 2, "the second cell's slot was composed, with no turn"
+    assert len(fake_llm.requests) == 3, "the last cell's slot was composed, with no turn"
     nb = nbformat.read(result.notebook, as_version=4)
     levers = [c.metadata["kernel_agent"].get("lever") for c in nb.cells if c.cell_type == "code"]
-    assert levers == ["pandas_pitfalls", None]
+    assert levers == ["pandas_pitfalls", "pandas_pitfalls", None]
 
 
 def test_without_the_lever_the_row_number_is_the_answer(fake_llm, tmp_path):
@@ -167,3 +174,11 @@ def test_a_mask_counted_whole_is_noted_and_an_answer_restating_it_is_sent_back_o
 )
 def test_the_note_names_the_column_the_task_asks_for(task, column):
     assert asked_column(task, ("state", "murder", "year")) == column
+
+
+def test_a_kept_row_number_shown_again_is_found_unless_assigned_anew():
+    kept = {"best"}
+    assert shown_row_numbers("print(f'@state[{best}]')", kept) == ["best"]
+    assert shown_row_numbers("print(df.loc[best, 'state'])", kept) == []
+    assert shown_row_numbers("best = df.loc[best, 'state']\nprint(best)", kept) == []
+    assert shown_row_numbers("print(best)", set()) == []

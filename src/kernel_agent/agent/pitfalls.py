@@ -29,7 +29,13 @@ from ..results import CellResult
 from .lever import Lever
 from .state import Ask, TaskState
 
-__all__ = ["PandasPitfalls", "all_rows_counts", "asked_column", "row_label_calls"]
+__all__ = [
+    "PandasPitfalls",
+    "all_rows_counts",
+    "asked_column",
+    "row_label_calls",
+    "shown_row_numbers",
+]
 
 _LABEL_CALLS = ("idxmax", "idxmin")
 _LOOKUPS = ("loc", "at", "iloc", "iat")
@@ -67,32 +73,48 @@ def _looks_up(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
     return False
 
 
-def _shown(call: ast.AST, tree: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
-    """The call's value reaches an output: used in place, or kept in names used so."""
-    statement: ast.AST | None = call
+def _kept_in(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> set[str] | None:
+    """The names the statement holding ``node`` assigns (None: it assigns nothing)."""
+    statement: ast.AST | None = node
     while statement is not None and not isinstance(statement, ast.stmt):
         statement = parents.get(statement)
     if not isinstance(statement, (ast.Assign, ast.AnnAssign)):
-        return True  # print(s.idxmax()), f"{s.idxmax()}", a bare expression...
+        return None
     targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-    names = {t.id for t in targets if isinstance(t, ast.Name)}
-    return any(
-        isinstance(node, ast.Name)
-        and isinstance(node.ctx, ast.Load)
-        and node.id in names
-        and not _looks_up(node, parents)
-        for node in ast.walk(tree)
+    return {t.id for t in targets if isinstance(t, ast.Name)}
+
+
+def _uses(tree: ast.AST, parents: dict[ast.AST, ast.AST], names: set[str]) -> list[str]:
+    """Those of ``names`` the code reads other than to select (in a subscript's brackets)."""
+    return sorted(
+        {
+            node.id
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Load)
+            and node.id in names
+            and not _looks_up(node, parents)
+        }
     )
 
 
-def row_label_calls(code: str, namespace: dict[str, VariableInfo]) -> list[tuple[str, str]]:
-    """``(call, variable)`` for each ``idxmax()``/``idxmin()`` whose row-number result the
-    cell shows; ``variable`` is the one with the row-number index."""
+def _shown(node: ast.AST, tree: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """The value reaches an output: used in place, or kept in names used so."""
+    kept = _kept_in(node, parents)
+    return kept is None or bool(_uses(tree, parents, kept))
+
+
+def row_label_calls(
+    code: str, namespace: dict[str, VariableInfo]
+) -> list[tuple[str, str, set[str]]]:
+    """``(call, variable, names)`` for each ``idxmax()``/``idxmin()`` whose row-number
+    result the cell shows; ``variable`` has the row-number index, ``names`` keep the
+    result."""
     parsed = _parse(code)
     if parsed is None:
         return []
     tree, parents = parsed
-    found: list[tuple[str, str]] = []
+    found: list[tuple[str, str, set[str]]] = []
     for node in ast.walk(tree):
         if not (
             isinstance(node, ast.Call)
@@ -106,8 +128,20 @@ def row_label_calls(code: str, namespace: dict[str, VariableInfo]) -> list[tuple
         if info is None or not info.row_numbers or _looks_up(node, parents):
             continue
         if _shown(node, tree, parents):
-            found.append((ast.unparse(node), info.name))
+            found.append((ast.unparse(node), info.name, _kept_in(node, parents) or set()))
     return found
+
+
+def shown_row_numbers(code: str, names: set[str]) -> list[str]:
+    """Those of ``names`` (kept row numbers) that ``code`` shows and does not assign anew."""
+    parsed = _parse(code) if names else None
+    if parsed is None:
+        return []
+    tree, parents = parsed
+    assigned = {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    }
+    return _uses(tree, parents, names - assigned)
 
 
 def all_rows_counts(code: str, namespace: dict[str, VariableInfo]) -> list[tuple[str, str]]:
@@ -167,17 +201,26 @@ class PandasPitfalls(Lever):
     def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> str | None:
         if not cell.ok:
             return None
-        if labels := row_label_calls(cell.code, state.namespace):
-            call, variable = labels[0]
+        labels = row_label_calls(cell.code, state.namespace)
+        for _, _, names in labels:
+            state.row_numbers |= names
+        again = shown_row_numbers(cell.code, state.row_numbers) if not labels else []
+        if labels or again:
+            call, variable, _ = labels[0] if labels else (again[0], "", set())
             frames = [v for v in state.namespace.values() if v.columns and v.row_numbers]
             frame = next((v for v in frames if v.name == variable), frames[0] if frames else None)
             column = asked_column(state.task, frame.columns or () if frame else ())
+            what = (
+                f"`{call}` is a label of {variable}'s index"
+                if labels
+                else f"`{call}` holds the label an `idxmax()`/`idxmin()` gave earlier"
+            )
             return (
-                f"Note: `{call}` is a label of {variable}'s index, and that index holds row "
-                "numbers (0, 1, 2, ...), so the value printed for it is a row number, not a "
-                "value from the data. If the task asks which name, year, date or group, read "
-                f"it from that row: `{frame.name if frame else 'df'}.loc[{call}, "
-                f"{column!r}]` (or first `.set_index` the column that holds the key)."
+                f"Note: {what}, and that index holds row numbers (0, 1, 2, ...), so the value "
+                "printed for it is a row number, not a value from the data. If the task asks "
+                "which name, year, date or group, read it from that row: "
+                f"`{frame.name if frame else 'df'}.loc[{call}, {column!r}]` (or first "
+                "`.set_index` the column that holds the key)."
             )
         if counts := all_rows_counts(cell.code, state.namespace):
             call, mask = counts[0]

@@ -95,6 +95,8 @@ class TaskState:
     #: notes the levers added to the last cell's output (an answer composed from that cell
     #: waits for the model, which reads them first)
     doubts: list[str] = field(default_factory=list)
+    #: names that hold a row number from ``idxmax()`` the model was told of (pandas_pitfalls)
+    row_numbers: set[str] = field(default_factory=set)
 
     @property
     def ran_code(self) -> bool:
