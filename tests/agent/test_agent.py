@@ -339,15 +339,29 @@ def test_a_grounded_answer_is_not_questioned(fake_llm, tmp_path):
     assert result.answer == "Pi is about 3.14." and len(fake_llm.requests) == 2
 
 
-def test_a_repeated_failing_cell_is_not_rerun_and_resampled(fake_llm, tmp_path):
+def test_a_repeated_failing_cell_is_not_rerun_and_the_task_starts_over(fake_llm, tmp_path):
     bad = "df = make(df)"
-    fake_llm.enqueue(run_cell(bad), run_cell(bad), run_cell("df = 1\nprint(df)"), text("df is 1"))
-    result, events = run(fake_llm, tmp_path, temperature=0.0)
+    fake_llm.enqueue(
+        run_cell(bad),
+        run_cell(bad),  # the first repeat: the attempt is forgotten, the task starts over
+        run_cell(bad),  # the second: told it already failed
+        run_cell("df = 1\nprint(df)"),
+        text("df is 1"),
+    )
+    result, events = run(fake_llm, tmp_path, temperature=0.0, max_consecutive_errors=5)
     assert [c.code for c in result.cells] == [bad, "df = 1\nprint(df)"]
-    told = fake_llm.requests[2]["messages"][-1]["content"]
+    fresh = fake_llm.requests[2]["messages"]
+    assert [m["role"] for m in fresh] == ["system", "user", "user"], "the attempt is gone"
+    assert bad not in str(fresh) and "NameError" in fresh[-1]["content"]
+    assert "Start over" in fresh[-1]["content"]
+    told = fake_llm.requests[3]["messages"][-1]["content"]
     assert "same code that already failed" in told and "NameError" in told
-    assert fake_llm.requests[2]["temperature"] == 0.7 and "seed" in fake_llm.requests[2]
-    assert fake_llm.requests[3]["temperature"] == 0.0
+    for request in fake_llm.requests[2:4]:
+        assert request["temperature"] == 0.7 and "seed" in request
+    assert fake_llm.requests[4]["temperature"] == 0.0
+    nb = read_nb(result.notebook)
+    skipped = [c.metadata["kernel_agent"] for c in nb.cells if c.cell_type == "code"][1:3]
+    assert [m.get("rewind", False) for m in skipped] == [True, False]
 
 
 def test_fenced_history_keeps_only_the_code_of_a_reply(fake_llm, tmp_path):

@@ -54,6 +54,20 @@ def test_compose_answer_only_from_one_clear_value_per_slot(printed, answer) -> N
     assert compose_answer(TASK, cell, [cell]) == answer
 
 
+def test_a_printed_bool_is_said_in_the_words_the_task_asks_for() -> None:
+    asked = (
+        "Is the association significant at the 0.05 level (yes/no)?\n"
+        "Give the final answer in this format: @chi2[value] @significant[yes/no]"
+    )
+    cell = ok("@chi2[48.8]\n@significant[True]\n")
+    assert compose_answer(asked, cell, [cell]) == "@chi2[48.8] @significant[yes]"
+    cell = ok("@chi2[1.2]\n@significant[False]\n")
+    assert compose_answer(asked, cell, [cell]) == "@chi2[1.2] @significant[no]"
+    as_bool = "Is it significant?\nGive the final answer in this format: @significant[true/false]"
+    cell = ok("@significant[True]\n")
+    assert compose_answer(as_bool, cell, [cell]) == "@significant[True]"  # as asked
+
+
 def test_compose_needs_slots_a_successful_cell_one_rounding_and_a_plot_if_asked() -> None:
     printed = ok("@a[1.23456]\n@b[2.5]\n")
     assert compose_answer("What are a and b?", printed, [printed]) is None  # no slots asked

@@ -84,8 +84,12 @@ def test_repeat_guard_refuses_a_failed_cell_and_resamples() -> None:
     cell = failed("df = make(df)")
     lever.after_cell(st, cell, "Hint: no make")
     assert lever.before_cell(st, "x = 1") is None
-    ask = lever.before_cell(st, "df = make(df)  \n\n")
-    assert ask is not None and "NameError" in ask.message and "Hint: no make" in ask.message
+    first = lever.before_cell(st, "df = make(df)  \n\n")
+    assert first is not None and first.rewind and "NameError" in first.message
+    assert dict(first.cell_meta) == {"repeat": True, "rewind": True}
+    ask = lever.before_cell(st, "df = make(df)")
+    assert ask is not None and not ask.rewind
+    assert "NameError" in ask.message and "Hint: no make" in ask.message
     assert dict(ask.sampling) == {"temperature": 0.7, "seed": 7}
     assert dict(ask.cell_meta) == {"repeat": True}
     assert RepeatGuard(temperature=1.2).temperature == 1.2

@@ -38,6 +38,7 @@ _DECIMALS = re.compile(
 )
 _WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _PLOT = re.compile(r"\b(?:plot|chart|graph|histogram|figure|visuali[sz]e)\b", re.I)
+_YES_NO_ASKED = re.compile(r"\byes\s*(?:/|or)\s*no\b", re.I)
 _NOT_VALUES = {"", "nan", "none", "null", "value", "...", "n/a", "na", "inf", "-inf"}
 
 
@@ -98,6 +99,8 @@ def compose_answer(task: str, cell: CellResult, cells: list[CellResult]) -> str 
         value = _clean(next(iter(values)), {0} if whole else decimals)
         if value is None or value.lower() in spec.placeholders:
             return None
+        if value in ("True", "False") and _YES_NO_ASKED.search(task):
+            value = "yes" if value == "True" else "no"  # a printed bool, in the asked words
         parts.append(f"@{slot}[{value}]")
     return " ".join(parts)
 

@@ -44,6 +44,10 @@ class History:
     def tool_result(self, call_id: str, text: str) -> None:
         self._messages.append(tool_result_message(call_id, text))
 
+    def rewind(self, length: int) -> None:
+        """Forget every message after the first ``length`` (a failed attempt, to start over)."""
+        del self._messages[length:]
+
     def retract_last(self) -> None:
         """Forget the last message (a repeated failing cell, so the model does not anchor on it)."""
         self._messages.pop()

@@ -147,7 +147,13 @@ _NUMERIC = re.compile(r"^\s*[-+]?[\d.,eE+-]*\s*$")
 
 
 class RepeatGuard(Lever):
-    """A cell that already failed is not run again: the model is told, and resampled hotter."""
+    """A cell that already failed is not run again: the model is resampled hotter.
+
+    The first time in a task, the attempt is forgotten (the conversation goes back to the
+    task, with the error in one line): a small model that sends a failing cell again
+    copies it from the conversation, and a fresh first cell often works. After that, the
+    model is told the cell already failed.
+    """
 
     name = "repeat_guard"
 
@@ -162,6 +168,14 @@ class RepeatGuard(Lever):
         error = state.failed.get(normalize_code(code))
         if error is None:
             return None
+        if self._once(state):
+            return Ask(
+                prompt("fresh_start", error=error.splitlines()[0] if error else ""),
+                notice="the model repeated a failing cell; starting the task over",
+                sampling={"temperature": self.temperature, "seed": state.step},
+                cell_meta={"repeat": True, "rewind": True},
+                rewind=True,
+            )
         return Ask(
             prompt("repeated_failure", error=error),
             notice="the model repeated a failing cell; not run again, asked for a fix",

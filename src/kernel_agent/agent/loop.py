@@ -325,6 +325,7 @@ class AsyncAgent:
         if notes:
             self.state.note("\n\n".join(_fenced(n) for n in notes), M.ROLE_BRIEFING)
         self.history.user("\n\n".join([task, *notes]))
+        state.history_start = len(self.history)
         try:
             async for event in self._loop(state, result):
                 yield event
@@ -477,10 +478,16 @@ class AsyncAgent:
                 state.skipped(
                     code, **{M.STEP: st.step, M.LEVER: by, **ask.cell_meta}, **self.provenance
                 )
-                self.protocol.reject(self.history, call_id, ask.message)
                 st.sampling = dict(ask.sampling)
+                if ask.rewind:  # the attempt is forgotten, with the rest of this reply
+                    self.history.rewind(st.history_start)
+                    self.history.user(ask.message)
+                else:
+                    self.protocol.reject(self.history, call_id, ask.message)
                 if ask.notice:
                     yield Notice(ask.notice)
+                if ask.rewind:
+                    return
                 continue
             yield CellStarted(st.step, code)
             # the code is on disk before it runs: a run that ends mid-cell still shows it

@@ -23,7 +23,9 @@ class Ask:
     ``notice`` is shown to the user; ``sampling`` overrides the next reply's sampling
     options; ``cell_meta`` goes into the transcript of a cell that is skipped for it;
     ``failure``: a skipped cell counts towards ``max_consecutive_errors`` (levers that
-    bound themselves, like the stall guard, say False).
+    bound themselves, like the stall guard, say False); ``rewind``: the conversation goes
+    back to the task's start before ``message`` is sent, so the model does not see (and
+    copy) the failed attempt again; the kernel keeps its state.
     """
 
     message: str
@@ -31,6 +33,7 @@ class Ask:
     sampling: Mapping[str, Any] = field(default_factory=dict)
     cell_meta: Mapping[str, Any] = field(default_factory=dict)
     failure: bool = True
+    rewind: bool = False
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,8 @@ class TaskState:
     #: notes the levers added to the last cell's output (an answer composed from that cell
     #: waits for the model, which reads them first)
     doubts: list[str] = field(default_factory=list)
+    #: the conversation's length when the task was sent (where a rewind goes back to)
+    history_start: int = 0
     #: names that hold a row number from ``idxmax()`` the model was told of (pandas_pitfalls)
     row_numbers: set[str] = field(default_factory=set)
 
