@@ -5,19 +5,25 @@ note reaches the model, and the answer composed from printed slots waits for it.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import nbformat
 import pytest
 from fake_openai import run_cell, scripted_settings, text
+from nbformat.v4 import new_output
 
 from kernel_agent.agent import Agent
 from kernel_agent.agent.pitfalls import (
     all_rows_counts,
     asked_column,
+    fraction_for_percentage,
+    method_mismatch,
     row_label_calls,
     shown_row_numbers,
 )
 from kernel_agent.events import RunFinished
 from kernel_agent.kernel_state.namespace import VariableInfo
+from kernel_agent.results import CellResult
 
 NS = {
     "df": VariableInfo("df", "DataFrame", columns=("state", "murder"), row_numbers=True),
@@ -182,3 +188,48 @@ def test_a_kept_row_number_shown_again_is_found_unless_assigned_anew():
     assert shown_row_numbers("print(df.loc[best, 'state'])", kept) == []
     assert shown_row_numbers("best = df.loc[best, 'state']\nprint(best)", kept) == []
     assert shown_row_numbers("print(best)", set()) == []
+
+
+def _printed(text: str) -> CellResult:
+    now = datetime.now(timezone.utc)
+    return CellResult("print(x)", "ok", 1, [new_output("stream", name="stdout", text=text)],
+                      None, now, now)  # fmt: skip
+
+
+SHARE = (
+    "Which class has the highest survival rate, and what is that rate as a percentage?\n"
+    "Give the final answer in this format: @pclass[integer] @rate[value]"
+)
+
+
+@pytest.mark.parametrize(
+    ("task", "printed", "found"),
+    [
+        (SHARE, "@pclass[1] @rate[0.45]\n", ("rate", "0.45")),
+        (SHARE, "@pclass[1] @rate[45.16]\n", None),  # already a percentage
+        (SHARE, "@pclass[1] @rate[0.45%]\n", None),  # said to be a percentage
+        ("What percentage of women had an affair?", "percent: 0.3225\n", ("percent", "0.3225")),
+        ("What percentage of women had an affair?", "mean: 0.3225\n", None),  # not labelled
+        ("By what percentage change did the close move?\n@c[value]", "@c[0.15]\n", None),
+        ("Daily returns as a fraction, as a percentage too?\n@r[value]", "@r[0.01]\n", None),
+    ],
+)
+def test_a_fraction_printed_for_an_asked_percentage_is_found(task, printed, found):
+    assert fraction_for_percentage(task, _printed(printed)) == found
+
+
+@pytest.mark.parametrize(
+    ("task", "code", "says"),
+    [
+        ("Pearson correlation of a and b?", "df['a'].corr(df['b'], method='spearman')", "Pearson"),
+        ("Pearson correlation of a and b?", "df['a'].corr(df['b'])", ""),
+        ("Spearman and Pearson correlations?", "df.a.corr(df.b, method='spearman')", ""),
+        ("Spearman rank correlation of a and b?", "df['a'].corr(df['b'])", "Spearman"),
+        ("Spearman rank correlation?", "stats.spearmanr(df.a, df.b)", ""),
+        ("Run Welch's t-test", "stats.ttest_ind(a, b)", "equal_var=False"),
+        ("t-test with unequal variances", "stats.ttest_ind(a, b, equal_var=False)", ""),
+    ],
+)
+def test_a_statistic_other_than_the_asked_one_is_named(task, code, says):
+    note = method_mismatch(task, code)
+    assert (says in note) if says else note == ""

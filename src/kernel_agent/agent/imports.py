@@ -1,8 +1,8 @@
 """A cell that uses a well-known module alias it never imported gets the import, before it runs.
 
 Small models write ``stats.chi2_contingency(...)`` or ``np.sqrt(...)`` and forget the
-import; told of the NameError, they often send the same cell again (the eval's
-transcripts: 4 of a half's failed tasks ended so). :class:`AutoImport` adds the
+import; told of the NameError, they often send the same cell again (in the eval's
+transcripts of 2026-11-25, three failed tasks ended so). :class:`AutoImport` adds the
 conventional import line at the top of such a cell instead: the cell that runs, the
 transcript and the clean notebook all hold the line, and the model is told it was added.
 
@@ -20,7 +20,7 @@ import ast
 from .lever import Lever
 from .state import TaskState
 
-__all__ = ["AutoImport", "COMMON_ALIASES", "missing_imports"]
+__all__ = ["AutoImport", "COMMON_ALIASES", "missing_imports", "parse_python"]
 
 #: alias -> (its import line, the import name the kernel must have; "" for the stdlib)
 COMMON_ALIASES: dict[str, tuple[str, str]] = {
@@ -59,7 +59,8 @@ def _bound(tree: ast.AST) -> set[str]:
     return names
 
 
-def _parse(code: str) -> ast.Module | None:
+def parse_python(code: str) -> ast.Module | None:
+    """The model's code as an ast, or None when it is not Python (or too deep to parse)."""
     try:
         return ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -77,7 +78,7 @@ def missing_imports(
     """
     if not libraries or code.lstrip().startswith("%%") or "__future__" in code:
         return []
-    tree = _parse(code)
+    tree = parse_python(code)
     if tree is None:
         return []
     used = {
@@ -92,7 +93,7 @@ def missing_imports(
         return []
     taken = _bound(tree) | variables
     for before in earlier:
-        parsed = _parse(before)
+        parsed = parse_python(before)
         if parsed is not None:
             taken |= _bound(parsed)
     lines = []

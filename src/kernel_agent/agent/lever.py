@@ -25,6 +25,7 @@ no lever, so every lever module can import it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..results import CellResult
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from ..executors.base import AsyncExecutor
     from ..settings import Settings
 
-__all__ = ["Lever", "normalize_code"]
+__all__ = ["Lever", "first_decision", "first_rewrite", "normalize_code"]
 
 
 def normalize_code(code: str) -> str:
@@ -79,3 +80,23 @@ class Lever:
             return False
         state.fired.add(self.name)
         return True
+
+
+def first_rewrite(levers: Sequence[Lever], state: TaskState, code: str) -> tuple[str, str, str]:
+    """The code to run, the lever that changed it ("" if none) and its note for the model."""
+    for lever in levers:
+        change = lever.rewrite(state, code)
+        if change is not None:
+            return change[0], lever.name, change[1]
+    return code, "", ""
+
+
+def first_decision(
+    levers: Sequence[Lever], state: TaskState, code: str
+) -> tuple[str, Ask | Stop | None]:
+    """The first lever that skips the cell (or stops the run) before it runs, by name."""
+    for lever in levers:
+        decision = lever.before_cell(state, code)
+        if decision is not None:
+            return lever.name, decision
+    return "", None

@@ -175,6 +175,7 @@ class RepeatGuard(Lever):
                 sampling={"temperature": self.temperature, "seed": state.step},
                 cell_meta={"repeat": True, "rewind": True},
                 rewind=True,
+                failure=False,  # the fresh attempt gets its turn (once a task)
             )
         return Ask(
             prompt("repeated_failure", error=error),

@@ -54,11 +54,11 @@ from .briefing import probe_libraries, system_prompt
 from .budget import Budget, BudgetStop, stop_or_extend, stopped_answer
 from .handover import hand_over, remote_files, summarise
 from .history import History
-from .lever import Lever
+from .lever import Lever, first_decision, first_rewrite
 from .levers import ResultCheck, levers_for
 from .protocols import FencedProtocol, Protocol, make_protocol
 from .reply import stream_reply
-from .state import Ask, Stop, TaskState, Turn
+from .state import Stop, TaskState, Turn
 from .tracing import make_tracer
 
 __all__ = ["AsyncAgent", "default_notebook_path"]
@@ -312,13 +312,8 @@ class AsyncAgent:
         if isolation.warning and not self._warned:
             yield Notice(isolation.warning, "warning")
             self._warned = True  # once per agent, not per task
-        state = TaskState(
-            task,
-            step=self._step,
-            libraries=self.libraries,
-            budget=budget,
-            namespace=dict(self.state.namespace) if self.state is not None else {},
-        )
+        state = TaskState(task, step=self._step, libraries=self.libraries, budget=budget)
+        state.namespace = dict(self.state.namespace)
         notes = [
             n for n in [await lever.task_note(state, self.executor) for lever in self.levers] if n
         ]
@@ -447,7 +442,7 @@ class AsyncAgent:
             st.steps += 1
             st.step += 1
             call_id = turn.call_id(index)
-            code, rewritten_by, rewrite_note = self._rewrite(st, code)
+            code, st.rewritten_by, rewrite_note = first_rewrite(self.levers, st, code)
             decision, code = await self._approve(code, st.step)
             if decision == "quit":
                 result.status, result.answer = (
@@ -465,7 +460,7 @@ class AsyncAgent:
                 )
                 yield CellSkipped(st.step, code)
                 continue
-            by, ask = self._before_cell(st, code)
+            by, ask = first_decision(self.levers, st, code)
             if isinstance(ask, Stop):
                 state.skipped(code, **{M.STEP: st.step, M.LEVER: by}, **self.provenance)
                 self.protocol.reply(self.history, call_id, ask.answer)
@@ -499,13 +494,7 @@ class AsyncAgent:
                 timeout=self.settings.cell_timeout,
                 meta=self.provenance,
                 annotate=functools.partial(
-                    self._after_cell,
-                    st,
-                    first=index == 0,
-                    reply=completion,
-                    gen_s=gen_s,
-                    hint=hint,
-                    rewritten_by=rewritten_by,
+                    self._after_cell, st, first=index == 0, reply=completion, gen_s=gen_s, hint=hint
                 ),
             ):
                 if isinstance(item, CellRecord):
@@ -515,22 +504,6 @@ class AsyncAgent:
             assert record is not None
             view = state.view(record, hint="\n".join(hint), vision=self.settings.vision)
             self.protocol.reply(self.history, call_id, view.text, view.images)
-
-    def _rewrite(self, st: TaskState, code: str) -> tuple[str, str, str]:
-        """The code to run, the lever that changed it ("" if none) and its note for the model."""
-        for lever in self.levers:
-            change = lever.rewrite(st, code)
-            if change is not None:
-                return change[0], lever.name, change[1]
-        return code, "", ""
-
-    def _before_cell(self, st: TaskState, code: str) -> tuple[str, Ask | Stop | None]:
-        """The first lever that skips the cell (or stops the run) before it runs, by name."""
-        for lever in self.levers:
-            decision = lever.before_cell(st, code)
-            if decision is not None:
-                return lever.name, decision
-        return "", None
 
     def _after_cell(
         self,
@@ -542,7 +515,6 @@ class AsyncAgent:
         reply: Completion,
         gen_s: float,
         hint: list[str],
-        rewritten_by: str = "",
     ) -> dict[str, Any]:
         """A cell that ran, before its record is written: the levers see it (with the
         error hint); the hint and the levers' notes are appended to ``hint``, for the
@@ -557,10 +529,10 @@ class AsyncAgent:
         st.doubts = [note for _, note in noted if note]
         hint.extend(note for note in (error, *st.doubts) if note)
         st.failures = st.failures + 1 if cell.status != "ok" else 0
-        by = [name for name, note in noted if note] or ([rewritten_by] if rewritten_by else [])
+        by = [name for name, note in noted if note] or [st.rewritten_by]
         usage = reply.usage
         return {
-            **({M.LEVER: by[0]} if by else {}),
+            **({M.LEVER: by[0]} if by[0] else {}),
             "attempt": st.failures if cell.status != "ok" else 1,
             "model": self.endpoint.label if self.endpoint else "",
             M.TOKENS: {**usage.counts(), "source": usage.source} if first and usage else {},

@@ -1,18 +1,23 @@
 """Pandas pitfalls in a cell that worked: a printed value that is not what it looks like.
 
-Two mistakes a small model makes in code that runs, prints and looks done:
+Mistakes a small model makes in code that runs, prints and looks done:
 
 - **a row number for a key**: ``df['murder'].idxmax()`` on a frame read from a CSV is a
   label of its index, and that index is the row numbers 0, 1, 2...; asked which state, the
   model prints ``@state[8]``. On the eval's transcripts of 2026-11-25 this was the
-  commonest wrong answer after a cell that worked (5 of 14 over three halves: a state, a
-  year, a month, a decade).
+  commonest wrong answer after a cell that worked (4 tasks over three halves: a state,
+  a year twice, a month).
 - **all rows for a count**: ``len(mask)`` (or ``mask.count()``) of a True/False series
-  counts every row, not the True ones (engel-iqr: 235 "outliers" of 235 households).
+  counts every row, not the True ones (engel-iqr: 235 "outliers" of 235 households);
+- **a fraction for a percentage**: asked what percentage of passengers survived, the
+  model prints ``@rate[0.45]`` (only for a share; a "percentage change" may be small);
+- **another statistic than the one named**: Spearman for Pearson (the idiom in the
+  system prompt shows ``method='spearman'``), Pearson for Spearman, a t-test with equal
+  variances for Welch's.
 
-:class:`PandasPitfalls` notes either under the cell's output, and an answer composed from
-that cell waits for the model to read the note. Both are read from the cell's code
-(``ast``) and the namespace the kernel reported after it, and fire only when the value
+:class:`PandasPitfalls` notes one under the cell's output, and an answer composed from
+that cell waits for the model to read the note. The first two are read from the cell's
+code (``ast``) and the namespace the kernel reported after it, and fire only when the value
 is shown (printed, formatted, or kept in a name that is), not when it only selects rows
 (``df.loc[s.idxmax(), 'state']`` is what the first note asks for).
 """
@@ -24,8 +29,12 @@ import re
 from collections.abc import Sequence
 
 from ..kernel_state.namespace import VariableInfo
+from ..llm.view import render_cell
 from ..prompts import prompt
 from ..results import CellResult
+from .answers import FormatSpec
+from .composed import printed_values
+from .imports import parse_python
 from .lever import Lever
 from .state import Ask, TaskState
 
@@ -33,6 +42,8 @@ __all__ = [
     "PandasPitfalls",
     "all_rows_counts",
     "asked_column",
+    "fraction_for_percentage",
+    "method_mismatch",
     "row_label_calls",
     "shown_row_numbers",
 ]
@@ -55,9 +66,8 @@ def _root(node: ast.expr) -> ast.Name | None:
 
 
 def _parse(code: str) -> tuple[ast.Module, dict[ast.AST, ast.AST]] | None:
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parse_python(code)
+    if tree is None:
         return None
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     return tree, parents
@@ -170,6 +180,58 @@ def all_rows_counts(code: str, namespace: dict[str, VariableInfo]) -> list[tuple
     return found
 
 
+def fraction_for_percentage(task: str, cell: CellResult) -> tuple[str, str] | None:
+    """``(slot, value)``: a task asking what percentage (a share) printed a fraction of 1
+    in an asked ``@slot[value]``, or on a line labelled as a percentage."""
+    if not _SHARE_ASKED.search(task) or _NOT_A_SHARE.search(task):
+        return None
+    slots = set(FormatSpec.of(task).slots)
+    for name, values in printed_values(render_cell(cell, budget=4000).text).items():
+        if name not in slots and "percent" not in name:
+            continue
+        for value in values:
+            try:
+                number = float(value.strip().rstrip("%"))
+            except ValueError:
+                continue
+            if 0 < number < 1 and not value.strip().endswith("%"):
+                return name, value.strip()
+    return None
+
+
+_SHARE_ASKED = re.compile(r"\b(?:what percentage of|as a percentage|in percent(?:age)?)\b", re.I)
+_NOT_A_SHARE = re.compile(r"\bas a fraction\b|\bpercentage change\b|\bgrowth\b", re.I)
+
+
+def method_mismatch(task: str, code: str) -> str:
+    """A note when the cell computes another statistic than the one the task names."""
+    asked = {m for m in ("pearson", "spearman", "kendall", "welch") if m in task.lower()}
+    asked |= {"welch"} if re.search(r"unequal variances", task, re.I) else set()
+    used = code.lower()
+    if asked & {"pearson", "spearman", "kendall"} == {"pearson"} and re.search(
+        r"spearman|kendall", used
+    ):
+        return (
+            "the task asks for the Pearson correlation, and this cell computed a rank "
+            "correlation (Spearman or Kendall). Pearson's is `a.corr(b)` with no method, "
+            "or `stats.pearsonr(a, b)`."
+        )
+    if asked & {"pearson", "spearman", "kendall"} == {"spearman"} and "spearman" not in used:
+        if ".corr(" in used or "pearsonr" in used:
+            return (
+                "the task asks for the Spearman correlation, and this cell computed "
+                "another one. Spearman's is `a.corr(b, method='spearman')`, or "
+                "`stats.spearmanr(a, b)`."
+            )
+    if "welch" in asked and "ttest_ind(" in used and not re.search(r"equal_var\s*=\s*false", used):
+        return (
+            "the task asks for Welch's t-test (unequal variances), and this cell's "
+            "`ttest_ind` assumes equal variances. Welch's is "
+            "`stats.ttest_ind(a, b, equal_var=False)`."
+        )
+    return ""
+
+
 def asked_column(task: str, columns: Sequence[str]) -> str:
     """The column a "which year / in which state ..." task asks for, if the frame has it;
     else ``'<column>'``."""
@@ -222,6 +284,15 @@ class PandasPitfalls(Lever):
                 f"`{frame.name if frame else 'df'}.loc[{call}, {column!r}]` (or first "
                 "`.set_index` the column that holds the key)."
             )
+        if fraction := fraction_for_percentage(state.task, cell):
+            slot, value = fraction
+            return (
+                f"Note: the task asks for a percentage, and {slot} printed {value}, which "
+                "looks like a fraction of 1. A percentage is 100 times the fraction: if "
+                f"{value} is a share, print 100 * it."
+            )
+        if method := method_mismatch(state.task, cell.code):
+            return f"Note: {method}"
         if counts := all_rows_counts(cell.code, state.namespace):
             call, mask = counts[0]
             return (

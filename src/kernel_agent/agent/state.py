@@ -98,6 +98,8 @@ class TaskState:
     #: notes the levers added to the last cell's output (an answer composed from that cell
     #: waits for the model, which reads them first)
     doubts: list[str] = field(default_factory=list)
+    #: the lever that rewrote the cell now running ("": none)
+    rewritten_by: str = ""
     #: the conversation's length when the task was sent (where a rewind goes back to)
     history_start: int = 0
     #: names that hold a row number from ``idxmax()`` the model was told of (pandas_pitfalls)
