@@ -14,17 +14,20 @@ from nbformat.v4 import new_output
 
 from kernel_agent.agent import Agent
 from kernel_agent.agent.pitfalls import (
+    PandasPitfalls,
     all_rows_counts,
     asked_column,
     fraction_for_percentage,
     method_mismatch,
     row_label_calls,
-    shown_row_numbers,
+    shown_names,
 )
+from kernel_agent.agent.state import TaskState
 from kernel_agent.events import RunFinished
 from kernel_agent.kernel_state.namespace import VariableInfo
 from kernel_agent.results import CellResult
 
+NOW = datetime.now(timezone.utc)
 NS = {
     "df": VariableInfo("df", "DataFrame", columns=("state", "murder"), row_numbers=True),
     "rolling": VariableInfo("rolling", "Series", row_numbers=True),
@@ -71,7 +74,7 @@ def test_a_label_used_to_look_up_or_a_real_key_is_left_alone(code):
     ],
 )
 def test_a_shown_count_of_a_whole_mask_is_found(code, call):
-    assert all_rows_counts(code, NS) == [(call, "mask")]
+    assert [found[:2] for found in all_rows_counts(code, NS)] == [(call, "mask")]
 
 
 @pytest.mark.parametrize(
@@ -113,7 +116,8 @@ def test_the_note_reaches_the_model_and_the_printed_slot_waits_for_it(fake_llm, 
     # the cells printed @state[1]: not composed into the answer; the model read the note
     first, again = fake_llm.requests[1].last_user_text, fake_llm.requests[2].last_user_text
     assert "holds row numbers" in first and "df.loc[df['murder'].idxmax(), 'state']" in first
-    assert "`best` holds the label" in again and "df.loc[best, 'state']" in again
+    assert "`best` keeps a value an earlier note questioned" in again
+    assert "df.loc[df['murder'].idxmax(), 'state']" in again
     assert result.status == "ok" and result.answer == "@state[District of Columbia]"
     assert len(fake_llm.requests) == 3, "the last cell's slot was composed, with no turn"
     nb = nbformat.read(result.notebook, as_version=4)
@@ -182,12 +186,12 @@ def test_the_note_names_the_column_the_task_asks_for(task, column):
     assert asked_column(task, ("state", "murder", "year")) == column
 
 
-def test_a_kept_row_number_shown_again_is_found_unless_assigned_anew():
+def test_a_kept_noted_value_shown_again_is_found_unless_assigned_anew():
     kept = {"best"}
-    assert shown_row_numbers("print(f'@state[{best}]')", kept) == ["best"]
-    assert shown_row_numbers("print(df.loc[best, 'state'])", kept) == []
-    assert shown_row_numbers("best = df.loc[best, 'state']\nprint(best)", kept) == []
-    assert shown_row_numbers("print(best)", set()) == []
+    assert shown_names("print(f'@state[{best}]')", kept) == ["best"]
+    assert shown_names("print(df.loc[best, 'state'])", kept) == []
+    assert shown_names("best = df.loc[best, 'state']\nprint(best)", kept) == []
+    assert shown_names("print(best)", set()) == []
 
 
 def _printed(text: str) -> CellResult:
@@ -233,3 +237,17 @@ def test_a_fraction_printed_for_an_asked_percentage_is_found(task, printed, foun
 def test_a_statistic_other_than_the_asked_one_is_named(task, code, says):
     note = method_mismatch(task, code)
     assert (says in note) if says else note == ""
+
+
+def test_a_count_kept_in_a_name_and_printed_by_a_later_cell_is_noted_again():
+    lever, st = PandasPitfalls(), TaskState("How many outliers?")
+    st.namespace = dict(NS)
+    counted = CellResult("n = len(mask)\nprint('outliers:', n)", "ok", 1, [], None, NOW, NOW)
+    first = lever.after_cell(st, counted, "")
+    assert first is not None and "`len(mask)` counts every row" in first
+    later = CellResult("print('outliers:', n)", "ok", 2, [], None, NOW, NOW)
+    again = lever.after_cell(st, later, "")
+    assert again is not None and again.startswith("Note: `n` keeps a value an earlier note")
+    assert "counts every row" in again
+    fixed = CellResult("n = mask.sum()\nprint('outliers:', n)", "ok", 3, [], None, NOW, NOW)
+    assert lever.after_cell(st, fixed, "") is None

@@ -45,7 +45,7 @@ __all__ = [
     "fraction_for_percentage",
     "method_mismatch",
     "row_label_calls",
-    "shown_row_numbers",
+    "shown_names",
 ]
 
 _LABEL_CALLS = ("idxmax", "idxmin")
@@ -142,8 +142,8 @@ def row_label_calls(
     return found
 
 
-def shown_row_numbers(code: str, names: set[str]) -> list[str]:
-    """Those of ``names`` (kept row numbers) that ``code`` shows and does not assign anew."""
+def shown_names(code: str, names: set[str]) -> list[str]:
+    """Those of ``names`` (kept noted values) that ``code`` shows and does not assign anew."""
     parsed = _parse(code) if names else None
     if parsed is None:
         return []
@@ -154,13 +154,16 @@ def shown_row_numbers(code: str, names: set[str]) -> list[str]:
     return _uses(tree, parents, names - assigned)
 
 
-def all_rows_counts(code: str, namespace: dict[str, VariableInfo]) -> list[tuple[str, str]]:
-    """``(call, mask)`` for each shown ``len(mask)`` / ``mask.count()`` of a bool series."""
+def all_rows_counts(
+    code: str, namespace: dict[str, VariableInfo]
+) -> list[tuple[str, str, set[str]]]:
+    """``(call, mask, names)`` for each shown ``len(mask)`` / ``mask.count()`` of a bool
+    series; ``names`` keep the count."""
     parsed = _parse(code)
     if parsed is None:
         return []
     tree, parents = parsed
-    found: list[tuple[str, str]] = []
+    found: list[tuple[str, str, set[str]]] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or node.keywords:
             continue
@@ -176,7 +179,7 @@ def all_rows_counts(code: str, namespace: dict[str, VariableInfo]) -> list[tuple
         if info is None or info.type != "Series" or info.dtype != "bool":
             continue
         if _shown(node, tree, parents):
-            found.append((ast.unparse(node), target.id))
+            found.append((ast.unparse(node), target.id, _kept_in(node, parents) or set()))
     return found
 
 
@@ -246,9 +249,9 @@ _WHICH = re.compile(r"\b(?:which|what)\s+([A-Za-z_]\w*)", re.I)
 
 
 class PandasPitfalls(Lever):
-    """A shown row number for a key, or a count of all rows for a count of True ones: a note
-    under the cell; an answer given right after that cell, with no cell run since, is sent
-    back once with the note (small models restate the printed value otherwise)."""
+    """One of the pitfalls above: a note under the cell (again under a later cell that shows
+    a name keeping the noted value); an answer given right after that cell is sent back
+    once with the note (small models restate the printed value otherwise)."""
 
     name = "pandas_pitfalls"
 
@@ -263,27 +266,27 @@ class PandasPitfalls(Lever):
     def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> str | None:
         if not cell.ok:
             return None
-        labels = row_label_calls(cell.code, state.namespace)
-        for _, _, names in labels:
-            state.row_numbers |= names
-        again = shown_row_numbers(cell.code, state.row_numbers) if not labels else []
-        if labels or again:
-            call, variable, _ = labels[0] if labels else (again[0], "", set())
+        note = self._note(state, cell)
+        if note is None and (again := shown_names(cell.code, set(state.noted))):
+            earlier = state.noted[again[0]].removeprefix("Note: ")
+            note = f"Note: `{again[0]}` keeps a value an earlier note questioned: {earlier}"
+        return note
+
+    def _note(self, state: TaskState, cell: CellResult) -> str | None:
+        if labels := row_label_calls(cell.code, state.namespace):
+            call, variable, _ = labels[0]
             frames = [v for v in state.namespace.values() if v.columns and v.row_numbers]
             frame = next((v for v in frames if v.name == variable), frames[0] if frames else None)
             column = asked_column(state.task, frame.columns or () if frame else ())
-            what = (
-                f"`{call}` is a label of {variable}'s index"
-                if labels
-                else f"`{call}` holds the label an `idxmax()`/`idxmin()` gave earlier"
+            note = (
+                f"Note: `{call}` is a label of {variable}'s index, and that index holds row "
+                "numbers (0, 1, 2, ...), so the value printed for it is a row number, not a "
+                "value from the data. If the task asks which name, year, date or group, read "
+                f"it from that row: `{frame.name if frame else 'df'}.loc[{call}, "
+                f"{column!r}]` (or first `.set_index` the column that holds the key)."
             )
-            return (
-                f"Note: {what}, and that index holds row numbers (0, 1, 2, ...), so the value "
-                "printed for it is a row number, not a value from the data. If the task asks "
-                "which name, year, date or group, read it from that row: "
-                f"`{frame.name if frame else 'df'}.loc[{call}, {column!r}]` (or first "
-                "`.set_index` the column that holds the key)."
-            )
+            state.noted.update(dict.fromkeys(set().union(*(n for _, _, n in labels)), note))
+            return note
         if fraction := fraction_for_percentage(state.task, cell):
             slot, value = fraction
             return (
@@ -294,9 +297,11 @@ class PandasPitfalls(Lever):
         if method := method_mismatch(state.task, cell.code):
             return f"Note: {method}"
         if counts := all_rows_counts(cell.code, state.namespace):
-            call, mask = counts[0]
-            return (
+            call, mask, _ = counts[0]
+            note = (
                 f"Note: `{call}` counts every row of {mask}, a True/False series, not only "
                 f"the rows where it is True. To count those, use `{mask}.sum()`."
             )
+            state.noted.update(dict.fromkeys(set().union(*(n for _, _, n in counts)), note))
+            return note
         return None

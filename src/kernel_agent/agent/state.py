@@ -102,8 +102,8 @@ class TaskState:
     rewritten_by: str = ""
     #: the conversation's length when the task was sent (where a rewind goes back to)
     history_start: int = 0
-    #: names that hold a row number from ``idxmax()`` the model was told of (pandas_pitfalls)
-    row_numbers: set[str] = field(default_factory=set)
+    #: names that keep a value a note questioned -> that note (pandas_pitfalls)
+    noted: dict[str, str] = field(default_factory=dict)
 
     @property
     def ran_code(self) -> bool:
