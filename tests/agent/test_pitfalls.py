@@ -251,3 +251,13 @@ def test_a_count_kept_in_a_name_and_printed_by_a_later_cell_is_noted_again():
     assert "counts every row" in again
     fixed = CellResult("n = mask.sum()\nprint('outliers:', n)", "ok", 3, [], None, NOW, NOW)
     assert lever.after_cell(st, fixed, "") is None
+
+
+def test_a_statistic_of_the_wrong_kind_kept_in_a_name_is_noted_again():
+    lever, st = PandasPitfalls(), TaskState("What is the Pearson correlation of a and b?")
+    code = "r = df['a'].corr(df['b'], method='spearman')\nn = len(df)\nprint(r, n)"
+    first = lever.after_cell(st, CellResult(code, "ok", 1, [], None, NOW, NOW), "")
+    assert first is not None and "Pearson" in first and set(st.noted) == {"r"}
+    again = lever.after_cell(st, CellResult("print(f'@r[{r}]')", "ok", 2, [], None, NOW, NOW), "")
+    assert again is not None and again.startswith("Note: `r` keeps a value")
+    assert lever.after_cell(st, CellResult("print(n)", "ok", 3, [], None, NOW, NOW), "") is None

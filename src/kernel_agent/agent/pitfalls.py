@@ -235,6 +235,23 @@ def method_mismatch(task: str, code: str) -> str:
     return ""
 
 
+_STATISTIC = re.compile(r"spearman|kendall|pearsonr|\.corr\(|ttest_ind\(")
+
+
+def _assigned_by(code: str, pattern: re.Pattern[str]) -> set[str]:
+    """The names that statements matching ``pattern`` assign (they keep what it computed)."""
+    parsed = _parse(code)
+    if parsed is None:
+        return set()
+    return {
+        target.id
+        for node in ast.walk(parsed[0])
+        if isinstance(node, ast.Assign) and pattern.search(ast.unparse(node.value))
+        for target in ast.walk(node)
+        if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store)
+    }
+
+
 def asked_column(task: str, columns: Sequence[str]) -> str:
     """The column a "which year / in which state ..." task asks for, if the frame has it;
     else ``'<column>'``."""
@@ -295,7 +312,9 @@ class PandasPitfalls(Lever):
                 f"{value} is a share, print 100 * it."
             )
         if method := method_mismatch(state.task, cell.code):
-            return f"Note: {method}"
+            note = f"Note: {method}"
+            state.noted.update(dict.fromkeys(_assigned_by(cell.code, _STATISTIC), note))
+            return note
         if counts := all_rows_counts(cell.code, state.namespace):
             call, mask, _ = counts[0]
             note = (
