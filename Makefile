@@ -100,10 +100,12 @@ bench: venv system-deps
 eval-analysis: venv system-deps
 	$(PY) bench/eval_analysis.py $(EVAL_ARGS)
 
-DEMO_TASK ?= Make a small dataset: a pandas DataFrame with a column n holding the integers 1 to 10 and a column square holding n squared. Compute the sum of the squares, plot square against n as a line chart, and tell me the sum.
+DEMO_TASK ?= Using the file macrodata.csv (statsmodels' US macro data, one row per quarter): which year had the highest average unemployment rate (column unemp, averaged over the year's quarters), and what was that average, rounded to 2 decimals? Also plot the yearly average unemployment rate as a line chart.
 
+# the data: statsmodels ships it (nothing is downloaded); the kernel sees notebooks/
 demo: venv system-deps
 	mkdir -p notebooks
+	$(PY) -c "import statsmodels.api as sm; sm.datasets.macrodata.load_pandas().data.to_csv('notebooks/macrodata.csv', index=False)"
 	$(VENV)/bin/kernel-agent run --model local --temperature 0 --cwd notebooks --notebook notebooks/demo.ipynb "$(DEMO_TASK)"
 
 clean:
