@@ -539,3 +539,53 @@ def test_7_a_directory_at_the_clean_path_does_not_lose_the_answer(fake_llm, tmp_
 def test_refusals_are_config_errors() -> None:
     with pytest.raises(ConfigError):
         make_launcher(Settings(sandbox="none"), "/")
+
+
+# ------------------------------------- the namespace probe the pitfall notes read
+@needs_bwrap
+def test_a_kernel_forging_what_the_pitfall_notes_read_gets_bounded_notes(
+    fake_llm, tmp_path: Path
+) -> None:  # noqa: ANN001
+    """Kernel code plants objects shaped to steer pandas_pitfalls: a class named Series
+    with a megabyte dtype, one whose index raises, and a "frame" with huge column names.
+    The probe survives them, the host keeps bounded values, and the note under the cell
+    stays short (it quotes the model's code and cut column names, never kernel bytes)."""
+    from kernel_agent import Agent
+
+    forge = (
+        "class Index:\n"
+        "    name = None\n"
+        "    nlevels = 1\n"
+        "    dtype = 'int64'\n"
+        "class Boom:\n"
+        "    @property\n"
+        "    def name(self): raise RuntimeError('boom')\n"
+        "Series = type('Series', (), {'dtype': 'bool' + 'x' * 1_000_000, 'index': Index(),\n"
+        "              '__len__': lambda s: 5})\n"
+        "Frame = type('DataFrame', (), {'columns': ['c' * 100_000] * 50, 'index': Index(),\n"
+        "             'shape': (5, 50), 'idxmax': lambda s: 3})\n"
+        "mask, frame = Series(), Frame()\n"
+        "bad = type('Series', (), {'dtype': 'bool', 'index': Boom(), '__len__': lambda s: 1})()\n"
+        "print('n', len(mask), frame.idxmax(), len(bad))\n"
+    )
+    fake_llm.enqueue(run_cell(forge), text("done"), text("done"))
+    settings = Settings(
+        cwd=tmp_path,
+        home=tmp_path / "h",
+        base_url=fake_llm.base_url,
+        model="t",
+        api_key="k",
+        levers=("pandas_pitfalls",),
+    )
+    with Agent(settings, notebook=tmp_path / "a.ipynb") as agent:
+        result = agent.run_to_end("Which state has the most? @state[name]")
+    seen = fake_llm.requests[1].last_user_text
+    assert result.status == "ok", seen
+    namespace = agent.aio.state.namespace
+    assert namespace["mask"].dtype is not None and len(namespace["mask"].dtype) <= 40
+    assert all(len(c) <= 80 for c in namespace["frame"].columns or ())
+    assert "n 5 3 1" in seen
+    assert namespace["frame"].row_numbers and not namespace["bad"].row_numbers
+    assert "`frame.idxmax()` is a label of frame's index" in seen  # the note, from our side
+    assert "boolx" not in seen and "c" * 81 not in seen
+    assert len(seen) < 6000, "the cell's view (and any note) stays within its budget"

@@ -40,7 +40,7 @@ def _describe(v):
     columns = getattr(v, "columns", None)
     if columns is not None and not callable(columns):
         try:
-            info["columns"] = [str(c) for c in list(columns)[:20]]
+            info["columns"] = [str(c)[:80] for c in list(columns)[:20]]
         except Exception:
             pass
     index = getattr(v, "index", None)
