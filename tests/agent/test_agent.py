@@ -135,10 +135,13 @@ def test_consecutive_failures_stop_the_run_honestly(fake_llm, tmp_path):
     assert len(result.cells) == 3
 
 
-def test_max_steps_bounds_the_loop(fake_llm, tmp_path):
-    fake_llm.enqueue(*[run_cell(f"a{i} = {i}") for i in range(3)])
+def test_max_steps_bounds_the_loop_and_keeps_what_was_printed(fake_llm, tmp_path):
+    fake_llm.enqueue(run_cell("print('@year[1953]')"), *[run_cell(f"a{i} = {i}") for i in range(2)])
     result, _ = run(fake_llm, tmp_path, max_steps=3)
     assert result.status == "max_steps" and len(result.cells) == 3
+    assert result.answer.startswith("Stopped after 3 steps without a final answer")
+    assert "3 cell(s) ran; the last one with output showed" in result.answer
+    assert "@year[1953]" in result.answer  # what a cell printed is not lost
     assert result.notebook.exists()
 
 

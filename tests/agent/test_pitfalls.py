@@ -17,6 +17,7 @@ from kernel_agent.agent.pitfalls import (
     PandasPitfalls,
     all_rows_counts,
     asked_column,
+    cut_edges,
     fraction_for_percentage,
     method_mismatch,
     row_label_calls,
@@ -237,6 +238,31 @@ def test_a_fraction_printed_for_an_asked_percentage_is_found(task, printed, foun
 def test_a_statistic_other_than_the_asked_one_is_named(task, code, says):
     note = method_mismatch(task, code)
     assert (says in note) if says else note == ""
+
+
+AGES = "Label each as child (under 18), adult (18 to 59) or senior (60 and over)."
+
+
+@pytest.mark.parametrize(
+    ("task", "code", "edge"),
+    [
+        (AGES, "df['g'] = pd.cut(df['Age'], bins=[0, 18, 60, np.inf], labels=l)", "18"),
+        (AGES, "g = pd.cut(df.Age, [0, 17.5, 60, 120])", "60"),  # 60 and over: 60 is an edge
+        (AGES, "g = pd.cut(df.Age, [0, 18, 60, np.inf], right=False)", ""),
+        (AGES, "g = pd.cut(df.Age, [0, 17, 59, 120])", ""),  # right edges 17 and 59: right
+        (AGES, "g = pd.cut(df.Age, bins=4)", ""),  # no edges written
+        ("Ages 18 or younger are minors.", "g = pd.cut(df.Age, [0, 18, 99])", ""),
+        (
+            "Incomes below 1000.5 are low; 5000+ are high.",
+            "cut(x, (0, 1000.5, 5000, 1e9))",
+            "1000.5",
+        ),
+        ("Group under 30 and 30 and over", "g = df.Age.between(0, 30)", ""),
+    ],
+)
+def test_a_bin_edge_the_task_bounds_in_the_wrong_bin_is_noted(task, code, edge):
+    note = cut_edges(task, code)
+    assert (f"exactly {edge} " in note and "right=False" in note) if edge else note == ""
 
 
 def test_a_count_kept_in_a_name_and_printed_by_a_later_cell_is_noted_again():

@@ -211,6 +211,37 @@ def test_preview_of_a_wide_table_shows_rows_of_the_columns_the_task_names(kernel
     assert "task names" not in everything and "col2" in everything.split("missing values")[1]
 
 
+def test_preview_lists_few_distinct_values_and_a_wide_tables_late_label_column(
+    kernel, kernel_workdir
+):
+    folder = kernel_workdir / "labels"
+    folder.mkdir(exist_ok=True)
+    n = 40
+    frame = pd.DataFrame({f"f{i}": [i + r / 7 for r in range(n)] for i in range(32)})
+    frame["target"] = [r % 2 for r in range(n)]  # the 33rd column: past the 30 listed
+    frame["sex"] = ["female" if r % 3 else "male" for r in range(n)]
+    frame["ident"] = [f"p{r}" for r in range(n)]  # many values: not listed as few
+    frame["long"] = ["x" * 30 if r % 2 else "y" for r in range(n)]  # a value over 24 chars
+    frame.to_csv(folder / "wide.csv", index=False)
+    small = pd.DataFrame({"grade": [3, 1, 2, 1, 10, 2, 3, 1, 2, 3, 1, 2], "x": range(12)})
+    small.to_csv(folder / "small.csv", index=False)
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    out = preview(kernel, budget_chars=20_000)
+    wide = out[out.index("wide.csv (") :]
+    columns = next(line for line in wide.splitlines() if line.startswith("  columns: "))
+    assert "'f29' float64, 'target' int64, 'sex' " in columns and "'long' " in columns
+    assert "'f30'" not in columns and "'ident'" not in columns  # many values: left out
+    assert columns.endswith(", ... 3 more")
+    assert "few distinct values: 'target' 0, 1; 'sex' 'female', 'male'\n" in wide
+    # numbers sort as numbers; a table with fewer rows than twice the limit lists none
+    assert "few distinct values: 'grade' 1, 2, 3, 10" in out[: out.index("wide.csv (")]
+    tiny = folder / "tiny"
+    tiny.mkdir()
+    (tiny / "t.csv").write_text("a,b\n1,x\n2,y\n1,x\n")
+    assert kernel.execute(f"os.chdir({str(tiny)!r})", timeout=30).ok
+    assert "few distinct" not in preview(kernel, budget_chars=2000)
+
+
 def test_preview_in_the_sandbox_reads_the_linked_input_file(tmp_path):
     problem, _, _ = bwrap_problem()
     if problem is not None:

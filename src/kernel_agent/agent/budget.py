@@ -22,7 +22,7 @@ from ..results import CellResult
 from ..settings import Price, Settings
 from ..syncify import call_in_consumer
 
-__all__ = ["Budget", "BudgetStop", "stopped_answer"]
+__all__ = ["Budget", "BudgetStop", "found_so_far", "stopped_answer"]
 
 #: budget name -> (the flag that sets it, its unit)
 _BUDGETS = {
@@ -145,7 +145,11 @@ class Budget:
 
 def stopped_answer(stop: BudgetStop, cells: list[CellResult]) -> str:
     """The answer of a run a budget stopped: which budget, and what the cells had found."""
-    text = f"Stopped before the next model call: {stop.text()}."
+    return found_so_far(f"Stopped before the next model call: {stop.text()}.", cells)
+
+
+def found_so_far(text: str, cells: list[CellResult]) -> str:
+    """``text``, then what the last cell with output showed (a stopped run loses nothing)."""
     found = [c for c in cells if c.ok and c.outputs]
     if not found:
         ran = f"{len(cells)} cell(s) ran" if cells else "no cell ran"

@@ -51,7 +51,7 @@ from ..tools.host import HostSide
 from . import hints
 from .answering import compose_answer, settle_answer
 from .briefing import probe_libraries, system_prompt
-from .budget import Budget, BudgetStop, stop_or_extend, stopped_answer
+from .budget import Budget, BudgetStop, found_so_far, stop_or_extend, stopped_answer
 from .handover import hand_over, remote_files, summarise
 from .history import History
 from .lever import Lever, first_decision, first_rewrite
@@ -362,9 +362,10 @@ class AsyncAgent:
         while result.status == "error":  # "error" until a turn settles it
             if st.steps >= settings.max_steps:
                 result.status = "max_steps"
-                result.answer = (
+                result.answer = found_so_far(
                     f"Stopped after {st.steps} steps without a final answer "
-                    f"(--max-steps {settings.max_steps})."
+                    f"(--max-steps {settings.max_steps}).",
+                    st.cells,
                 )
                 break
             stop = await stop_or_extend(st.budget, self.extend)

@@ -13,7 +13,9 @@ Mistakes a small model makes in code that runs, prints and looks done:
   model prints ``@rate[0.45]`` (only for a share; a "percentage change" may be small);
 - **another statistic than the one named**: Spearman for Pearson (the idiom in the
   system prompt shows ``method='spearman'``), Pearson for Spearman, a t-test with equal
-  variances for Welch's.
+  variances for Welch's;
+- **an edge in the wrong bin**: ``pd.cut(age, [0, 18, 60, inf])`` puts 18 with the children
+  (bins hold their right edge) where the task says "under 18".
 
 :class:`PandasPitfalls` notes one under the cell's output, and an answer composed from
 that cell waits for the model to read the note. The first two are read from the cell's
@@ -42,6 +44,7 @@ __all__ = [
     "PandasPitfalls",
     "all_rows_counts",
     "asked_column",
+    "cut_edges",
     "fraction_for_percentage",
     "method_mismatch",
     "row_label_calls",
@@ -235,6 +238,54 @@ def method_mismatch(task: str, code: str) -> str:
     return ""
 
 
+def cut_edges(task: str, code: str) -> str:
+    """A bin edge the task bounds with "under N" / "N and over", in a ``pd.cut`` whose bins
+    hold their right edge (the default), so N lands in the bin the task says it is not in."""
+    parsed = _parse(code)
+    if parsed is None:
+        return ""
+    bounded = {float(n) for n in _UNDER.findall(task) + _AND_OVER.findall(task)}
+    for node in ast.walk(parsed[0]):
+        if not (
+            isinstance(node, ast.Call)
+            and (
+                (isinstance(node.func, ast.Attribute) and node.func.attr == "cut")
+                or (isinstance(node.func, ast.Name) and node.func.id == "cut")
+            )
+        ):
+            continue
+        keywords = {k.arg: k.value for k in node.keywords}
+        right = keywords.get("right")
+        if isinstance(right, ast.Constant) and right.value is False:
+            continue
+        bins = keywords.get("bins", node.args[1] if len(node.args) > 1 else None)
+        if not isinstance(bins, (ast.List, ast.Tuple)):
+            continue
+        edges = {
+            float(e.value)
+            for e in bins.elts
+            if isinstance(e, ast.Constant)
+            and isinstance(e.value, (int, float))
+            and not isinstance(e.value, bool)
+        }
+        if edge := sorted(edges & bounded):
+            n = f"{edge[0]:g}"
+            return (
+                f"`pd.cut` bins hold their right edge by default, so a value of exactly {n} "
+                f'falls in the bin that ends at {n}; the task\'s "under {n}" / "{n} and '
+                f'over" puts {n} in the bin that starts there. Pass `right=False`.'
+            )
+    return ""
+
+
+_UNDER = re.compile(
+    r"\b(?:under|below|less than|younger than|lower than)\s+(\d+(?:\.\d+)?)\b", re.I
+)
+_AND_OVER = re.compile(
+    r"\b(\d+(?:\.\d+)?)\s*(?:\+|(?:and|or)\s+(?:over|above|older|more|up)\b)", re.I
+)
+
+
 _STATISTIC = re.compile(r"spearman|kendall|pearsonr|\.corr\(|ttest_ind\(")
 
 
@@ -311,6 +362,8 @@ class PandasPitfalls(Lever):
                 "looks like a fraction of 1. A percentage is 100 times the fraction: if "
                 f"{value} is a share, print 100 * it."
             )
+        if edges := cut_edges(state.task, cell.code):
+            return f"Note: {edges}"
         if method := method_mismatch(state.task, cell.code):
             note = f"Note: {method}"
             state.noted.update(dict.fromkeys(_assigned_by(cell.code, _STATISTIC), note))

@@ -167,8 +167,8 @@ def _table(df, label, note):
     rows, cols = df.shape
     head = f"  {label + ': ' if label else ''}{rows} rows x {cols} columns"
     lines = [head + (f" ({note})" if note else "")]
-    shown = list(df.columns[:MAX_COLS])
-    more = f", ... {cols - MAX_COLS} more" if cols > MAX_COLS else ""
+    shown = _listed(df)
+    more = f", ... {cols - len(shown)} more" if cols > len(shown) else ""
     lines.append("  columns: " + ", ".join(f"{str(c)!r} {df[c].dtype}" for c in shown) + more)
     missing = df.isna().sum()
     missing = missing[missing > 0]
@@ -177,6 +177,9 @@ def _table(df, label, note):
         lines.append("  missing values: " + ", ".join(parts))
     else:
         lines.append("  missing values: none")
+    few = _few_values(df, shown)
+    if few:
+        lines.append("  few distinct values: " + few)
     if rows:
         named = _named(df.columns) if cols > FOCUS_OVER else []
         rows_of = df[named] if named else df
@@ -185,6 +188,55 @@ def _table(df, label, note):
         text = rows_of.head(ROWS).to_string(max_cols=MAX_COLS, max_colwidth=24, line_width=WIDTH)
         lines += ["  " + line for line in text.splitlines()]
     return lines
+
+def _is_label(series):
+    """A column that names things or counts few cases: text, bool, category or integers."""
+    kind = series.dtype.kind
+    return kind in "biuO" or str(series.dtype) in ("category", "str", "string")
+
+def _listed(df):
+    """The first MAX_COLS columns, then up to EXTRA_COLS later ones the task names or that
+    hold a few labels (a wide table's class column is often its last)."""
+    first = list(df.columns[:MAX_COLS])
+    named = set(_named(df.columns))
+    later = []
+    for c in df.columns[MAX_COLS:]:
+        if len(later) == EXTRA_COLS:
+            break
+        try:
+            label = _is_label(df[c]) and df[c].nunique() <= 20
+        except Exception:
+            label = False
+        if c in named or label:
+            later.append(c)
+    return first + later
+
+def _few_values(df, columns):
+    """The values of label columns with at most FEW of them, e.g. "'Sex' 'female', 'male'"."""
+    if len(df) < 2 * FEW:
+        return ""
+    parts = []
+    for c in columns:
+        series = df[c]
+        if not _is_label(series):
+            continue
+        try:
+            values = series.dropna().unique()
+            if not 1 < len(values) <= FEW:
+                continue
+            plain = [v.item() if hasattr(v, "item") else v for v in values]
+            try:
+                plain.sort()
+            except TypeError:
+                plain.sort(key=repr)
+            texts = [repr(v) for v in plain]
+        except Exception:
+            continue
+        if max(len(t) for t in texts) > 24:
+            continue
+        parts.append(f"{str(c)!r} " + ", ".join(texts))
+    text = "; ".join(parts)
+    return text if len(text) <= 400 else text[:396].rsplit("; ", 1)[0] + "; ..."
 
 def _named(columns):
     """The columns the task names (as whole words), to show rows of a wide table."""
@@ -284,6 +336,8 @@ def _preview_settings(
         "WIDTH": 100,
         "FOCUS": "",
         "FOCUS_OVER": 8,
+        "EXTRA_COLS": 5,
+        "FEW": 6,
     }
 
 
