@@ -86,6 +86,7 @@ def test_repeat_guard_refuses_a_failed_cell_and_resamples() -> None:
     assert lever.before_cell(st, "x = 1") is None
     first = lever.before_cell(st, "df = make(df)  \n\n")
     assert first is not None and first.rewind and "NameError" in first.message
+    assert "Hint: no make" in first.message  # the fresh start keeps what the hint taught
     assert dict(first.cell_meta) == {"repeat": True, "rewind": True}
     ask = lever.before_cell(st, "df = make(df)")
     assert ask is not None and not ask.rewind

@@ -170,7 +170,7 @@ class RepeatGuard(Lever):
             return None
         if self._once(state):
             return Ask(
-                prompt("fresh_start", error=error.splitlines()[0] if error else ""),
+                prompt("fresh_start", error=_error_and_hint(error)),
                 notice="the model repeated a failing cell; starting the task over",
                 sampling={"temperature": self.temperature, "seed": state.step},
                 cell_meta={"repeat": True, "rewind": True},
@@ -187,6 +187,14 @@ class RepeatGuard(Lever):
     def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> None:
         if not cell.ok and cell.error is not None:
             state.failed[normalize_code(cell.code)] = f"{cell.error}\n{hint}".strip()
+
+
+def _error_and_hint(error: str) -> str:
+    """The error's first line, and the hint given with it (a close column name, say): the
+    fresh start forgets the attempt, not what was learnt from it."""
+    lines = error.splitlines()
+    hint = next((line for line in lines if line.startswith("Hint:")), "")
+    return " ".join(part for part in (lines[0] if lines else "", hint) if part)
 
 
 class FencedRules(Lever):

@@ -212,13 +212,15 @@ def _listed(df):
     return first + later
 
 def _few_values(df, columns):
-    """The values of label columns with at most FEW of them, e.g. "'Sex' 'female', 'male'"."""
+    """The values of text columns with at most FEW of them, e.g. "'Sex' 'female', 'male'"
+    (what a filter must match exactly; integer codes are left out: a small model counts
+    them for "how many quarters")."""
     if len(df) < 2 * FEW:
         return ""
     parts = []
     for c in columns:
         series = df[c]
-        if not _is_label(series):
+        if not (_is_label(series) and series.dtype.kind not in "iu"):
             continue
         try:
             values = series.dropna().unique()
