@@ -85,6 +85,16 @@ def test_an_unpacking_error_names_what_the_function_returns():
     assert "chi2_contingency() returns 4 values: chi2, p, dof, expected" in hint
 
 
+def test_unpacking_one_value_says_so_and_names_pearsonr_for_corr():
+    code = "r, _ = df['a'].corr(df['b'], method='pearson')"
+    err = "cannot unpack non-iterable float object"
+    hint = error_hint(failed(code, "TypeError", err), {})
+    assert "one float value, not a pair" in hint and "stats.pearsonr(a, b)" in hint
+    other = error_hint(failed("a, b = df['x'].mean()", "TypeError", err), {})
+    assert "one float value" in other and "pearsonr" not in other
+    assert error_hint(failed("x = 1 + 'a'", "TypeError", "unsupported operand"), {}) == ""
+
+
 def test_an_integer_key_error_on_a_frame_points_at_loc_and_iloc():
     ns = {"df": VariableInfo("df", "DataFrame", columns=("firm", "invest"))}
     hint = error_hint(failed("print(df[df['invest'].idxmax()])", "KeyError", "0"), ns)

@@ -40,6 +40,7 @@ _RETURNS = {
     "polyfit": "one value per coefficient, the highest power first (deg=1: slope, intercept)",
 }
 _UNPACK = re.compile(r"(?:too many|not enough) values to unpack")
+_ONE_VALUE = re.compile(r"cannot unpack non-iterable (\w+) object")
 _NAME_ERROR = re.compile(r"name '([A-Za-z_]\w*)' is not defined")
 _MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
 _ANSWER_SLOT = re.compile(r"@[A-Za-z_]\w*\[")
@@ -48,6 +49,20 @@ _ANSWER_SLOT = re.compile(r"@[A-Za-z_]\w*\[")
 def _squash(name: str) -> str:
     """A column name without case, spaces and punctuation: ``row_mz`` is ``row m/z``."""
     return re.sub(r"[\W_]+", "", str(name)).lower()
+
+
+def _one_value(kind: str, code: str) -> str:
+    """``r, p = s.corr(t)``: the call returns one value, which cannot be unpacked."""
+    hint = (
+        f"Hint: the right side of an `a, b = ...` line in this cell is one {kind} value, not "
+        "a pair; assign it to one name."
+    )
+    if re.search(r"\.corr\s*\(", code):
+        hint += (
+            " `a.corr(b)` returns only the coefficient; `stats.pearsonr(a, b)` (or "
+            "`stats.spearmanr`) returns the statistic and the p-value."
+        )
+    return hint
 
 
 def error_hint(
@@ -91,6 +106,8 @@ def error_hint(
                 f"Hint: {called[0]}() returns {_RETURNS[called[0]]}. Unpack exactly that many "
                 "names, or keep the result in one name and take its parts by index."
             )
+    if error.ename == "TypeError" and (match := _ONE_VALUE.search(error.evalue)):
+        return _one_value(match.group(1), result.code)
     if error.ename == "KeyError":
         frames = [v for v in namespace.values() if v.columns]
         key = error.evalue.strip().strip("'\"")
