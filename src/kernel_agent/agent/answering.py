@@ -61,6 +61,7 @@ async def settle_answer(
         if ask.notice:
             yield Notice(ask.notice, "warning")
         return
+    st.told.append(ask.message)
     history.user(ask.message)
     if ask.notice:
         yield Notice(ask.notice)

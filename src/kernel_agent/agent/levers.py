@@ -22,6 +22,7 @@ from ..results import CellResult
 from .answers import AnswerFormat, StatesResult
 from .briefing import DataPreview
 from .composed import PrintedAnswer
+from .echo import PromptEcho
 from .grounding import ungrounded_numbers
 from .imports import AutoImport
 from .lever import Lever, normalize_code
@@ -233,6 +234,7 @@ SMALL_MODEL_LEVERS: tuple[type[Lever], ...] = (
     DataPreview,
     NudgeNoCode,
     PushAfterError,
+    PromptEcho,
     GroundingCheck,
     UnbackedAnswer,
     StatesResult,

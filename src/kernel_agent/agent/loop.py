@@ -319,6 +319,7 @@ class AsyncAgent:
         ]
         if notes:
             self.state.note("\n\n".join(_fenced(n) for n in notes), M.ROLE_BRIEFING)
+            state.told.extend(notes)
         self.history.user("\n\n".join([task, *notes]))
         state.history_start = len(self.history)
         try:
@@ -475,6 +476,7 @@ class AsyncAgent:
                     code, **{M.STEP: st.step, M.LEVER: by, **ask.cell_meta}, **self.provenance
                 )
                 st.sampling = dict(ask.sampling)
+                st.told.append(ask.message)
                 if ask.rewind:  # the attempt is forgotten, with the rest of this reply
                     self.history.rewind(st.history_start)
                     self.history.user(ask.message)
@@ -503,6 +505,7 @@ class AsyncAgent:
                 else:
                     yield item
             assert record is not None
+            st.told.extend(hint)  # the rewrite's note, the error hint, the levers' notes
             view = state.view(record, hint="\n".join(hint), vision=self.settings.vision)
             self.protocol.reply(self.history, call_id, view.text, view.images)
 

@@ -104,6 +104,11 @@ class TaskState:
     history_start: int = 0
     #: names that keep a value a note questioned -> that note (pandas_pitfalls)
     noted: dict[str, str] = field(default_factory=dict)
+    #: what the levers and hints told the model in this task, as sent: the task's notes,
+    #: asks, notes and hints under a cell's output (prompt_echo compares answers with them)
+    told: list[str] = field(default_factory=list)
+    #: answers sent back as an echo of our own instructions (prompt_echo)
+    echoes: int = 0
 
     @property
     def ran_code(self) -> bool:

@@ -29,7 +29,7 @@ from .registry import describe_tools, load_tools, make_tools
 from .remote_installs import RemoteInstalls
 from .requirements import Pin
 
-__all__ = ["HostSide", "prepare_rerun"]
+__all__ = ["HostSide", "helpers_section", "prepare_rerun"]
 
 log = logging.getLogger(__name__)
 
@@ -100,15 +100,13 @@ class HostSide:
         self.active = True
 
     def prompt_section(self) -> str:
-        """The system prompt's part about the helpers (empty when they are not there)."""
+        """The system prompt's part about the helpers this run can use (empty when none)."""
         if not self.active:
             return ""
-        tools = describe_tools(self.tools) if self.tools else "(none in this run)"
-        return prompt(
-            "host_tools",
-            tools=tools,
-            policy=str(self.policy),
-            result_note=prompt("result_wanted") if self.settings.ask_result else "",
+        return helpers_section(
+            describe_tools(self.tools) if self.tools else "",
+            self.policy,
+            ask_result=self.settings.ask_result,
         )
 
     def result_missing(self) -> bool:
@@ -182,6 +180,28 @@ class HostSide:
         project, version = self.remote_installs.report(request)
         self.installer.installed[project] = version
         return {"name": project, "version": version}
+
+
+def helpers_section(tools: str, policy: InstallPolicy, *, ask_result: bool) -> str:
+    """The system prompt's lines for the helpers a run can use; "" when it can use none.
+
+    ``call_tool`` is described only with host tools (``tools``, their descriptions),
+    ``set_result`` only when the run asks for a result, ``install_package`` only under an
+    install policy other than ``never``. The helpers are defined in the kernel either way;
+    a small model told of one it cannot use calls it anyway (``call_tool("set_result")``).
+    The order is fixed, so the same settings give the same text (a warm model's prefix).
+    """
+    lines = []
+    if tools:
+        lines.append(prompt("host_call_tool", tools=tools))
+    if ask_result:
+        lines.append(prompt("host_set_result"))
+    if policy.mode != "never":
+        lines.append(prompt("host_install", policy=str(policy)))
+    if not lines:
+        return ""
+    section = prompt("host_tools", helpers="\n".join(lines))
+    return f"{section}\n{prompt('result_wanted')}" if ask_result else section
 
 
 async def prepare_rerun(
