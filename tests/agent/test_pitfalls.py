@@ -20,6 +20,7 @@ from kernel_agent.agent.pitfalls import (
     cut_edges,
     fraction_for_percentage,
     method_mismatch,
+    normality_reversed,
     row_label_calls,
     shown_names,
 )
@@ -263,6 +264,28 @@ AGES = "Label each as child (under 18), adult (18 to 59) or senior (60 and over)
 def test_a_bin_edge_the_task_bounds_in_the_wrong_bin_is_noted(task, code, edge):
     note = cut_edges(task, code)
     assert (f"exactly {edge} " in note and "right=False" in note) if edge else note == ""
+
+
+NORMAL = "Run a Shapiro-Wilk test on x. Is it normally distributed at the 0.05 level (yes/no)?"
+SHAPIRO = "w, p = stats.shapiro(df['x'])\n"
+
+
+@pytest.mark.parametrize(
+    ("task", "code", "printed", "noted"),
+    [
+        (NORMAL, SHAPIRO + "print(f'@normal[{p < 0.05}]')", "@normal[True]\n", True),
+        (NORMAL, SHAPIRO + "print('normal:', p_value <= alpha)", "normal: False\n", True),
+        (NORMAL, SHAPIRO + "print('normal:', p >= 0.05)", "normal: True\n", False),
+        (NORMAL, SHAPIRO + "print('yes' if p > 0.05 else 'no')", "@normal[no]\n", False),
+        (NORMAL, SHAPIRO + "a = 'no' if p < 0.05 else 'yes'\nprint(a)", "@normal[no]\n", False),
+        ("Is the t-test significant (yes/no)?", "t, p = stats.ttest_ind(a, b)\n"
+         "print('sig:', p < 0.05)", "sig: True\n", False),
+    ],
+)
+def test_a_normality_verdict_printed_as_p_below_the_level_is_noted(task, code, printed, noted):
+    cell = _printed(printed)
+    cell.code = code
+    assert normality_reversed(task, cell) is noted
 
 
 def test_a_count_kept_in_a_name_and_printed_by_a_later_cell_is_noted_again():

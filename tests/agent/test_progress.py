@@ -106,6 +106,11 @@ def test_prose_in_a_code_fence_is_asked_for_as_the_answer() -> None:
     assert looks_like_prose(echoed)
     assert looks_like_prose("Output of cell [2] (error):\n  Cell In[2], line 2\n    x y\n")
     assert not looks_like_prose("# Output of cell [1] (ok): the count\nprint(len(df))")  # code
+    after_an_import = (  # seen: the model echoed a cell's output under an import it was told of
+        "# Import numpy as np (already added)\nimport numpy as np\n\n"
+        "# Output of cell [1] (ok):\nNumber of adults: 218\nNumber of children: 40\n"
+    )
+    assert looks_like_prose(after_an_import)
     st, lever = TaskState("t"), ProseCell()
     assert lever.before_cell(st, "The answer is 42 as computed.") is None, "no cell ran yet"
     st.cells.append(ok("print(42)", "42\n"))

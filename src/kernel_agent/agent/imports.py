@@ -4,7 +4,8 @@ Small models write ``stats.chi2_contingency(...)`` or ``np.sqrt(...)`` and forge
 import; told of the NameError, they often send the same cell again (in the eval's
 transcripts of 2026-11-25, three failed tasks ended so). :class:`AutoImport` adds the
 conventional import line at the top of such a cell instead: the cell that runs, the
-transcript and the clean notebook all hold the line, and the model is told it was added.
+transcript and the clean notebook all hold the line. The model is not told: the kernel has
+the module from then on, and told, the bundled model sent the note back as a cell.
 
 Nothing is guessed: only the aliases below, used as ``alias.attr``; never a name the cell
 or an earlier cell of the task binds (by import, assignment, ``def``...) nor one the kernel
@@ -118,9 +119,6 @@ class AutoImport(Lever):
         )
         if not lines:
             return None
-        added = "; ".join(f"`{line}`" for line in lines)
-        note = (
-            f"Note: {added} was added at the top of this cell: "
-            "the cell used the name without importing it."
-        )
-        return "\n".join(lines) + "\n" + code, note
+        # no note to the model: the kernel has the module from now on, and a note made the
+        # bundled model send it back as a cell, with the output it read (synthetic tuned half)
+        return "\n".join(lines) + "\n" + code, ""

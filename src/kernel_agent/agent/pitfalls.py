@@ -14,6 +14,8 @@ Mistakes a small model makes in code that runs, prints and looks done:
 - **another statistic than the one named**: Spearman for Pearson (the idiom in the
   system prompt shows ``method='spearman'``), Pearson for Spearman, a t-test with equal
   variances for Welch's;
+- **normality read backwards**: ``print(f"@normal[{p < 0.05}]")`` after a Shapiro-Wilk
+  test prints True when the test rejects normality;
 - **an edge in the wrong bin**: ``pd.cut(age, [0, 18, 60, inf])`` puts 18 with the children
   (bins hold their right edge) where the task says "under 18".
 
@@ -47,6 +49,7 @@ __all__ = [
     "cut_edges",
     "fraction_for_percentage",
     "method_mismatch",
+    "normality_reversed",
     "row_label_calls",
     "shown_names",
 ]
@@ -286,6 +289,22 @@ _AND_OVER = re.compile(
 )
 
 
+def normality_reversed(task: str, cell: CellResult) -> bool:
+    """A "does it look normal (yes/no)" task whose cell printed ``p < 0.05`` as True/False
+    after a normality test: True there means the test rejects normality, the reverse."""
+    if not _NORMAL_ASKED.search(task) or not _NORMALITY_TEST.search(cell.code):
+        return False
+    if not _P_BELOW.search(cell.code):
+        return False
+    printed = printed_values(render_cell(cell, budget=4000).text)
+    return any(v in ("True", "False") for values in printed.values() for v in values)
+
+
+_NORMAL_ASKED = re.compile(r"\bnormal(?:ly)?\b", re.I)
+_NORMALITY_TEST = re.compile(r"\b(?:shapiro|normaltest|kstest|jarque_bera|anderson)\s*\(")
+_P_BELOW = re.compile(r"\bp\w*\s*<=?\s*(?:0?\.\d+|alpha)\b", re.I)
+
+
 _STATISTIC = re.compile(r"spearman|kendall|pearsonr|\.corr\(|ttest_ind\(")
 
 
@@ -361,6 +380,13 @@ class PandasPitfalls(Lever):
                 f"Note: the task asks for a percentage, and {slot} printed {value}, which "
                 "looks like a fraction of 1. A percentage is 100 times the fraction: if "
                 f"{value} is a share, print 100 * it."
+            )
+        if normality_reversed(state.task, cell):
+            return (
+                "Note: this cell printed whether the normality test's p-value is below the "
+                "level, and a p-value below it rejects normality: True there means the data do "
+                "NOT look normal. For \"looks normal\", print `p >= 0.05` (or write yes/no "
+                "from it)."
             )
         if edges := cut_edges(state.task, cell.code):
             return f"Note: {edges}"

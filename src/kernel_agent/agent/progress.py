@@ -56,8 +56,8 @@ def looks_like_prose(code: str) -> bool:
     except SyntaxError:
         pass
     lines = [line.strip() for line in code.strip().splitlines() if line.strip()]
-    if lines and _OUTPUT_ECHO.match(lines[0]):
-        return True  # a cell's output sent back as code: text, not something to run
+    if any(_OUTPUT_ECHO.match(line) for line in lines):
+        return True  # a cell's output sent back as code (after a comment or an import, too)
     if lines and all(_SLOTS_ONLY.match(line) for line in lines):
         return True  # "@mean[2.50]" lines: an answer in @name[value] slots, not code
     if not lines or any(line.startswith(("!", "%", "#")) for line in lines):
