@@ -278,8 +278,12 @@ SHAPIRO = "w, p = stats.shapiro(df['x'])\n"
         (NORMAL, SHAPIRO + "print('normal:', p >= 0.05)", "normal: True\n", False),
         (NORMAL, SHAPIRO + "print('yes' if p > 0.05 else 'no')", "@normal[no]\n", False),
         (NORMAL, SHAPIRO + "a = 'no' if p < 0.05 else 'yes'\nprint(a)", "@normal[no]\n", False),
-        ("Is the t-test significant (yes/no)?", "t, p = stats.ttest_ind(a, b)\n"
-         "print('sig:', p < 0.05)", "sig: True\n", False),
+        (
+            "Is the t-test significant (yes/no)?",
+            "t, p = stats.ttest_ind(a, b)\nprint('sig:', p < 0.05)",
+            "sig: True\n",
+            False,
+        ),
     ],
 )
 def test_a_normality_verdict_printed_as_p_below_the_level_is_noted(task, code, printed, noted):

@@ -385,7 +385,7 @@ class PandasPitfalls(Lever):
             return (
                 "Note: this cell printed whether the normality test's p-value is below the "
                 "level, and a p-value below it rejects normality: True there means the data do "
-                "NOT look normal. For \"looks normal\", print `p >= 0.05` (or write yes/no "
+                'NOT look normal. For "looks normal", print `p >= 0.05` (or write yes/no '
                 "from it)."
             )
         if edges := cut_edges(state.task, cell.code):
