@@ -69,6 +69,9 @@ def test_format_spec_reads_slots_rounding_and_yes_no() -> None:
     assert spec.template() == "@mean_price[value] @max_price[value]"
     assert FormatSpec.of("to 3 decimal places").decimals == 3
     assert FormatSpec.of("rounded to the nearest integer").decimals == 0
+    two = FormatSpec.of("U rounded to 1 decimal place and the p-value to 4 decimal places")
+    assert two.decimals == 4  # seen: a right "@u[36671.5] @p[0.5372]" was sent back for 1
+    assert format_problems(two, "@u[36671.5] @p[0.5372]") == []
     assert FormatSpec.of("What is the mean?").empty
 
 

@@ -22,6 +22,7 @@ from kernel_agent.agent.progress import NoInstall
 from kernel_agent.agent.protocols import FencedProtocol, ToolsProtocol
 from kernel_agent.agent.state import TaskState, Turn
 from kernel_agent.errors import ConfigError
+from kernel_agent.kernel_state.namespace import VariableInfo
 from kernel_agent.llm.stream import Completion, ToolCall
 from kernel_agent.results import CellError, CellResult
 from kernel_agent.settings import Settings
@@ -77,6 +78,13 @@ def test_grounding_check_questions_numbers_no_output_shows_once() -> None:
     assert lever.on_answer(TaskState("t"), "It is 255.") is None, (
         "no outputs: nothing to check against"
     )
+
+
+def test_grounding_check_counts_what_the_model_was_shown_of_the_kernels_variables() -> None:
+    st = TaskState("How many are malignant, and their mean radius?", cells=[ok("m", "17.463\n")])
+    st.namespace = {"m": VariableInfo("m", "DataFrame", shape="(212, 31)")}
+    assert GroundingCheck().on_answer(st, "212 are malignant; mean radius 17.463.") is None
+    assert GroundingCheck().on_answer(st, "213 are malignant; mean radius 17.463.") is not None
 
 
 def test_repeat_guard_refuses_a_failed_cell_and_resamples() -> None:

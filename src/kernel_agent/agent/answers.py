@@ -64,9 +64,8 @@ class FormatSpec:
     def of(cls, task: str) -> FormatSpec:
         slots = tuple(dict.fromkeys(_SLOT.findall(task)))
         decimals: int | None = None
-        if m := _DECIMALS.search(task):
-            word = m.group(1).lower()
-            decimals = int(word) if word.isdigit() else _WORDS[word]
+        if asked := _DECIMALS.findall(task):  # two roundings (1 place, 4 places): the larger
+            decimals = max(int(w) if w.isdigit() else _WORDS[w.lower()] for w in asked)
         elif _NEAREST_INT.search(task):
             decimals = 0
         yes_no = bool(_YES_NO.search(task))

@@ -92,7 +92,10 @@ class GroundingCheck(Lever):
         outputs = [render_cell(c, budget=self.output_chars).text for c in state.cells if c.ok]
         if not outputs:
             return None
-        given = "\n".join([state.task, *(c.code for c in state.cells)])
+        # what the model was shown of the kernel's variables under each cell grounds too:
+        # the 212 of "malignant (DataFrame, shape (212, 31))" (sent back when right, twice)
+        shown = [info.short() for info in list(state.namespace.values())[:200]]
+        given = "\n".join([state.task, *(c.code for c in state.cells), *shown])
         # a line copied from a cell's "Variables new: ..." note is grounded in the namespace
         stated = "\n".join(ln for ln in answer.splitlines() if not _VARIABLES_NOTE.match(ln))
         missing = ungrounded_numbers(stated, outputs, given=given)
