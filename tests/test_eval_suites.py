@@ -1,0 +1,174 @@
+"""The eval's newer suites (messy-real, follow-up chains, generic): every expected answer is
+computable and finite, the data writers are deterministic, halves are balanced, the
+no-data control withholds the file, and the strict scorer accepts a right answer and
+rejects a wrong one. No model is run."""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
+
+from analysis_tasks import TASKS, Expected  # noqa: E402
+from eval_analysis import ALL_TASKS, prepare, report, score  # noqa: E402
+from messy_data import MESSY_DATASETS, messy_source, write_messy_dataset  # noqa: E402
+from messy_tasks import MESSY_TASKS  # noqa: E402
+from real_tasks import REAL_TASKS  # noqa: E402
+
+
+def _balanced(halves: list[str]) -> bool:
+    return abs(halves.count("tuned") - halves.count("held-out")) <= 1
+
+
+def _right(e: Expected) -> str:
+    """``e``'s value written as a right answer would write it."""
+    return e.value if isinstance(e.value, str) else f"{e.value:.{e.decimals}f}"
+
+
+def _wrong(e: Expected) -> str:
+    """A value the scorer must reject: another word, or the number off by a step."""
+    if isinstance(e.value, str):
+        return {"significant": "not significant", "not significant": "significant",
+                "normal": "not normal", "not normal": "normal"}.get(e.value, e.value + "x")  # fmt: skip
+    return f"{e.value + 3 * 10 ** (-e.decimals):.{e.decimals}f}"
+
+
+def _answer(task, expected: list[Expected], wrong: str = "") -> str:
+    values = {e.name: (_wrong(e) if e.name == wrong else _right(e)) for e in expected}
+    if task.slots:
+        return " ".join(f"@{name}[{value}]" for name, value in values.items())
+    return "; ".join(f"{name.replace('_', ' ')} is {value}" for name, value in values.items())
+
+
+@pytest.fixture(scope="module")
+def messy_frames(tmp_path_factory) -> dict[str, pd.DataFrame]:
+    folder = tmp_path_factory.mktemp("messy")
+    return {name: write_messy_dataset(name, folder)[1] for name in MESSY_DATASETS}
+
+
+# ---------------------------------------------------------------- messy-real
+def test_messy_suite_has_forty_tasks_in_balanced_halves_per_category():
+    assert len(MESSY_TASKS) >= 40
+    ids = [t.id for t in ALL_TASKS]
+    assert len(set(ids)) == len(ids) and {t.id for t in MESSY_TASKS} <= set(ids)
+    assert {t.suite for t in MESSY_TASKS} == {"messy"}
+    assert _balanced([t.half for t in MESSY_TASKS])
+    for category in {t.category for t in MESSY_TASKS}:
+        assert _balanced([t.half for t in MESSY_TASKS if t.category == category]), category
+    assert {"verdict", "outliers", "dates", "feature engineering", "train/test split",
+            "group stats", "missing values", "label"} <= {t.category for t in MESSY_TASKS}  # fmt: skip
+    assert {t.slots for t in MESSY_TASKS} == {True, False}
+    assert len({t.dataset for t in MESSY_TASKS}) >= 10
+
+
+def test_messy_files_are_deterministic_and_messy_as_their_writers_say(tmp_path):
+    for name, (file, write, _) in MESSY_DATASETS.items():
+        a, b = tmp_path / "a", tmp_path / "b"
+        for folder in (a, b):
+            folder.mkdir(exist_ok=True)
+            write(folder / file)
+        assert (a / file).read_bytes() == (b / file).read_bytes(), name
+    raw = {
+        name: (tmp_path / "a" / file).read_bytes() for name, (file, _, _) in MESSY_DATASETS.items()
+    }
+    assert b"\t" in raw["cars"].splitlines()[0] and b"|" in raw["seattle"].splitlines()[0]
+    assert b"Species ," in raw["penguins"] and b"Body Mass (g) ," in raw["penguins"]
+    assert "Édouard".encode("latin-1") in raw["election"]  # latin-1, not UTF-8
+    with pytest.raises(UnicodeDecodeError):
+        raw["election"].decode("utf-8")
+    assert b'"2,705"' in raw["cars93"] and b"1.8 L" in raw["cars93"] and b"rotary" in raw["cars93"]
+    assert b"50 kg" in raw["msleep"] and b",None," in raw["survey"]
+    assert b"8,425,333" in raw["gapminder"] and b"April 30, 1992" in raw["riots"]
+    assert b"0.5%" in raw["wind"] and b"Jan 1 2000" in raw["stocks"]
+    # the traps are real: a plain read gets them wrong
+    plain = pd.read_csv(tmp_path / "a" / "survey.csv")
+    assert plain["Exer"].isna().sum() > 0
+
+
+def test_messy_readers_recover_the_package_data(messy_frames):
+    """The careful reader's parse of each messy file is the data the package ships."""
+    checks = {
+        "penguins": ["Body Mass (g)", "Delta 15 N (o/oo)", "Flipper Length (mm)"],
+        "cars": ["Miles_per_Gallon", "Horsepower", "Acceleration"],
+        "seattle": ["precipitation", "temp_max", "wind"],
+        "airquality": ["Ozone", "Solar.R", "Temp"],
+        "cars93": ["Weight", "EngineSize", "Luggage.room"],
+        "msleep": ["bodywt", "brainwt", "sleep_total"],
+        "gapminder": ["pop", "lifeExp"],
+        "election": ["Coderre", "total"],
+        "survey": ["Height", "Pulse"],
+        "riots": ["age"],
+        "economics": ["psavert", "uempmed"],
+        "wind": ["frequency"],
+        "stocks": ["price"],
+    }
+    assert set(checks) == set(MESSY_DATASETS)
+    for name, columns in checks.items():
+        source, parsed = messy_source(name), messy_frames[name]
+        assert len(parsed) == len(source), name
+        for col in columns:
+            want = source[col].astype(float).to_numpy()
+            got = parsed[col].astype(float).to_numpy()
+            assert ((got == want) | (pd.isna(got) & pd.isna(want))).all(), (name, col)
+    assert messy_frames["survey"]["Exer"].isna().sum() == 0
+    assert messy_frames["cars"]["Year"].dt.year.between(1970, 1982).all()
+    assert messy_frames["penguins"]["Date Egg"].dt.year.isin([2007, 2008, 2009]).all()
+
+
+def test_every_messy_answer_is_finite_and_its_prompt_names_the_file(messy_frames):
+    for task in MESSY_TASKS:
+        expected = task.answers(messy_frames[task.dataset])
+        assert len(expected) >= 2, task.id
+        for e in expected:
+            assert isinstance(e.value, str) or math.isfinite(e.value), (task.id, e)
+        prompt = task.prompt(expected)
+        assert MESSY_DATASETS[task.dataset][0] in prompt
+        assert all(f"@{e.name}[" in prompt for e in expected) == task.slots
+        if any(e.value in ("significant", "not significant", "normal", "not normal")
+               for e in expected):  # fmt: skip
+            assert task.slots, f"{task.id}: a verdict in prose is matched inside its negation"
+    verdicts = Counter(
+        e.value for t in MESSY_TASKS for e in t.answers(messy_frames[t.dataset])
+        if e.name == "verdict"
+    )  # fmt: skip
+    assert verdicts["significant"] >= 2 and verdicts["not significant"] >= 2
+
+
+def test_scorer_takes_each_messy_right_answer_and_rejects_each_wrong_one(messy_frames):
+    for task in MESSY_TASKS:
+        expected = task.answers(messy_frames[task.dataset])
+        assert score(task, expected, "ok", _answer(task, expected), "", False).solved, task.id
+        for e in expected:
+            wrong = score(task, expected, "ok", _answer(task, expected, e.name), "", False)
+            assert not wrong.solved, (task.id, e.name)
+
+
+def test_no_data_control_keeps_the_file_out_of_the_work_dir(tmp_path):
+    task = next(t for t in MESSY_TASKS if t.dataset == "election")
+    work, df = prepare(task, tmp_path / "control", no_data=True)
+    assert list(work.iterdir()) == [] and len(df) == 58
+    assert (tmp_path / "control" / "_withheld" / task.id / task.file).exists()
+    given, _ = prepare(task, tmp_path / "given", no_data=False)
+    assert [p.name for p in given.iterdir()] == [task.file]
+    # the answers are the same either way: computed from the file as written
+    assert task.answers(df) == task.answers(_)
+
+
+def test_report_prints_every_suite_and_half():
+    rows = [
+        dict(suite=suite, half=half, category="c", solved=ok, kind="solved" if ok else "format",
+             in_outputs=False, seconds=1)
+        for suite in ("synthetic", "real", "messy", "messy no-data")
+        for half, ok in (("tuned", True), ("held-out", False))
+    ]  # fmt: skip
+    text = report(rows)
+    for line in ("tuned     1/1", "held-out  0/1", "real tuned 1/1", "real held-out 0/1",
+                 "messy tuned 1/1", "messy held-out 0/1", "messy no-data tuned 1/1"):  # fmt: skip
+        assert line in text, line
+    assert len(TASKS) + len(REAL_TASKS) + len(MESSY_TASKS) == len(ALL_TASKS)
