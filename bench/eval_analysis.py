@@ -302,14 +302,17 @@ def task_row(task: Task, expected: list[Expected], no_data: bool,
 def report(rows: list[dict]) -> str:
     lines = []
     names = {r.get("suite", "synthetic") for r in rows}
-    suites = sorted(names, key=lambda s: (s != "synthetic", s))
+    order = {name: n for n, name in enumerate(SUITES)}
+    suites = sorted(names, key=lambda s: (order.get(s.split()[0], len(SUITES)), s))
     for suite in suites:
         prefix = "" if suite == "synthetic" else f"{suite} "
         for half in ("tuned", "held-out"):
             part = [r for r in rows if r["half"] == half and r.get("suite", "synthetic") == suite]
             if part:
                 label = f"{prefix}{half}"
-                lines.append(f"{label:9} {sum(r['solved'] for r in part)}/{len(part)} solved")
+                median = statistics.median(r["seconds"] for r in part)
+                lines.append(f"{label:9} {sum(r['solved'] for r in part)}/{len(part)} solved, "
+                             f"median {median:.1f} s")  # fmt: skip
     lines += chain_report(rows)
     lines.append(f"{'all':9} {sum(r['solved'] for r in rows)}/{len(rows)} solved")
     by_cat: dict[str, list[dict]] = defaultdict(list)
