@@ -292,6 +292,7 @@ def task_row(task: Task, expected: list[Expected], no_data: bool,
         "in_outputs": s.in_outputs,
         "status": status,
         "cells": len(cells),
+        "failed_cells": sum(not c.ok for c in cells),
         "seconds": round(seconds, 1),
         "expected": {e.name: e.value for e in expected},
         "answer": answer[:400],
@@ -325,6 +326,10 @@ def report(rows: list[dict]) -> str:
     lines.append("failures: " + (", ".join(f"{k} {n}" for k, n in kinds.most_common()) or "none"))
     lost = sum(1 for r in rows if not r["solved"] and r["in_outputs"])
     lines.append(f"failed although a cell printed every value: {lost}")
+    hit = [r for r in rows if r.get("failed_cells")]
+    if hit:
+        right = sum(r["solved"] for r in hit)
+        lines.append(f"runs that hit a failing cell: {len(hit)}, {right} of them ended right")
     lines += lever_report(rows)
     composed = sum(1 for r in rows if r.get("composed_by"))
     if composed:

@@ -182,6 +182,8 @@ def test_report_prints_every_suite_and_half():
     for line in ("tuned     1/1", "held-out  0/1", "real tuned 1/1", "real held-out 0/1",
                  "messy tuned 1/1", "messy held-out 0/1", "messy no-data tuned 1/1"):  # fmt: skip
         assert line in text, line
+    rows[0]["failed_cells"], rows[1]["failed_cells"] = 2, 1
+    assert "runs that hit a failing cell: 2, 1 of them ended right" in report(rows)
     assert len(TASKS) + len(REAL_TASKS) + len(MESSY_TASKS) + len(GENERIC_TASKS) == len(ALL_TASKS)
 
 
