@@ -5,25 +5,26 @@
 - after every (re)start, :meth:`RemoteWork.ready` makes the kernel a private work dir
   (found again after a restart), runs it there, and uploads the inputs that are not
   there already (``--file``, and the top-level data files of an explicit ``--cwd``);
-- after a run, :meth:`RemoteWork.deliver` lists the kernel's work dir and pulls its
-  files into ``<notebook>_files/work/``, and :meth:`RemoteWork.deliver_result` pulls
-  ``set_result``'s files into ``<notebook>_files/result/``, like local delivery
-  (:mod:`kernel_agent.edges.delivery`), with the remote side treated as hostile exactly like
-  a local sandbox: links, dot names at any depth, non-regular files, setuid bits and
-  absurd names are refused with notes; count, per-file and total bytes are bounded.
+- after a run, :meth:`RemoteWork.deliver` lists the kernel's work dir, pulls its files
+  into a private staging dir on this host and hands that to local delivery
+  (:func:`kernel_agent.edges.delivery.deliver`): one archive ``<notebook>_files/work.zip``,
+  and ``set_result``'s inert data files loose in ``<notebook>_files/result/``. The remote
+  side is treated as hostile exactly like a local sandbox: links, dot names at any depth,
+  non-regular files, setuid bits and absurd names are refused with notes; count, per-file
+  and total bytes are bounded.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import stat
+import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..edges.delivery import DeliveryLimits
-from ..edges.safefs import open_beneath
+from ..edges.delivery import Delivery, DeliveryLimits, deliver
 from ..errors import ConfigError, GatewayError, KernelAgentError, UnsafePath
 from ..executors.base import AsyncExecutor
 from ..settings import Settings
@@ -147,88 +148,56 @@ class RemoteWork:
             log.info("sent %d file(s) to the kernel's %s", len(self.inputs), self.work)
 
     # ---------------------------------------------------------------- delivery
-    async def deliver(self, notebook: Path) -> tuple[list[Path], list[str]]:
-        """Pull the kernel's own files beside ``notebook``: (delivered paths, notes)."""
-        folder = f"{notebook.stem}_files/work"
-        delivered: list[Path] = []
+    async def deliver(self, notebook: Path, declared: Sequence[str] = ()) -> Delivery:
+        """Pull the kernel's own files into a private staging dir on this host, then bring
+        them beside ``notebook`` as local delivery does (:func:`~kernel_agent.edges.delivery.
+        deliver`: one archive, ``declared``'s inert data files loose)."""
         notes: list[str] = []
         dots: list[str] = []
-        total = 0
         deep: list[str] = []
+        pulled = total = 0
         entries = await self.kernel.listing(self._max_entries, self.limits.max_depth)
-        for entry in entries:
-            if _hidden(entry.path):  # the dot rule, as local delivery
-                dots.append(entry.path)
-                continue
-            if entry.kind == "dir":
-                if entry.path.count("/") + 1 >= self.limits.max_depth:
-                    deep.append(entry.path)
-                continue
-            if len(delivered) >= self.limits.max_files:
-                notes.insert(0, f"more than {self.limits.max_files} files")
-                break
-            why = self._refusal(entry, total)
-            if why is not None:
-                notes.append(why)
-                continue
-            target = notebook.parent / folder / entry.path
-            try:
-                if await self._unchanged(entry, notebook.parent, f"{folder}/{entry.path}"):
-                    continue  # an input sent at start, or a file delivered before
-                total += await self.kernel.download(
-                    entry.path, notebook.parent, f"{folder}/{entry.path}", size=entry.size
-                )
-            except (OSError, KernelAgentError) as exc:
-                notes.append(f"{entry.path!r:.80}: {exc}")
-                continue
-            delivered.append(target)
+        with tempfile.TemporaryDirectory(prefix="kernel-agent-pull-") as stage:
+            for entry in entries:
+                if _hidden(entry.path):  # the dot rule, as local delivery
+                    dots.append(entry.path)
+                    continue
+                if entry.kind == "dir":
+                    if entry.path.count("/") + 1 >= self.limits.max_depth:
+                        deep.append(entry.path)
+                    continue
+                if pulled >= self.limits.max_files:
+                    notes.insert(0, f"more than {self.limits.max_files} files")
+                    break
+                why = self._refusal(entry, total)
+                if why is not None:
+                    notes.append(why)
+                    continue
+                try:
+                    if entry.path not in declared and await self._input(entry):
+                        continue  # an input sent at start: the user's own file
+                    total += await self.kernel.download(entry.path, stage, entry.path,
+                                                        size=entry.size)  # fmt: skip
+                except (OSError, KernelAgentError) as exc:
+                    notes.append(f"{entry.path!r:.80}: {exc}")
+                    continue
+                pulled += 1
+            found = deliver(Path(stage), notebook, declared=declared, limits=self.limits)
         group = []
         if dots:
             group.append(
-                f"{len(dots)} dot-named path(s), configuration rather than content: " + _some(dots)
+                f"{len(dots)} dot-named path(s), hidden state rather than results: " + _some(dots)
             )
         if deep:
             group.append(f"what is below {self.limits.max_depth} directory levels: {_some(deep)}")
         if len(entries) >= self._max_entries:
             group.append(f"everything past the first {self._max_entries} entries")
-        return delivered, group + notes
+        found.notes = group + notes + found.notes
+        return found
 
-    async def deliver_result(
-        self, names: list[str], notebook: Path, max_file_bytes: int
-    ) -> tuple[list[Path], list[str]]:
-        """Pull ``set_result``'s files into ``<notebook>_files/result/``: (paths, notes)."""
-        if not names:
-            return [], []
-        folder = f"{notebook.stem}_files/result"
-        listed = {
-            e.path: e for e in await self.kernel.listing(self._max_entries, self.limits.max_depth)
-        }
-        out: list[Path] = []
-        notes: list[str] = []
-        for name in names:
-            entry = listed.get(name)
-            if entry is None:
-                notes.append(f"{name!r:.80}: not in the kernel's work dir")
-                continue
-            why = self._refusal(entry, 0, max_file_bytes)
-            if why is not None:
-                notes.append(why)
-                continue
-            try:
-                await self.kernel.download(
-                    name, notebook.parent, f"{folder}/{name}", size=entry.size
-                )
-            except (OSError, KernelAgentError) as exc:
-                notes.append(f"{name!r:.80}: {exc}")
-                continue
-            out.append(notebook.parent / folder / name)
-        return out, notes
-
-    async def _unchanged(self, entry: RemoteEntry, root: Path, rel: str) -> bool:
-        """True when ``entry`` is an input as sent, or already delivered to ``root/rel``."""
+    async def _input(self, entry: RemoteEntry) -> bool:
+        """True when ``entry`` is an input as it was sent at start."""
         known = self.uploaded.get(entry.path)
-        if known is None or known[0] != entry.size:
-            known = _local_digest(root, rel)
         if known is None or known[0] != entry.size:
             return False
         return await self.kernel.digest(entry.path) == known
@@ -261,17 +230,3 @@ def _hidden(path: str) -> bool:
     if any(part in ("", ".", "..") for part in parts):
         return False  # not a dot file: a name trying to escape, refused by check_name
     return any(part.startswith(".") for part in parts)
-
-
-def _local_digest(root: Path, rel: str) -> tuple[int, str] | None:
-    """(size, sha256) of the regular file ``root/rel`` (no link followed), or None."""
-    try:
-        fd = open_beneath(root, rel)
-    except (OSError, UnsafePath):
-        return None
-    digest, size = hashlib.sha256(), 0
-    with os.fdopen(fd, "rb") as fh:
-        while block := fh.read(1 << 20):
-            digest.update(block)
-            size += len(block)
-    return size, digest.hexdigest()
