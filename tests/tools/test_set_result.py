@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,10 @@ def test_result_and_files_reach_the_run_result_and_the_notebook(fake_llm, tmp_pa
     assert result.result == {"total": 5, "rows": [1, 4]}
     names = sorted(p.relative_to(result.notebook.parent).as_posix() for p in result.files)
     stem = result.notebook.stem
-    assert names == [f"{stem}_files/result/notes.txt", f"{stem}_files/result/out/table.csv"]
+    assert names == [f"{stem}_files/result/notes.txt", f"{stem}_files/result/table.csv"]  # flat
     assert (result.notebook.parent / names[1]).read_text() == "n,sq\n1,1\n2,4\n"
+    with zipfile.ZipFile(result.notebook.parent / f"{stem}_files" / "work.zip") as zf:
+        assert sorted(zf.namelist()) == ["notes.txt", "out/table.csv"]  # and in the archive
     assert result.cells[0].outputs == []  # set_result returns None
     nb = nbformat.read(result.notebook, as_version=4)
     assert nb.metadata["kernel_agent"]["result"] == {
