@@ -53,8 +53,7 @@ def test_pack_writes_regular_0644_members_and_refuses_what_is_not(tmp_path: Path
         for info in zf.infolist():
             assert info.external_attr >> 16 == stat.S_IFREG | 0o644
         assert zf.read("out.csv") == b"a,b\n" * 50
-        assert zf.getinfo("out.csv").compress_type == zipfile.ZIP_DEFLATED  # it compressed
-        assert zf.getinfo("sub/r.bin").compress_type == zipfile.ZIP_STORED  # it did not
+        assert {i.compress_type for i in zf.infolist()} == {zipfile.ZIP_STORED}
         zf.extractall(tmp_path / "x")
     extracted = sorted(
         p.relative_to(tmp_path / "x").as_posix() for p in (tmp_path / "x").rglob("*")

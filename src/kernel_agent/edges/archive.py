@@ -11,7 +11,8 @@ every member is a regular file with mode 0644 (no link, directory, device or set
 ever recorded), the bytes are read with no link followed and at most the size seen when the
 file was opened, and the count and bytes are bounded by the caller. So ``unzip`` or
 ``zipfile.extractall`` of it writes only beneath the directory it is extracted into.
-Members whose first block compresses are deflated (level 1); others are stored.
+Members are stored, not compressed: deflating 80 MB of CSV at level 1 made delivery 17 times
+slower than a raw copy (``bench/bench_delivery.py``); storing costs a CRC-32 on top of it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import stat
 import time
 import unicodedata
 import zipfile
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -143,12 +143,8 @@ def _add(zf: zipfile.ZipFile, root: str | os.PathLike[str] | int, rel: str,
         info = zipfile.ZipInfo(rel, time.localtime(max(st.st_mtime, _EPOCH_1980))[:6])
         info.create_system = 3  # Unix: the mode below is read by extractors
         info.external_attr = (stat.S_IFREG | 0o644) << 16
+        info.compress_type = zipfile.ZIP_STORED  # a copy, not an archiver (bench_delivery.py)
         first = src.read(min(size, _BLOCK))
-        squeezed = len(zlib.compress(first, 1)) < 0.9 * len(first) if first else False
-        info.compress_type = zipfile.ZIP_DEFLATED if squeezed else zipfile.ZIP_STORED
-        if squeezed:  # the fastest level: this is a copy, not an archiver
-            level = "compress_level" if hasattr(info, "compress_level") else "_compresslevel"
-            setattr(info, level, 1)
         copied = len(first)
         with zf.open(info, "w", force_zip64=size >= 1 << 31) as dst:
             dst.write(first)
