@@ -5,8 +5,8 @@ private work dir, its transcript) plus what the service knows about it: when it
 was last used, its TTL, its runs. Everything the HTTP layer does is one call here.
 
 Ending a session (TTL, SIGTERM, a server that stops) *finalises* it: the files the
-kernel wrote are copied out of its work dir beside the notebook, the clean notebook
-is written, and the kernel stops. DELETE is different: the kernel stops and its work
+kernel wrote are archived beside the notebook (one ``work.zip``: content, whose members the
+file routes then serve, read-only), the clean notebook is written, and the kernel stops. DELETE is different: the kernel stops and its work
 dir goes, and the session leaves the index. A small JSON index in the state dir
 lists every session, so after a restart the ones that were live show as ended with
 their notebooks and files still downloadable.
@@ -249,7 +249,7 @@ class SessionManager:
             await asyncio.to_thread(shutil.rmtree, folder, True)
 
     async def finalise(self, hosted: Hosted, status: str, reason: str) -> None:
-        """End ``hosted``, keeping everything: files copied beside the notebook, the clean
+        """End ``hosted``, keeping everything: files archived beside the notebook, the clean
         notebook written, the kernel stopped."""
         from ..edges.delivery import deliver
         from ..executors.gateway import AsyncGatewaySession
