@@ -45,7 +45,7 @@ def test_the_kernels_own_regular_files_come_back_in_one_archive(tmp_path: Path) 
 
 @pytest.mark.parametrize(
     "name",
-    ["out/table.csv", "plot.PNG", "report.pdf", "a.b.parquet", "données.tsv", "summary.md"],
+    ["out/table.csv", "plot.PNG", "report.pdf", "a.b.parquet", "données.tsv", "page.html"],
 )
 def test_declared_data_files_come_back_flat(name: str) -> None:
     assert loose_name(name) == name.rsplit("/", 1)[-1]
@@ -58,7 +58,7 @@ def test_declared_data_files_come_back_flat(name: str) -> None:
         "sitecustomize.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml",
         "package.json", "r/HEAD", "r/config", "Makefile", ".envrc", ".csv", "-rf.csv",
         "model.pkl", "book.xlsm", "a\nb.csv", "x.json", "ci.yml", "pom.xml", "work.zip",
-        "__init__.py", "data",
+        "__init__.py", "data", "AGENTS.md", "CLAUDE.md", "CMakeLists.txt", "requirements.txt",
     ],
 )  # fmt: skip
 def test_anything_else_declared_stays_in_the_archive(name: str) -> None:

@@ -42,22 +42,24 @@ ARCHIVE = "work.zip"
 LOOSE_DIR = "result"
 
 #: Suffixes of a declared file that may come back loose. Data, media and documents: no tool
-#: reads a file of these formats as its own configuration (as git, pytest, tox, npm, deno,
-#: docker compose or maven read ``config``, ``*.ini``, ``*.cfg``, ``*.toml``, ``*.json``,
-#: ``*.yml``, ``*.xml`` by a fixed name), none is code or a container of code for the tool
-#: that opens it (no ``.py``/``.pyc``/``.so``, no pickle, no macro-enabled office format),
-#: and Python imports none of them (checked against ``importlib.machinery.all_suffixes()``).
-#: A run's structured result is ``set_result``'s ``data``, not a JSON file.
+#: reads a file of these formats as its own configuration or instructions by a fixed name (as
+#: git, pytest, tox, npm, deno, docker compose or maven read ``config``, ``*.ini``, ``*.cfg``,
+#: ``*.toml``, ``*.json``, ``*.yml``, ``*.xml``; as cmake, pip and coding agents read
+#: ``CMakeLists.txt``, ``requirements.txt``, ``AGENTS.md``: so no ``.txt`` or ``.md``
+#: either), none is code or a container of code for the tool that opens it (no
+#: ``.py``/``.pyc``/``.so``, no pickle, no macro-enabled office format), and Python imports
+#: none of them (a test checks them against ``importlib.machinery.all_suffixes()``). A run's
+#: structured result is ``set_result``'s ``data``, not a JSON file.
 DATA_SUFFIXES = frozenset(
     {
         # tables and arrays
-        "csv", "tsv", "txt", "dat", "log", "jsonl", "ndjson", "geojson",
+        "csv", "tsv", "dat", "log", "jsonl", "ndjson", "geojson",
         "parquet", "feather", "arrow", "npy", "npz", "h5", "hdf5", "nc", "xlsx",
         "sqlite", "db",
         # images
         "png", "jpg", "jpeg", "gif", "webp", "bmp", "tif", "tiff", "svg",
         # documents
-        "pdf", "md", "html", "htm", "docx", "pptx", "rtf",
+        "pdf", "html", "htm", "docx", "pptx", "rtf",
         # audio and video
         "wav", "mp3", "ogg", "flac", "mp4", "webm",
     }

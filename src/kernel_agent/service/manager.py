@@ -6,10 +6,10 @@ was last used, its TTL, its runs. Everything the HTTP layer does is one call her
 
 Ending a session (TTL, SIGTERM, a server that stops) *finalises* it: the files the
 kernel wrote are archived beside the notebook (one ``work.zip``: content, whose members the
-file routes then serve, read-only), the clean notebook is written, and the kernel stops. DELETE is different: the kernel stops and its work
-dir goes, and the session leaves the index. A small JSON index in the state dir
-lists every session, so after a restart the ones that were live show as ended with
-their notebooks and files still downloadable.
+file routes then serve, read-only), the clean notebook is written, and the kernel stops.
+DELETE is different: the kernel stops and its work dir goes, and the session leaves the
+index. A small JSON index in the state dir lists every session, so after a restart the ones
+that were live show as ended with their notebooks and files still downloadable.
 """
 
 from __future__ import annotations
