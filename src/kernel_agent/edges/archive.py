@@ -17,7 +17,9 @@ slower than a raw copy (``bench/bench_delivery.py``); storing costs a CRC-32 on 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import stat
 import time
 import unicodedata
@@ -26,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..errors import UnsafePath
-from .safefs import open_beneath, split_relative, write_stream_beneath
+from .safefs import open_beneath, open_dir_beneath, split_relative
 
 __all__ = ["Packed", "member_name", "members_of", "pack"]
 
@@ -71,12 +73,9 @@ class Packed:
     size: int = 0
     #: one line per file left out
     notes: list[str] = field(default_factory=list)
-    #: False when an archive with the same members (names, sizes, CRCs) was already there
-    changed: bool = True
-
-
-class _Same(Exception):
-    """The new archive equals the one in place: keep that one."""
+    #: False when nothing was packed, or an archive with the same members (names, sizes,
+    #: CRCs) was already there (it is kept as it was)
+    changed: bool = False
 
 
 def pack(
@@ -92,7 +91,8 @@ def pack(
 ) -> Packed:
     """Write the regular files ``src_root/name`` for ``names`` into the zip ``dest_root/dest_rel``.
 
-    Atomic (a temp file renamed into place; a link at the target is replaced, never followed).
+    Atomic (a temp file beside the target, renamed into place through the directory's fd: a
+    link at the target is replaced, never followed; an equal archive is left as it was).
     A name that fails :func:`member_name`, a link, a non-regular file or one over the bounds is
     left out with a note. With nothing to pack, nothing is written.
     """
@@ -106,9 +106,14 @@ def pack(
     if not wanted:
         return out
     previous = _signature(dest_root, dest_rel)
-    try:
-        with write_stream_beneath(dest_root, dest_rel, mode=0o644) as fh:
-            with zipfile.ZipFile(fh, "w", allowZip64=True) as zf:
+    parts = split_relative(dest_rel)
+    with open_dir_beneath(dest_root, parts[:-1], create=True) as dir_fd:
+        tmp = f".{parts[-1]}.{secrets.token_hex(6)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(tmp, flags, 0o644, dir_fd=dir_fd)
+        try:
+            os.fchmod(fd, 0o644)  # exact mode, whatever the umask
+            with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", allowZip64=True) as zf:
                 for rel in wanted:
                     if len(out.names) >= max_files:
                         out.notes.insert(0, f"more than {max_files} files")
@@ -119,12 +124,14 @@ def pack(
                         continue
                     out.names.append(rel)
                     out.size += why
-                if not out.names:
-                    raise _Same  # nothing came in: keep what is there (or nothing)
-                if previous is not None and _info(zf) == previous:
-                    raise _Same
-    except _Same:
-        out.changed = False
+                written = _info(zf)
+            # nothing came in, or the same members as the archive in place: keep that one
+            out.changed = bool(out.names) and written != previous
+            if out.changed:  # through the directory fd: a link planted there is replaced
+                os.rename(tmp, parts[-1], src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
     return out
 
 
