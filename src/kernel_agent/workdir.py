@@ -25,7 +25,7 @@ import contextlib
 import os
 import tempfile
 import zipfile
-from collections.abc import AsyncIterable, Callable
+from collections.abc import AsyncIterable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -263,22 +263,25 @@ class ArchiveWorkDir:
         self.archive = archive
         self.max_open_bytes = max_open_bytes
 
-    def _zip(self) -> zipfile.ZipFile | None:
+    @contextlib.contextmanager
+    def _zip(self) -> Iterator[zipfile.ZipFile | None]:
+        """The archive (no link followed), or None when there is none."""
         try:
             fd = open_beneath(self.archive.parent, self.archive.name)
         except (FileNotFoundError, UnsafePath):
-            return None
-        try:
-            return zipfile.ZipFile(os.fdopen(fd, "rb"))
-        except zipfile.BadZipFile:
-            raise ConfigError(f"{self.archive.name} is not a readable archive") from None
+            yield None
+            return
+        with os.fdopen(fd, "rb") as fh:
+            try:
+                archive = zipfile.ZipFile(fh)
+            except zipfile.BadZipFile:
+                raise ConfigError(f"{self.archive.name} is not a readable archive") from None
+            with archive:
+                yield archive
 
     def _infos(self) -> list[zipfile.ZipInfo]:
-        archive = self._zip()
-        if archive is None:
-            return []
-        with archive:
-            return members_of(archive)
+        with self._zip() as archive:
+            return [] if archive is None else members_of(archive)
 
     async def list(self, max_entries: int = 500, max_depth: int = 4) -> list[Entry]:
         infos = [i for i in self._infos() if i.filename.count("/") < max_depth]
@@ -286,10 +289,9 @@ class ArchiveWorkDir:
 
     def _copy(self, path: str, limit: int, too_big: str) -> tuple[int, int]:
         """(fd, size) of a private copy of member ``path`` (already unlinked)."""
-        archive = self._zip()
-        if archive is None:
-            raise _missing(path)
-        with archive:
+        with self._zip() as archive:
+            if archive is None:
+                raise _missing(path)
             info = next((i for i in members_of(archive) if i.filename == path), None)
             if info is None:
                 if any(i.filename.startswith(path.rstrip("/") + "/") for i in archive.infolist()):

@@ -157,6 +157,19 @@ def test_a_big_file_streams_in_chunks_both_ways_and_survives_a_restart(
             await session.restart()  # a fresh process: back in the same work dir
             r2 = await session.execute("import os\nprint(os.getcwd(), os.listdir('.'))")
             got = await session.files.deliver(tmp_path / "nb.ipynb")
+            pulled = []  # delivered again: the unchanged file is taken from the archive
+            download = session.files.kernel.download
+            session.files.kernel.download = lambda name, *a, **kw: (  # type: ignore[method-assign]
+                pulled.append(name) or download(name, *a, **kw)
+            )
+            again = await session.files.deliver(tmp_path / "nb.ipynb")
+            assert pulled == [] and again.members == ["copy.bin"] and not again.changed
+            await session.execute(  # the same name and size, one byte changed: pulled again
+                "b = open('copy.bin', 'rb').read()\n"
+                "open('copy.bin', 'wb').write(bytes([b[0] ^ 1]) + b[1:])"
+            )
+            changed = await session.files.deliver(tmp_path / "nb.ipynb")
+            assert pulled == ["copy.bin"] and changed.changed
             return work, r, r2, got
         finally:
             await session.shutdown()
@@ -175,7 +188,8 @@ def test_a_big_file_streams_in_chunks_both_ways_and_survives_a_restart(
     assert got.archive == tmp_path / "nb_files" / "work.zip" and got.notes == []
     assert got.members == ["copy.bin"]  # blob.bin is the input, as sent: not delivered back
     with zipfile.ZipFile(got.archive) as zf:
-        assert zf.read("copy.bin") == raw[::-1]
+        flipped = raw[::-1]
+        assert zf.read("copy.bin") == bytes([flipped[0] ^ 1]) + flipped[1:]
 
 
 def test_an_upload_the_kernel_stores_wrongly_is_an_error_and_is_removed(tmp_path, gateway):

@@ -16,15 +16,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import logging
 import os
 import stat
 import tempfile
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..edges.delivery import Delivery, DeliveryLimits, deliver
+from ..edges.archive import members_of
+from ..edges.delivery import ARCHIVE, Delivery, DeliveryLimits, deliver
+from ..edges.safefs import open_beneath, remove_beneath, write_stream_beneath
 from ..errors import ConfigError, GatewayError, KernelAgentError, UnsafePath
 from ..executors.base import AsyncExecutor
 from ..settings import Settings
@@ -157,7 +162,9 @@ class RemoteWork:
         deep: list[str] = []
         pulled = total = 0
         entries = await self.kernel.listing(self._max_entries, self.limits.max_depth)
-        with tempfile.TemporaryDirectory(prefix="kernel-agent-pull-") as stage:
+        with contextlib.ExitStack() as stack:
+            earlier = _earlier_archive(notebook, stack)
+            stage = stack.enter_context(tempfile.TemporaryDirectory(prefix="kernel-agent-pull-"))
             for entry in entries:
                 if _hidden(entry.path):  # the dot rule, as local delivery
                     dots.append(entry.path)
@@ -176,8 +183,10 @@ class RemoteWork:
                 try:
                     if entry.path not in declared and await self._input(entry):
                         continue  # an input sent at start: the user's own file
-                    total += await self.kernel.download(entry.path, stage, entry.path,
-                                                        size=entry.size)  # fmt: skip
+                    if earlier is None or not await self._reuse(entry, earlier, stage):
+                        await self.kernel.download(entry.path, stage, entry.path,
+                                                   size=entry.size)  # fmt: skip
+                    total += entry.size
                 except (OSError, KernelAgentError) as exc:
                     notes.append(f"{entry.path!r:.80}: {exc}")
                     continue
@@ -194,6 +203,25 @@ class RemoteWork:
             group.append(f"everything past the first {self._max_entries} entries")
         found.notes = group + notes + found.notes
         return found
+
+    async def _reuse(self, entry: RemoteEntry, earlier: zipfile.ZipFile, stage: str) -> bool:
+        """Stage ``entry`` from the archive an earlier delivery wrote, when that holds the same
+        bytes as the kernel's file (size and sha256): no transfer for an unchanged file."""
+        info = next((i for i in members_of(earlier) if i.filename == entry.path), None)
+        if info is None or info.file_size != entry.size:
+            return False
+        digest = hashlib.sha256()
+        try:
+            with earlier.open(info) as src, write_stream_beneath(stage, entry.path) as dst:
+                while block := src.read(1 << 20):
+                    digest.update(block)
+                    dst.write(block)
+        except (OSError, UnsafePath, zipfile.BadZipFile, ValueError):
+            return False  # not readable as it was written: pulled again
+        if await self.kernel.digest(entry.path) == (entry.size, digest.hexdigest()):
+            return True
+        remove_beneath(stage, entry.path)  # changed since: never archive the old bytes
+        return False
 
     async def _input(self, entry: RemoteEntry) -> bool:
         """True when ``entry`` is an input as it was sent at start."""
@@ -216,6 +244,20 @@ class RemoteWork:
         bound = self.limits.max_file_bytes if max_bytes is None else max_bytes
         if entry.size > bound or total + entry.size > self.limits.max_total_bytes:
             return f"{entry.path} ({entry.size} bytes) is over the size bound"
+        return None
+
+
+def _earlier_archive(notebook: Path, stack: contextlib.ExitStack) -> zipfile.ZipFile | None:
+    """The archive an earlier delivery wrote beside ``notebook`` (no link followed; closed with
+    ``stack``), or None."""
+    try:
+        fd = open_beneath(notebook.parent, f"{notebook.stem}_files/{ARCHIVE}")
+    except (OSError, UnsafePath):
+        return None
+    fh = stack.enter_context(os.fdopen(fd, "rb"))
+    try:
+        return stack.enter_context(zipfile.ZipFile(fh))
+    except (OSError, zipfile.BadZipFile):
         return None
 
 
