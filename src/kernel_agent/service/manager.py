@@ -5,11 +5,11 @@ private work dir, its transcript) plus what the service knows about it: when it
 was last used, its TTL, its runs. Everything the HTTP layer does is one call here.
 
 Ending a session (TTL, SIGTERM, a server that stops) *finalises* it: the files the
-kernel wrote are copied out of its work dir beside the notebook, the clean notebook
-is written, and the kernel stops. DELETE is different: the kernel stops and its work
-dir goes, and the session leaves the index. A small JSON index in the state dir
-lists every session, so after a restart the ones that were live show as ended with
-their notebooks and files still downloadable.
+kernel wrote are archived beside the notebook (one ``work.zip``: content, whose members the
+file routes then serve, read-only), the clean notebook is written, and the kernel stops.
+DELETE is different: the kernel stops and its work dir goes, and the session leaves the
+index. A small JSON index in the state dir lists every session, so after a restart the ones
+that were live show as ended with their notebooks and files still downloadable.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from ..errors import Deleted, Ended, NotFound, Stopping, TooBusy, TooLarge, Unsa
 from ..sandbox.room import remove_tree
 from ..session import CellRun, Session
 from ..settings import Settings
-from ..workdir import LocalWorkDir, WorkDir
+from ..workdir import ArchiveWorkDir, WorkDir
 from .hosted import Hosted, code_cells, count_cells
 from .limits import Limiter
 from .pool import WarmPool
@@ -249,9 +249,9 @@ class SessionManager:
             await asyncio.to_thread(shutil.rmtree, folder, True)
 
     async def finalise(self, hosted: Hosted, status: str, reason: str) -> None:
-        """End ``hosted``, keeping everything: files copied beside the notebook, the clean
+        """End ``hosted``, keeping everything: files archived beside the notebook, the clean
         notebook written, the kernel stopped."""
-        from ..edges.delivery import deliver_work_files
+        from ..edges.delivery import deliver
         from ..executors.gateway import AsyncGatewaySession
 
         await self._cancel_runs(hosted)
@@ -270,12 +270,12 @@ class SessionManager:
                 # a private work dir on this host (a gateway kernel's has none here: never
                 # the server's own --cwd)
                 with contextlib.suppress(Exception):
-                    deliver_work_files(work, hosted.notebook)
+                    deliver(work, hosted.notebook)
             elif remote is not None and remote.work is not None:
                 # a gateway kernel's own work dir: pulled over its channels, checked
                 with contextlib.suppress(Exception):
-                    _, notes = await remote.deliver(hosted.notebook)
-                    for note in notes:
+                    found = await remote.deliver(hosted.notebook)
+                    for note in found.notes:
                         log.info("session %s: not kept: %s", hosted.id, note)
             with contextlib.suppress(Exception):
                 session.write_clean()
@@ -443,12 +443,10 @@ class SessionManager:
         if hosted.session is not None:
             hosted.last_active = time.time()
             return hosted.session.files
-        return LocalWorkDir(hosted.files_dir)
+        return ArchiveWorkDir(hosted.files_archive)
 
     async def list_files(self, sid: str) -> list[dict[str, Any]]:
         root = self.file_root(sid)
-        if isinstance(root, LocalWorkDir) and not root.root.is_dir():
-            return []
         return [vars(e) for e in await root.list(max_entries=2000, max_depth=16)]
 
     async def open_file(self, sid: str, path: str) -> tuple[int, int]:
@@ -493,7 +491,7 @@ class SessionManager:
             data = json.loads(self.index_path.read_text())
         except (OSError, ValueError):
             return
-        from ..edges.delivery import deliver_work_files
+        from ..edges.delivery import deliver
 
         for entry in data.get("sessions", []):
             try:
@@ -522,7 +520,7 @@ class SessionManager:
                 work = entry.get("work_dir")
                 if work and Path(work).is_dir():
                     with contextlib.suppress(Exception):
-                        deliver_work_files(Path(work), hosted.notebook)
+                        deliver(Path(work), hosted.notebook)
                     _remove_room(Path(work))
             self.sessions[hosted.id] = hosted
         self._save_index()
