@@ -1,0 +1,107 @@
+"""How many characters a kernel's message costs the host, and the run's share of them.
+
+Pure. :func:`json_size` measures any JSON value (a whole message content, an output
+node, a namespace report) as the serialised size it takes in a notebook, without
+building the serialisation: each string counts as its JSON escape (exact, ASCII-escaped,
+so never fewer characters than its UTF-8 bytes) plus what nbformat adds per line when
+it writes a multi-line string as a list of lines; numbers, keys, brackets and commas
+are counted too. The walk is iterative (any depth) and stops as soon as the total
+passes ``limit``, so measuring a 100 MB message costs no more than measuring
+``limit`` characters of it.
+
+:class:`RunBudget` is what one run (one executor) may keep in all: every cell's
+:class:`~kernel_agent.notebook.outputs.OutputCollector` gets at most what is left of
+it, and charges what it kept when the cell ends.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["json_size", "RunBudget", "LINE_OVERHEAD", "MAX_COUNT", "RUN_FACTOR", "sane_count"]
+
+#: what nbformat adds to a string per line when it writes it as a list of lines
+#: (two quotes, a comma, a newline and an indent of up to six levels)
+LINE_OVERHEAD = 10
+#: an execution count above this is forged (nbformat and every front end use int32)
+MAX_COUNT = 2**31 - 1
+#: a run keeps at most this many times the per-output bound (32 M characters by default)
+RUN_FACTOR = 32
+
+
+def sane_count(value: Any, default: int | None = None) -> int | None:
+    """``value`` if it is an execution count a kernel could give (0 <= n < 2**31)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT:
+        return value
+    return default
+
+
+def _string_size(text: str, limit: int) -> int:
+    if len(text) > limit:
+        return len(text) + 2  # already over: not worth escaping
+    return len(json.dumps(text)) + LINE_OVERHEAD * text.count("\n")
+
+
+def _scalar_size(value: Any) -> int:
+    if value is None or isinstance(value, bool):
+        return 5
+    if isinstance(value, int):
+        # no str(): a 10**100000 is refused by str() and costly to print
+        return value.bit_length() * 31 // 100 + 2
+    if isinstance(value, float):
+        return len(repr(value))
+    return len(json.dumps(str(value)))  # not JSON: counted as the string it would become
+
+
+def json_size(value: Any, limit: int = 2**62) -> int:
+    """The characters ``value`` takes serialised in a notebook, or any number over
+    ``limit`` once it is known to be over (the walk stops there)."""
+    total = 0
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += _string_size(item, limit - total)
+        elif isinstance(item, dict):
+            total += 2 + 2 * len(item)  # braces, and ": " / ", " per entry
+            if total > limit:
+                return total
+            for key, inner in item.items():
+                total += _string_size(key, limit - total) if isinstance(key, str) else 8
+                stack.append(inner)
+                if total > limit:
+                    return total
+        elif isinstance(item, (list, tuple)):
+            total += 2 + 2 * len(item)
+            if total > limit:
+                return total
+            stack.extend(item)
+        else:
+            total += _scalar_size(item)
+        if total > limit:
+            return total
+    return total
+
+
+class RunBudget:
+    """The characters one run may keep of its kernel's messages, across all its cells."""
+
+    @classmethod
+    def for_outputs(cls, max_output_chars: int) -> RunBudget:
+        """The run budget that goes with a per-output bound."""
+        return cls(RUN_FACTOR * max_output_chars)
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(0, limit)
+        self.spent = 0
+        #: characters refused (counted, never kept) since the budget ran out
+        self.omitted = 0
+
+    @property
+    def left(self) -> int:
+        return max(0, self.limit - self.spent)
+
+    def charge(self, chars: int, omitted: int = 0) -> None:
+        self.spent += max(0, chars)
+        self.omitted += max(0, omitted)
