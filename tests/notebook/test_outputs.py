@@ -235,7 +235,10 @@ def test_oversized_text_plain_is_cut_and_other_mime_dropped_with_note() -> None:
     data = c.outputs[0].data
     assert "image/png" not in data
     assert data["text/html"] == "<b>ok</b>"
-    assert "[kernel-agent: omitted oversized image/png (more than 1,000 characters)]" in data["text/plain"]
+    assert (
+        "[kernel-agent: omitted oversized image/png (more than 1,000 characters)]"
+        in data["text/plain"]
+    )
     assert "output truncated, 2,000 characters omitted" in data["text/plain"]
 
 

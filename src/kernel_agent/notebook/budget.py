@@ -19,11 +19,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["json_size", "RunBudget", "LINE_OVERHEAD", "MAX_COUNT", "RUN_FACTOR", "sane_count"]
+__all__ = [
+    "json_size",
+    "RunBudget",
+    "LINE_OVERHEAD",
+    "BASE_DEPTH",
+    "MAX_COUNT",
+    "RUN_FACTOR",
+    "sane_count",
+]
 
-#: what nbformat adds to a string per line when it writes it as a list of lines
-#: (two quotes, a comma, a newline and an indent of up to six levels)
-LINE_OVERHEAD = 10
+#: how deep an output sits in a written notebook (cells, a cell, outputs, an output),
+#: as indent: nbformat writes one space per level, kernel-agent's transcript two more
+BASE_DEPTH = 8
+#: what a line costs besides its indent: quotes, a comma, a newline
+LINE_OVERHEAD = 4
+
 #: an execution count above this is forged (nbformat and every front end use int32)
 MAX_COUNT = 2**31 - 1
 #: a run keeps at most this many times the per-output bound (32 M characters by default)
@@ -37,10 +48,11 @@ def sane_count(value: Any, default: int | None = None) -> int | None:
     return default
 
 
-def _string_size(text: str, limit: int) -> int:
+def _string_size(text: str, limit: int, depth: int) -> int:
     if len(text) > limit:
         return len(text) + 2  # already over: not worth escaping
-    return len(json.dumps(text)) + LINE_OVERHEAD * text.count("\n")
+    # nbformat writes a string as a list of lines, one line each
+    return len(json.dumps(text)) + 4 + (LINE_OVERHEAD + depth) * (text.count("\n") + 1)
 
 
 def _scalar_size(value: Any) -> int:
@@ -55,28 +67,30 @@ def _scalar_size(value: Any) -> int:
 
 
 def json_size(value: Any, limit: int = 2**62) -> int:
-    """The characters ``value`` takes serialised in a notebook, or any number over
-    ``limit`` once it is known to be over (the walk stops there)."""
+    """The characters ``value`` takes in a notebook as nbformat writes it (indented, a
+    string per line), or any number over ``limit`` once it is known to be over (the
+    walk stops there). An upper bound for a value written at most :data:`BASE_DEPTH`
+    levels deep: each entry of a list or an object counts its own line and indent."""
     total = 0
-    stack: list[Any] = [value]
+    stack: list[tuple[Any, int]] = [(value, BASE_DEPTH)]
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
         if isinstance(item, str):
-            total += _string_size(item, limit - total)
+            total += _string_size(item, limit - total, depth)
         elif isinstance(item, dict):
-            total += 2 + 2 * len(item)  # braces, and ": " / ", " per entry
+            total += 2 + (LINE_OVERHEAD + depth + 2) * len(item)  # ": " and a line each
             if total > limit:
                 return total
             for key, inner in item.items():
-                total += _string_size(key, limit - total) if isinstance(key, str) else 8
-                stack.append(inner)
+                total += _string_size(key, limit - total, depth) if isinstance(key, str) else 8
+                stack.append((inner, depth + 1))
                 if total > limit:
                     return total
         elif isinstance(item, (list, tuple)):
-            total += 2 + 2 * len(item)
+            total += 2 + (LINE_OVERHEAD + depth) * len(item)
             if total > limit:
                 return total
-            stack.extend(item)
+            stack.extend((inner, depth + 1) for inner in item)
         else:
             total += _scalar_size(item)
         if total > limit:

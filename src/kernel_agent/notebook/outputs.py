@@ -34,7 +34,7 @@ from nbformat import NotebookNode
 from nbformat.v4 import output_from_msg
 
 from ..results import CellError
-from .budget import LINE_OVERHEAD, RunBudget, json_size, sane_count
+from .budget import BASE_DEPTH, LINE_OVERHEAD, RunBudget, json_size, sane_count
 
 __all__ = [
     "OutputCollector",
@@ -60,6 +60,7 @@ MAX_METADATA_CHARS = 4096
 _MAX_NAME = 200  # an error's ename
 _MAX_DISPLAY_ID = 256
 _STREAM_NAMES = ("stdout", "stderr")
+_LINE = LINE_OVERHEAD + BASE_DEPTH + 2  # what a traceback line costs besides its text
 
 
 def resolve_control_chars(text: str) -> str:
@@ -182,7 +183,10 @@ class OutputCollector:
         #: whether the run's budget, not the cell's, sets this cell's bound
         self.run_short = run_budget is not None and run_budget.left < self.max_cell_chars
         if run_budget is not None:
-            self.max_cell_chars = min(self.max_cell_chars, run_budget.left)
+            # once the run's budget is spent a cell still keeps a little, so the model
+            # is never blind: a run keeps its budget plus this floor per later cell
+            floor = min(self.max_cell_chars, max_chars // 50)
+            self.max_cell_chars = min(self.max_cell_chars, max(run_budget.left, floor))
         #: one output (serialised, all fields) past this becomes a note
         self.max_output_size = 3 * max_chars + 65536
         self.max_outputs = max(2, max_outputs)
@@ -310,7 +314,13 @@ class OutputCollector:
     def _account(self, node: NotebookNode, size: int) -> None:
         """Count ``size`` characters for ``node`` (the newest output); drop old tail outputs."""
         if self._head and self._head[-1] is node:
-            self._head_chars += size
+            if self._head_chars + size <= self.max_cell_chars // 2:
+                self._head_chars += size
+                return
+            self._head.pop()  # over the head's share: it is the tail's first output
+            self._tail.append((node, size))
+            self._tail_chars += size
+            self._trim()
         elif self._tail and self._tail[-1][0] is node:
             self._tail[-1] = (node, size)
             self._tail_chars += size
@@ -536,17 +546,17 @@ def _cut_lines(lines: list[str], limit: int) -> list[str]:
     room = limit // 2
     for line in lines:
         piece = _cut(line, limit // 4)
-        if len(piece) + LINE_OVERHEAD > room:
+        if len(piece) + _LINE > room:
             break
         head.append(piece)
-        room -= len(piece) + LINE_OVERHEAD
+        room -= len(piece) + _LINE
     room = limit // 2
     for index in range(len(lines) - 1, len(head) - 1, -1):
         piece = _cut(lines[index], limit // 4)
-        if len(piece) + LINE_OVERHEAD > room:
+        if len(piece) + _LINE > room:
             break
         tail.append(piece)
-        room -= len(piece) + LINE_OVERHEAD
+        room -= len(piece) + _LINE
     left_out = len(lines) - len(head) - len(tail)
     if left_out:
         head.append(f"[kernel-agent: {left_out:,} traceback lines omitted]")
