@@ -12,6 +12,7 @@ Peak RSS is this process's ``VmHWM``, reset before each case (``/proc/self/clear
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from fuzz_messages import CASES, kernel_code
 from test_attacks_memory import code_cells, needs_bwrap, run_agent
 
 from kernel_agent.kernel_state.state import CellRecord, KernelState
-from kernel_agent.notebook.budget import RunBudget
+from kernel_agent.notebook.bounds import RunBudget
 from kernel_agent.notebook.transcript import Transcript
 from kernel_agent.sandbox import make_launcher
 from kernel_agent.settings import Settings
@@ -155,3 +156,49 @@ def test_m1_to_m5_over_one_run_keep_the_agent_and_the_notebooks_bounded(
     largest = max(sum(len(str(m.get("content"))) for m in r.messages) for r in fake_llm.requests)
     assert largest < 100_000, largest
     print(f"M1-M5: peak RSS {peak_mb} MB, notebook {size_mb:.1f} MB, largest request {largest}")
+
+
+# ------------------------------------------------------------------ L2: the model's request
+def _forged_namespace(variant: str) -> str:
+    """A cell that makes the kernel answer every later namespace probe with a forged
+    report (as the review's L2 did), then prints."""
+    entries = {
+        # the review's: 24 new variables with 700-character names, 20 x 80-character columns
+        "long_names": "{('v%d_%d_' % (n, i)) + 'n' * 700: {'type': 'DataFrame', 'id': i,"
+        " 'shape': '(1, 20)', 'columns': ['c' * 80] * 20} for i in range(24)}",
+        # not in the review: 60 short names, every field long (within the parse limit)
+        "many_full": "{'v%d_%d' % (n, i): {'type': 'T' * 200, 'id': i, 'shape': 's' * 200,"
+        " 'value': 'x' * 200, 'dtype': 'd' * 200, 'columns': ['c' * 100] * 20}"
+        " for i in range(60)}",
+    }[variant]
+    return (
+        "import json\n"
+        "_ip = get_ipython(); _real = _ip.user_expressions; _n = [0]\n"
+        "def _forged(ex):\n"
+        "    out = _real(ex); _n[0] += 1; n = _n[0]\n"
+        "    if 'ns' in ex:\n"
+        f"        report = {entries}\n"
+        "        out['ns'] = {'status': 'ok', 'data': {'text/plain': repr(json.dumps(report))},"
+        " 'metadata': {}}\n"
+        "    return out\n"
+        "_ip.user_expressions = _forged\n"
+        "print('forging')\n"
+    )
+
+
+@needs_bwrap
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("variant", ["long_names", "many_full"])
+def test_l2_forged_namespace_reports_do_not_inflate_the_model_request(
+    fake_llm, tmp_path: Path, variant: str
+) -> None:  # noqa: ANN001
+    cells = [_forged_namespace(variant)] + [f"x{i} = {i}\nprint('cell {i}')" for i in range(4)]
+    fake_llm.enqueue(*(run_cell(c) for c in cells), text("Done."))
+    proc, _, _ = run_agent(fake_llm, tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    sizes = [len(json.dumps(r.messages)) for r in fake_llm.requests]
+    growth = [b - a for a, b in zip(sizes, sizes[1:], strict=False)]
+    # each cell adds its code, its output and at most a 1,500-character variables note
+    assert max(growth) < 4_000, sizes
+    assert max(sizes) < sizes[0] + 5 * 4_000, sizes
+    print(f"L2 {variant}: request sizes {sizes}")

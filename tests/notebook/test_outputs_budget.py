@@ -14,7 +14,7 @@ import pytest
 from fuzz_messages import CASES, Case, messages
 from nbformat.v4 import new_code_cell, new_notebook
 
-from kernel_agent.notebook.budget import RunBudget, json_size
+from kernel_agent.notebook.bounds import RunBudget, json_size
 from kernel_agent.notebook.outputs import MAX_DISPLAY_NODES, OutputCollector
 
 MAX = 100_000  # the per-output bound in these units (1 M by default)

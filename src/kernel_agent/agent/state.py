@@ -11,7 +11,7 @@ from ..results import CellResult
 if TYPE_CHECKING:
     from ..events import RunStatus
     from ..kernel_state.namespace import VariableInfo
-    from .budget import Budget
+    from .bounds import Budget
 
 __all__ = ["Ask", "Stop", "TaskState", "Turn"]
 

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar
 
 from ..errors import KernelStartError
-from ..notebook.budget import RunBudget, sane_count
+from ..notebook.bounds import RunBudget, sane_count
 from ..notebook.outputs import DisplayMap, OutputCollector
 from ..results import CellError, CellResult, CellStatus
 from .base import OutputCallback, check_timeout

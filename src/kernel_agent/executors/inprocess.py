@@ -53,7 +53,7 @@ from nbformat import NotebookNode
 
 from ..errors import ConfigError, KernelError
 from ..kernel_state.namespace import NAMESPACE_EXPRESSION, VariableInfo, parse_summary
-from ..notebook.budget import RunBudget
+from ..notebook.bounds import RunBudget
 from ..notebook.outputs import DisplayMap, OutputCollector
 from ..results import CellError, CellResult
 from ..syncify import call_in_consumer

@@ -15,9 +15,9 @@ outputs of one cell the way a Jupyter front end would:
   between them (a stream switch opens a new output, so bounding each is not enough);
 - every field an output keeps is bounded before it is kept (an error's ``ename``,
   ``evalue`` and ``traceback``, ``metadata``, the execution count), and the whole
-  output is then measured as it will be serialised (:func:`~.budget.json_size`): one
+  output is then measured as it will be serialised (:func:`~.bounds.json_size`): one
   over the per-output bound becomes a note. A display update is charged once per
-  output it lands in; a :class:`~.budget.RunBudget` shared by a run's cells bounds
+  output it lands in; a :class:`~.bounds.RunBudget` shared by a run's cells bounds
   them all, and once it is spent a cell keeps only a note of what it omitted;
 - what the kernel sends is hostile: a message of the wrong shape is dropped and
   counted (:attr:`OutputCollector.malformed`), never raised, and a note says so.
@@ -34,7 +34,16 @@ from nbformat import NotebookNode
 from nbformat.v4 import output_from_msg
 
 from ..results import CellError
-from .budget import BASE_DEPTH, LINE_OVERHEAD, RunBudget, json_size, sane_count
+from .bounds import (
+    MAX_METADATA_CHARS,
+    RunBudget,
+    bounded_metadata,
+    cut_lines,
+    cut_text,
+    json_size,
+    sane_count,
+    truncation_marker,
+)
 
 __all__ = [
     "OutputCollector",
@@ -55,12 +64,9 @@ _LINE_CAP = 65536
 _JSON_MIME = re.compile(r"^application/(.*\+)?json$")
 #: outputs the display map keeps patchable, across cells (an update rewrites each one)
 MAX_DISPLAY_NODES = 32
-#: an output's metadata over this is dropped (an image's width and height are kept)
-MAX_METADATA_CHARS = 4096
 _MAX_NAME = 200  # an error's ename
 _MAX_DISPLAY_ID = 256
 _STREAM_NAMES = ("stdout", "stderr")
-_LINE = LINE_OVERHEAD + BASE_DEPTH + 2  # what a traceback line costs besides its text
 
 
 def resolve_control_chars(text: str) -> str:
@@ -80,10 +86,6 @@ def resolve_control_chars(text: str) -> str:
     if "\r" not in text:
         return text
     return "\n".join(line[line.rfind("\r", 0, len(line) - 1) + 1 :] for line in text.split("\n"))
-
-
-def truncation_marker(omitted: int) -> str:
-    return f"\n[kernel-agent: output truncated, {omitted:,} characters omitted]\n"
 
 
 class _BoundedText:
@@ -386,12 +388,12 @@ class OutputCollector:
         bounded: what no field of a kernel's message may make the host keep more of."""
         if msg_type == "error":
             return {
-                "ename": _cut(content["ename"], _MAX_NAME),
-                "evalue": _cut(content["evalue"], self.max_chars // 4),
-                "traceback": _cut_lines(content.get("traceback", []), self.max_chars // 2),
+                "ename": cut_text(content["ename"], _MAX_NAME),
+                "evalue": cut_text(content["evalue"], self.max_chars // 4),
+                "traceback": cut_lines(content.get("traceback", []), self.max_chars // 2),
             }
         data = self._bound_data(dict(content.get("data", {})))
-        metadata, dropped = _bounded_metadata(content.get("metadata", {}))
+        metadata, dropped = bounded_metadata(content.get("metadata", {}))
         if dropped:
             note = f"[kernel-agent: omitted output metadata of more than {dropped:,} characters]"
             plain = data.get("text/plain", "")
@@ -470,7 +472,7 @@ class OutputCollector:
                 del data[mime]
                 others -= size
                 shown = min(size, self.max_chars)
-                dropped.append(f"{_cut(mime, 80)} (more than {shown:,} characters)")
+                dropped.append(f"{cut_text(mime, 80)} (more than {shown:,} characters)")
         if dropped:
             note = f"[kernel-agent: omitted oversized {', '.join(dropped)}]"
             plain = data.get("text/plain", "")
@@ -528,54 +530,6 @@ def refused_note(chars: int, run_spent: bool) -> str:
 
 def oversized_note(limit: int) -> str:
     return f"[kernel-agent: an output of more than {limit:,} characters was omitted]\n"
-
-
-def _cut(text: str, limit: int) -> str:
-    """``text``'s head and tail around a marker, when it is longer than ``limit``."""
-    if len(text) <= limit:
-        return text
-    half = max(0, limit // 2)
-    return text[:half] + truncation_marker(len(text) - 2 * half) + text[len(text) - half :]
-
-
-def _cut_lines(lines: list[str], limit: int) -> list[str]:
-    """A traceback's first and last lines within ``limit`` characters (each line cut
-    first), with one line saying how many were left out between them."""
-    head: list[str] = []
-    tail: list[str] = []
-    room = limit // 2
-    for line in lines:
-        piece = _cut(line, limit // 4)
-        if len(piece) + _LINE > room:
-            break
-        head.append(piece)
-        room -= len(piece) + _LINE
-    room = limit // 2
-    for index in range(len(lines) - 1, len(head) - 1, -1):
-        piece = _cut(lines[index], limit // 4)
-        if len(piece) + _LINE > room:
-            break
-        tail.append(piece)
-        room -= len(piece) + _LINE
-    left_out = len(lines) - len(head) - len(tail)
-    if left_out:
-        head.append(f"[kernel-agent: {left_out:,} traceback lines omitted]")
-    return head + tail[::-1]
-
-
-def _bounded_metadata(metadata: dict[str, Any]) -> tuple[dict[str, Any], int]:
-    """``metadata`` if it is small, else only its images' width and height, and the
-    bound it was over (0 when kept whole)."""
-    if json_size(metadata, MAX_METADATA_CHARS) <= MAX_METADATA_CHARS:
-        return metadata, 0
-    kept: dict[str, Any] = {}
-    for mime, value in list(metadata.items())[:16]:
-        if isinstance(mime, str) and mime.startswith("image/") and len(mime) < 80:
-            if isinstance(value, dict):
-                sizes = {k: sane_count(value.get(k)) for k in ("width", "height")}
-                if any(v is not None for v in sizes.values()):
-                    kept[mime] = {k: v for k, v in sizes.items() if v is not None}
-    return kept, MAX_METADATA_CHARS
 
 
 def _display_id(content: dict[str, Any]) -> str:

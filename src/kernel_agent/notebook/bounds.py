@@ -20,6 +20,11 @@ import json
 from typing import Any
 
 __all__ = [
+    "MAX_METADATA_CHARS",
+    "bounded_metadata",
+    "cut_lines",
+    "cut_text",
+    "truncation_marker",
     "json_size",
     "RunBudget",
     "LINE_OVERHEAD",
@@ -35,6 +40,9 @@ BASE_DEPTH = 8
 #: what a line costs besides its indent: quotes, a comma, a newline
 LINE_OVERHEAD = 4
 
+#: an output's metadata over this is dropped (an image's width and height are kept)
+MAX_METADATA_CHARS = 4096
+_LINE = LINE_OVERHEAD + BASE_DEPTH + 2  # what a traceback line costs besides its text
 #: an execution count above this is forged (nbformat and every front end use int32)
 MAX_COUNT = 2**31 - 1
 #: a run keeps at most this many times the per-output bound (32 M characters by default)
@@ -119,3 +127,55 @@ class RunBudget:
     def charge(self, chars: int, omitted: int = 0) -> None:
         self.spent += max(0, chars)
         self.omitted += max(0, omitted)
+
+
+def truncation_marker(omitted: int) -> str:
+    return f"\n[kernel-agent: output truncated, {omitted:,} characters omitted]\n"
+
+
+def cut_text(text: str, limit: int) -> str:
+    """``text``'s head and tail around a marker, when it is longer than ``limit``."""
+    if len(text) <= limit:
+        return text
+    half = max(0, limit // 2)
+    return text[:half] + truncation_marker(len(text) - 2 * half) + text[len(text) - half :]
+
+
+def cut_lines(lines: list[str], limit: int) -> list[str]:
+    """A traceback's first and last lines within ``limit`` characters (each line cut
+    first), with one line saying how many were left out between them."""
+    head: list[str] = []
+    tail: list[str] = []
+    room = limit // 2
+    for line in lines:
+        piece = cut_text(line, limit // 4)
+        if len(piece) + _LINE > room:
+            break
+        head.append(piece)
+        room -= len(piece) + _LINE
+    room = limit // 2
+    for index in range(len(lines) - 1, len(head) - 1, -1):
+        piece = cut_text(lines[index], limit // 4)
+        if len(piece) + _LINE > room:
+            break
+        tail.append(piece)
+        room -= len(piece) + _LINE
+    left_out = len(lines) - len(head) - len(tail)
+    if left_out:
+        head.append(f"[kernel-agent: {left_out:,} traceback lines omitted]")
+    return head + tail[::-1]
+
+
+def bounded_metadata(metadata: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """``metadata`` if it is small, else only its images' width and height, and the
+    bound it was over (0 when kept whole)."""
+    if json_size(metadata, MAX_METADATA_CHARS) <= MAX_METADATA_CHARS:
+        return metadata, 0
+    kept: dict[str, Any] = {}
+    for mime, value in list(metadata.items())[:16]:
+        if isinstance(mime, str) and mime.startswith("image/") and len(mime) < 80:
+            if isinstance(value, dict):
+                sizes = {k: sane_count(value.get(k)) for k in ("width", "height")}
+                if any(v is not None for v in sizes.values()):
+                    kept[mime] = {k: v for k, v in sizes.items() if v is not None}
+    return kept, MAX_METADATA_CHARS

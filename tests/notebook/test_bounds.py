@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from kernel_agent.notebook.budget import MAX_COUNT, RunBudget, json_size, sane_count
+from kernel_agent.notebook.bounds import MAX_COUNT, RunBudget, json_size, sane_count
 
 VALUES = [
     "",
