@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..remote.work import RemoteWork
     from ..settings import Settings
     from ..tools.host import HostSide
-    from .bounds import Budget
+    from .budget import Budget
 
 __all__ = ["hand_over", "remote_files", "summarise"]
 

@@ -50,8 +50,8 @@ from ..syncify import call_in_consumer
 from ..tools.host import HostSide
 from . import hints
 from .answering import compose_answer, settle_answer
-from .bounds import Budget, BudgetStop, found_so_far, stop_or_extend, stopped_answer
 from .briefing import probe_libraries, system_prompt
+from .budget import Budget, BudgetStop, found_so_far, stop_or_extend, stopped_answer
 from .handover import hand_over, remote_files, summarise
 from .history import History
 from .lever import Lever, first_decision, first_rewrite

@@ -11,7 +11,7 @@ from ..results import CellResult
 if TYPE_CHECKING:
     from ..events import RunStatus
     from ..kernel_state.namespace import VariableInfo
-    from .bounds import Budget
+    from .budget import Budget
 
 __all__ = ["Ask", "Stop", "TaskState", "Turn"]
 
