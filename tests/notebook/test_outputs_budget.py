@@ -159,3 +159,16 @@ def test_a_spent_run_keeps_only_a_small_floor_and_says_why() -> None:
     assert "the run's output budget is spent" in collector.outputs[-1].text
     tiny = run_cell([msg("stream", name="stdout", text="42\n")], run_budget=budget)
     assert tiny.outputs[0].text == "42\n"  # a small answer is still seen
+
+
+def test_what_is_shown_live_is_charged_to_the_run_too() -> None:
+    # serve's event log keeps every live piece: a cell whose kept head and tail are small
+    # but whose live output was large pays for the live part
+    budget, shown = RunBudget.for_outputs(MAX), []
+    feed = [msg("stream", name="stdout", text="s" * 50_000)] * 40
+    collector = OutputCollector(MAX, on_output=shown.append, run_budget=budget)
+    for m in feed:
+        collector.feed(m)
+    collector.finish()
+    live = sum(len(node.get("text", "")) for node in shown)
+    assert budget.spent + 1_000 >= live > 2 * collector.kept_chars  # (the live note)

@@ -247,7 +247,8 @@ class OutputCollector:
         """The cell's outputs, its open stream closed and what it keeps charged to the run."""
         self._close_stream()
         if self.run_budget is not None:
-            kept = self.kept_chars
+            # what was shown live is kept too by whoever listens (serve's event log)
+            kept = max(self.kept_chars, min(self._live_chars, self.max_cell_chars // 2))
             self.run_budget.charge(kept - self._charged)
             self._charged = kept
         return self.outputs
