@@ -202,3 +202,35 @@ def test_l2_forged_namespace_reports_do_not_inflate_the_model_request(
     assert max(growth) < 4_000, sizes
     assert max(sizes) < sizes[0] + 5 * 4_000, sizes
     print(f"L2 {variant}: request sizes {sizes}")
+
+
+# ------------------------------------------------------------------ verify's re-run
+@needs_bwrap
+@pytest.mark.timeout(200)
+def test_verify_keeps_a_rerun_within_the_same_bounds(tmp_path: Path) -> None:
+    """verify re-runs someone's code in a fresh kernel (nbclient): its outputs go through
+    the same collector, so M3/M4 in a notebook do not blow up verify or its written copy."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from kernel_agent.notebook.verify import verify_notebook
+
+    nb = new_notebook(cells=[new_code_cell(M3), new_code_cell(M4), new_code_cell("print(6 * 7)")])
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.metadata["language_info"] = {"name": "python"}
+    path, written = tmp_path / "stranger.ipynb", tmp_path / "rerun.ipynb"
+    nbformat.write(nb, path)
+    _reset_peak()
+    report = verify_notebook(path, write=written)
+    peak = _peak_mb()
+    assert peak < RSS_MB, f"verify peak RSS {peak} MB"
+    assert written.stat().st_size < 20 * 2**20
+    rerun = nbformat.read(written, as_version=4)
+    assert all(c.execution_count is None or c.execution_count < 2**31 for c in rerun.cells)
+    assert rerun.cells[2].outputs[0].text == "42\n"
+    assert report.cells[2].status in ("same", "differs")
+    print(f"verify: peak RSS {peak} MB, written {written.stat().st_size / 2**20:.1f} MB")
