@@ -244,7 +244,6 @@ class KernelContract(ExecutorContract):
         after = ex.execute("print('alive')")
         assert after.ok and _stdout(after) == "alive\n"
 
-
     # ------------------------------------------------------------ what the host keeps
     def test_a_flooded_field_keeps_the_cell_within_its_budget(self, fresh_executor: Any) -> None:
         # the kernel sends raw messages through its own session: every path to the host
