@@ -18,7 +18,8 @@ outputs of one cell the way a Jupyter front end would:
   output is then measured as it will be serialised (:func:`~.bounds.json_size`): one
   over the per-output bound becomes a note. A display update is charged once per
   output it lands in; a :class:`~.bounds.RunBudget` shared by a run's cells bounds
-  them all, and once it is spent a cell keeps only a note of what it omitted;
+  them all (:meth:`OutputCollector.finish` charges a cell to it), and once it is spent
+  a cell keeps only ``max_chars // 50`` characters and a note of what it omitted;
 - what the kernel sends is hostile: a message of the wrong shape is dropped and
   counted (:attr:`OutputCollector.malformed`), never raised, and a note says so.
 """
