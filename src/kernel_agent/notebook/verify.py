@@ -187,7 +187,6 @@ async def async_verify_notebook(
     (names, exact versions); ``never`` refuses with :class:`~kernel_agent.errors.InstallError`
     before any kernel starts; ``ask`` calls ``ask_install("a==1 b==2")``.
     """
-    from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     path = Path(path)
@@ -209,7 +208,7 @@ async def async_verify_notebook(
     km = _kernel_manager(name, kernel_manager_factory)
     workdir = Path(cwd) if cwd is not None else path.resolve().parent
     executed = copy.deepcopy(nb)
-    client = NotebookClient(
+    client = _bounded_client(
         executed,
         km=km,
         kernel_name=name,
@@ -273,6 +272,7 @@ async def async_verify_notebook(
                 except DeadKernelError:
                     check.status = "error"
                     report.error = f"the kernel died while running {check.label}"
+                client.finish_cell(cell, check.index)
                 check.seconds = time.perf_counter() - t0
                 if report.error is not None:
                     check.problems = [report.error]
@@ -312,6 +312,53 @@ def record_verdict(path: str | Path, report: VerifyReport) -> None:
 
 
 # ----------------------------------------------------------------- helpers
+_COLLECTED = frozenset(
+    ("stream", "display_data", "execute_result", "error", "clear_output", "update_display_data")
+)
+
+
+def _bounded_client(nb: Any, **kwargs: Any) -> Any:
+    """An nbclient ``NotebookClient`` whose cells keep what a run's cells keep: every
+    output message of a cell goes through an :class:`OutputCollector` (one display map
+    and one :class:`RunBudget` for the notebook), and forged execution counts are
+    dropped. The re-run's kernel runs someone's code: its outputs are bounded as a
+    run's are, and compared with outputs that were bounded the same way."""
+    from nbclient import NotebookClient
+
+    from .bounds import RunBudget, sane_count
+    from .outputs import DisplayMap, OutputCollector
+
+    class BoundedClient(NotebookClient):
+        def __init__(self, nb: Any, **kwargs: Any) -> None:
+            super().__init__(nb, **kwargs)
+            self.display_map_bounded: DisplayMap = {}
+            self.run_budget = RunBudget.for_outputs(1_000_000)
+            self.collectors: dict[int, OutputCollector] = {}
+
+        def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
+            content = msg.get("content")
+            if msg.get("msg_type") in _COLLECTED:
+                collector = self.collectors.get(cell_index)
+                if collector is None:
+                    collector = OutputCollector(
+                        display_map=self.display_map_bounded, run_budget=self.run_budget
+                    )
+                    self.collectors[cell_index] = collector
+                collector.feed(msg)
+                return None
+            if isinstance(content, dict) and "execution_count" in content:
+                count = sane_count(content["execution_count"])
+                msg = {**msg, "content": {**content, "execution_count": count}}
+            return super().process_message(msg, cell, cell_index)
+
+        def finish_cell(self, cell: Any, cell_index: int) -> None:
+            collector = self.collectors.pop(cell_index, None)
+            cell.outputs = collector.finish() if collector is not None else []
+            cell.execution_count = sane_count(cell.get("execution_count"))
+
+    return BoundedClient(nb, **kwargs)
+
+
 def _tolerance(value: ImageTolerance | float | None) -> ImageTolerance:
     if value is None:
         return ImageTolerance()
