@@ -115,12 +115,14 @@ def caps(fd_limit: int, limits: HttpLimits) -> tuple[int, int, int]:
 
     One event-loop tick accepts up to ``backlog`` sockets before any is closed, and the
     process needs files of its own (kernels, uploads, logs): connections get at most
-    half of what the backlog leaves."""
+    half of what the backlog leaves. The backlog is never more than one client's share,
+    so one burst of accepts cannot push out a connection accepted with it before its
+    request head is read."""
     backlog = max(16, min(1024, fd_limit // 8))
     safe = max(8, min(4096, (fd_limit - backlog) // 2))
     total = min(limits.max_connections or safe, safe)
     per_client = min(limits.per_client or max(4, total // 2), total)
-    return total, per_client, backlog
+    return total, per_client, max(1, min(backlog, per_client - 1))
 
 
 # ------------------------------------------------------------------ connections
