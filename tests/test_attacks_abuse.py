@@ -438,3 +438,70 @@ def test_mcp_sessions_are_capped_and_options_opens_none(tmp_path: Path) -> None:
         ]  # fmt: skip
         assert len(alive) <= MCP_SESSIONS and ids[-1] in alive and ids[0] not in alive
         http.close()
+
+
+# ------------------------------------------------------ row 42: event streams
+def _follower(port: int, path: str) -> socket.socket:
+    """An event stream that never reads (a 4 KB receive buffer)."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\r\n"
+              .encode())  # fmt: skip
+    return s
+
+
+def _drain(s: socket.socket, limit: float = 20) -> tuple[int, bool]:
+    """(bytes read, whether the server closed the stream) reading for at most ``limit`` s."""
+    s.settimeout(1)
+    got, start = 0, time.monotonic()
+    while time.monotonic() - start < limit:
+        try:
+            chunk = s.recv(1 << 16)
+        except TimeoutError:
+            continue
+        except ConnectionResetError:
+            return got, True
+        if not chunk:
+            return got, True
+        got += len(chunk)
+    return got, False
+
+
+def test_event_streams_are_capped_and_unread_ones_dropped(tmp_path: Path) -> None:
+    from fake_openai import FakeLLM, run_cell, text
+
+    from kernel_agent.service.app import FOLLOWERS_PER_RUN
+
+    with FakeLLM() as llm, server(tmp_path, "serve", "--client-timeout", "2", "--model",
+                                  "gpt-fake", "--base-url", llm.base_url, "--protocol",
+                                  "tools") as srv:  # fmt: skip
+        http = httpx.Client(base_url=srv.url, headers=AUTH, timeout=120)
+        sid = http.post("/v1/sessions", json={}).json()["id"]
+        llm.enqueue(run_cell("print('x' * 4_000_000)"), text("printed"))
+        r = http.post(f"/v1/sessions/{sid}/runs", json={"task": "print a lot"},
+                      headers={"Accept": "application/json"})  # fmt: skip
+        run = r.json()["id"]
+        path = f"/v1/sessions/{sid}/runs/{run}/events"
+        while http.get(f"/v1/sessions/{sid}/runs/{run}").json()["status"] == "running":
+            time.sleep(0.2)
+        whole = len(http.get(path).content)
+        assert whole > 1_000_000  # the stream is big enough to matter
+        before = srv.rss_kb()
+        stalled = [_follower(srv.port, path) for _ in range(FOLLOWERS_PER_RUN)]
+        time.sleep(1.0)
+        grown_mb = (srv.rss_kb() - before) / 1024
+        # one more follower of this run: 429 in the API's shape (the cap per run)
+        extra = http.get(path)
+        assert extra.status_code == 429 and "error" in extra.json()
+        # each unread stream holds about a piece, not the whole run (old: ~1x the run each)
+        assert grown_mb < FOLLOWERS_PER_RUN * whole / 1e6 / 3, (grown_mb, whole)
+        # and is dropped once it has read nothing for --client-timeout
+        time.sleep(4.0)
+        for s in stalled:
+            got, closed = _drain(s)
+            assert closed and got < whole, (got, whole)
+            s.close()
+        # their places are free again
+        assert len(http.get(path).content) == whole
+        http.close()
