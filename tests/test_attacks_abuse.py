@@ -218,7 +218,7 @@ def _after_a_response(s: socket.socket) -> None:
     s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-a: ")
 
 
-@pytest.mark.parametrize("kind", ["serve", "observe"])
+@pytest.mark.parametrize("kind", ["serve", "mcp", "observe"])
 def test_connections_that_never_finish_a_head_are_closed(tmp_path: Path, kind: str) -> None:
     with server(tmp_path, kind, "--client-timeout", "1.5") as srv:
         silent = _closed_within(srv.port, lambda s: None, 6)
