@@ -505,3 +505,20 @@ def test_event_streams_are_capped_and_unread_ones_dropped(tmp_path: Path) -> Non
         # their places are free again
         assert len(http.get(path).content) == whole
         http.close()
+
+
+def test_a_stalled_request_body_is_answered_408_on_mcp(tmp_path: Path) -> None:
+    """The body timeout is the runner's, not serve's: MCP's JSON-RPC bodies too."""
+    with server(tmp_path, "mcp", "--client-timeout", "1.5") as srv:
+        for framing in ("Content-Length: 5000", "Transfer-Encoding: chunked"):
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+            s.sendall(
+                f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n"
+                "Content-Type: application/json\r\nAccept: application/json, text/event-stream"
+                f"\r\n{framing}\r\n\r\n".encode()
+                + (b'{"jsonrpc": "2.0", ' if "Length" in framing else b'400\r\n{"jsonrpc"')
+            )
+            status, took = timed(lambda s=s: _status(s))
+            assert status == 408 and took < 10, status
+            s.close()
+    assert "Traceback" not in srv.log_text
