@@ -24,7 +24,7 @@ import stat
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Coroutine
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -348,19 +348,17 @@ class SessionManager:
     async def execute(self, sid: str, code: str, timeout: float | None) -> CellRun:
         """Run one cell. Cancelling the caller (a client gone) interrupts the cell and frees
         its slot; DELETE or a stopping server cancels it and the caller gets 410 or 503."""
-        return await self._operation(sid, self._execute(sid, code, timeout), "the cell ran")
+        return await self._operation(sid, lambda: self._execute(sid, code, timeout), "the cell ran")
 
-    async def _operation(self, sid: str, work: Coroutine[Any, Any, T], during: str) -> T:
+    async def _operation(
+        self, sid: str, work: Callable[[], Coroutine[Any, Any, T]], during: str
+    ) -> T:
         """Run ``work`` (an execute, an upload) as an operation of session ``sid``: the
         culler leaves the session alone until it ends (its TTL counts from then on);
         DELETE, the session's end or a stopping server cancel it (410, 409, 503)."""
         hosted = self.get(sid)
-        try:
-            self.live(sid)
-        except BaseException:
-            work.close()
-            raise
-        task = asyncio.ensure_future(work)
+        self.live(sid)
+        task = asyncio.ensure_future(work())
         hosted.inflight.add(task)
         try:
             await asyncio.wait({task})
@@ -432,7 +430,7 @@ class SessionManager:
     ) -> int:
         """Write an upload into the session's work dir; the session stays alive meanwhile,
         and its end (TTL, DELETE, a stop) cancels the upload (no file is left)."""
-        work = self._upload(sid, path, chunks, declared)
+        work = lambda: self._upload(sid, path, chunks, declared)  # noqa: E731
         return await self._operation(sid, work, "the file was uploaded")
 
     async def _upload(
