@@ -423,7 +423,10 @@ def test_mcp_sessions_are_capped_and_options_opens_none(tmp_path: Path) -> None:
         for method in ("OPTIONS", "GET", "DELETE", "PATCH"):
             for _ in range(20):
                 r = http.request(method, url, headers=MCP_HEADERS)
-                assert r.status_code in (400, 405), r.text
+                assert r.status_code in (400, 405) and set(r.json()) == {"error"}, r.text
+        for path in ("/", "/mcp/x", "/.well-known/oauth-authorization-server"):
+            r = http.post(srv.url + path, json=INIT, headers=MCP_HEADERS)
+            assert r.status_code == 404 and set(r.json()) == {"error"}, r.text
         ids = []
         for _ in range(3 * MCP_SESSIONS):  # one token holder opening sessions and leaving them
             r = http.post(url, json=INIT, headers=MCP_HEADERS)

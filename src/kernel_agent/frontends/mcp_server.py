@@ -542,7 +542,7 @@ async def serve_http(
             host=host, streamable_http_path="/mcp", session_idle_timeout=MCP_IDLE_S,
             max_sessions=MCP_SESSIONS + 8,
         )  # fmt: skip
-        app = SessionCap(app, total=MCP_SESSIONS)
+        app = SessionCap(app, path="/mcp", total=MCP_SESSIONS)
         if token is not None:
             app = BearerAuth(app, token)
         # Host and Origin for every bind address, not only the ones the SDK knows

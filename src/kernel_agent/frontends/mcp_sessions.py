@@ -8,7 +8,8 @@ recently used that has no request in progress is ended (a ``DELETE`` through the
 own app, so its client gets 404 and may initialize again), and the newcomer gets in; only
 when every session is busy does it get 503. A listening ``GET`` stream is not work in
 progress. Only a ``POST`` can open a session: any other method without a session id is
-answered here (405 or 400), so ``OPTIONS`` never reaches the SDK.
+answered here (405 or 400), so ``OPTIONS`` never reaches the SDK; nor does any path but
+the endpoint's (404). Its answers are JSON ``{"error": ...}``.
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ class _Held:
 
 class SessionCap:
     def __init__(
-        self, app: Any, *, total: int = MCP_SESSIONS, per_client: int | None = None
-    ) -> None:
+        self, app: Any, *, path: str = "/mcp", total: int = MCP_SESSIONS,
+        per_client: int | None = None,
+    ) -> None:  # fmt: skip
         self.app = app
+        self.path = path
         self.total = total
         self.per_client = per_client or max(1, total // 2)
         self.sessions: OrderedDict[str, _Held] = OrderedDict()  # least recently used first
@@ -47,6 +50,9 @@ class SessionCap:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if scope.get("path") != self.path:
+            await _answer(send, 404, f"no such route: the MCP endpoint is {self.path}")
             return
         headers = dict(scope.get("headers") or [])
         sid = headers.get(_HEADER, b"").decode("latin-1")
