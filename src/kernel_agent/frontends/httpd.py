@@ -82,8 +82,8 @@ def add_http_options(parser: Any) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--max-connections", type=int, default=None, metavar="N",
-        help="open connections at most (default: from the file limit); when full, the oldest "
-        "idle one is closed, or the newcomer gets 503",
+        help="open connections at most (default, and ceiling: half of what the file limit "
+        "leaves); when full, the oldest idle one is closed, or the newcomer gets 503",
     )  # fmt: skip
 
 
