@@ -525,3 +525,24 @@ def test_a_stalled_request_body_is_answered_408_on_mcp(tmp_path: Path) -> None:
             assert status == 408 and took < 10, status
             s.close()
     assert "Traceback" not in srv.log_text
+
+
+def test_event_streams_are_capped_per_client_across_runs() -> None:
+    """The cap per client address holds over many runs (each under its own cap)."""
+    from kernel_agent.errors import TooBusy
+    from kernel_agent.service.app import FOLLOWERS_PER_CLIENT, FOLLOWERS_PER_RUN, _Followers
+    from kernel_agent.service.runs import HostedRun
+
+    followers = _Followers()
+    runs = [HostedRun(f"task {i}") for i in range(FOLLOWERS_PER_CLIENT)]
+    for i in range(FOLLOWERS_PER_CLIENT):
+        followers.take(runs[i % len(runs)], "10.0.0.1")
+    with pytest.raises(TooBusy):
+        followers.take(runs[-1], "10.0.0.1")  # a fresh run, the same client
+    followers.take(runs[-1], "10.0.0.2")  # another client is not held back
+    for _ in range(FOLLOWERS_PER_RUN - 2):
+        followers.take(runs[-1], "10.0.0.3")
+    with pytest.raises(TooBusy):
+        followers.take(runs[-1], "10.0.0.4")  # that run is full, whoever asks
+    followers.give_back(runs[0], "10.0.0.1")
+    followers.take(runs[1], "10.0.0.1")  # a place given back is a place again
