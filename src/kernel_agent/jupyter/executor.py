@@ -96,6 +96,20 @@ class AsyncNotebookExecutor(AsyncGatewaySession):
             f"unsandboxed: {self.server.path}'s own kernel on {self.url}",
         )
 
+    async def _open_channels(self) -> None:
+        await super()._open_channels()
+        # A restart through jupyter_server's REST (Kernel > Restart in JupyterLab) says
+        # no "restarting" on the websocket: the new kernel's parentless "starting" is
+        # the only sign that the state the cell ran on is gone.
+        assert self._channels is not None
+        self._channels.death_states = ("restarting", "dead", "starting")
+
+    def _is_death(self, msg: dict[str, Any]) -> bool:
+        if msg["msg_type"] == "status" and msg["content"].get("execution_state") == "starting":
+            self._death = "the Jupyter server restarted it (restarting)"
+            return True
+        return super()._is_death(msg)
+
     async def _replace_kernel(self, death: str) -> bool:
         """The server no longer has the notebook's kernel: never start one of our own."""
         raise KernelDied(
