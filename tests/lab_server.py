@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -32,6 +34,10 @@ from kernel_agent.notebook.chromium import CHROMIUM_FLAGS, find_chromium
 __all__ = ["LabBrowser", "LabServer", "lab_python", "write_notebook"]
 
 ROOT = Path(__file__).resolve().parent.parent
+_TRAMPOLINE = (
+    "import os,sys;os.dup2(int(sys.argv[1]),3);os.dup2(int(sys.argv[2]),4);"
+    "os.execvp(sys.argv[3],sys.argv[3:])"
+)
 
 
 def lab_python() -> Path:
@@ -181,21 +187,21 @@ class LabBrowser:
         self._profile = tempfile.mkdtemp(prefix="lab-browser-")
         cmd_r, cmd_w = os.pipe()
         out_r, out_w = os.pipe()
-        self._fds = [cmd_w, out_r]
-
-        def child_fds() -> None:  # the DevTools pipe on fds 3 and 4
-            os.dup2(cmd_r, 3)
-            os.dup2(out_w, 4)
-
-        flags = [f for f in CHROMIUM_FLAGS if f != "--headless"]
-        self.proc = subprocess.Popen(
-            [binary, "--headless", "--remote-debugging-pipe", *flags,
-             f"--user-data-dir={self._profile}", "--window-size=1400,1000", "about:blank"],
-            pass_fds=(cmd_r, out_w), preexec_fn=child_fds,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+        # the child's ends above fd 9, then on fds 3 and 4 (where Chromium reads the pipe)
+        child_r, child_w = (fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (cmd_r, out_w))
         os.close(cmd_r)
         os.close(out_w)
+        self._fds = [cmd_w, out_r]
+        flags = [f for f in CHROMIUM_FLAGS if f != "--headless"]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _TRAMPOLINE, str(child_r), str(child_w),
+             binary, "--headless", "--remote-debugging-pipe", *flags,
+             f"--user-data-dir={self._profile}", "--window-size=1400,1000", "about:blank"],
+            pass_fds=(child_r, child_w),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        os.close(child_r)
+        os.close(child_w)
         self.pipe = Pipe(cmd_w, out_r, deadline=time.monotonic() + timeout)
         targets = self.pipe.call("Target.getTargets").get("targetInfos", [])
         tab = next((t["targetId"] for t in targets if t.get("type") == "page"), None)
