@@ -89,6 +89,18 @@ class AsyncNotebookExecutor(AsyncGatewaySession):
             await self.doc.close()
 
     @property
+    def instructions(self) -> str:
+        """What an MCP client is told (``kernel-agent mcp --jupyter-url``)."""
+        return (
+            f"The Jupyter notebook {self.server.path!r}, open in JupyterLab, and its own kernel "
+            "(UNSANDBOXED: the user's variables, files and credentials). Each run_cell is a new "
+            "cell at the end of that notebook, run in that kernel: the user sees it appear and "
+            "run. Read the notebook's earlier cells with read_notebook and the variables with "
+            "list_variables first. Finish with verify_notebook (the clean notebook re-runs in a "
+            "fresh kernel, the notebook's cells first)."
+        )
+
+    @property
     def isolation(self) -> Isolation:
         return Isolation(
             "none",
