@@ -10,6 +10,7 @@ in JupyterLab, wait until some text shows, and take a screenshot.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import fcntl
@@ -31,7 +32,7 @@ from gateway_server import free_port
 from kernel_agent.notebook.cdp import Pipe
 from kernel_agent.notebook.chromium import CHROMIUM_FLAGS, find_chromium
 
-__all__ = ["LabBrowser", "LabServer", "lab_python", "write_notebook"]
+__all__ = ["LabBrowser", "LabServer", "as_the_user", "lab_python", "write_notebook"]
 
 ROOT = Path(__file__).resolve().parent.parent
 _TRAMPOLINE = (
@@ -166,6 +167,25 @@ class LabServer:
             {"path": path, "type": "notebook", "name": "", "kernel": {"name": "python3"}},
         )
         return str(made["kernel"]["id"])
+
+
+def as_the_user(lab: LabServer, path: str, code: str) -> str:
+    """The user opens ``path`` (a session and its kernel) and runs ``code`` in that kernel."""
+    kernel_id = lab.open_session(path)
+
+    async def run() -> None:
+        from kernel_agent.executors.gateway import AsyncGatewaySession
+
+        kernel = AsyncGatewaySession(lab.url, lab.token, kernel_id=kernel_id)
+        await kernel.start()
+        try:
+            result = await kernel.execute(code, timeout=60)
+            assert result.status == "ok", result.error
+        finally:
+            await kernel.shutdown()
+
+    asyncio.run(run())
+    return kernel_id
 
 
 @dataclass

@@ -13,9 +13,8 @@ import time
 import nbformat
 import pytest
 from fake_openai import run_cell, text
-from lab_server import LabBrowser, LabServer, write_notebook
+from lab_server import LabBrowser, LabServer, as_the_user, write_notebook
 
-from kernel_agent.executors.gateway import AsyncGatewaySession
 from kernel_agent.jupyter.server import JupyterServer
 from kernel_agent.jupyter.shared_doc import SharedNotebook
 
@@ -31,23 +30,6 @@ def lab(tmp_path):
         yield server
     finally:
         server.stop()
-
-
-def as_the_user(lab: LabServer, path: str, code: str) -> str:
-    """The user opens ``path`` (a session and its kernel) and runs ``code`` in that kernel."""
-    kernel_id = lab.open_session(path)
-
-    async def run():
-        kernel = AsyncGatewaySession(lab.url, lab.token, kernel_id=kernel_id)
-        await kernel.start()
-        try:
-            result = await kernel.execute(code, timeout=60)
-            assert result.status == "ok", result.error
-        finally:
-            await kernel.shutdown()
-
-    asyncio.run(run())
-    return kernel_id
 
 
 def cli(lab, fake, *args, token=None, **popen):
