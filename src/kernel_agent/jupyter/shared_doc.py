@@ -201,8 +201,17 @@ class SharedNotebook:
 
     # ------------------------------------------------------------ reading
     def cells(self) -> list[dict[str, Any]]:
-        """The notebook's cells now, as nbformat-like dicts."""
-        return [self.notebook.get_cell(i) for i in range(self.notebook.cell_number)]
+        """The notebook's cells now, as nbformat-like dicts (a cell that is not one is skipped:
+        any client of the room can write anything into the document)."""
+        cells = []
+        for index in range(self.notebook.cell_number):
+            try:
+                cell = self.notebook.get_cell(index)
+            except Exception:  # not a map, or not a shape the schema reads
+                continue
+            if isinstance(cell, dict):
+                cells.append(cell)
+        return cells
 
     def describe(self, limit: int = 40) -> str:
         """The notebook's cells for the model: type, execution count and source, bounded."""
