@@ -33,7 +33,8 @@ $(EG_VENV)/.installed:
 
 eg-venv: $(EG_VENV)/.installed
 
-# JupyterLab with real-time collaboration for the --jupyter-url tests (tests/jupyter/):
+# JupyterLab with real-time collaboration (and Jupyter AI's ACP client) for the
+# --jupyter-url and acp tests (tests/jupyter/):
 # the *server* side, in a venv of its own so the shared one is not disturbed; only the
 # client libraries (pycrdt, jupyter-ydoc, websockets) are kernel-agent's dependencies.
 LAB_VENV ?= .venv-lab
@@ -41,7 +42,8 @@ LAB_VENV ?= .venv-lab
 $(LAB_VENV)/.installed:
 	python3 -m venv $(LAB_VENV)
 	$(LAB_VENV)/bin/python -m pip install -q -U pip
-	$(LAB_VENV)/bin/python -m pip install -q 'jupyterlab>=4.2,<5' 'jupyter-collaboration>=3,<6' ipykernel pandas
+	$(LAB_VENV)/bin/python -m pip install -q 'jupyterlab>=4.2,<5' 'jupyter-collaboration>=3,<6' ipykernel pandas \
+		'jupyter-ai-acp-client>=0.3,<0.4'
 	$(LAB_VENV)/bin/jupyter lab --version >/dev/null
 	touch $@
 
