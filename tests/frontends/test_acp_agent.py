@@ -130,3 +130,44 @@ def test_a_model_that_fails_is_one_line_to_the_client(fake_llm, tmp_path):
     assert stops == ["end_turn"]
     last = client.message().strip().splitlines()[-1]
     assert last.startswith("kernel-agent: ") and ("401" in last or "key" in last), last
+
+
+def test_cancel_stops_the_run_and_frees_the_kernel(fake_llm, tmp_path):
+    import time
+
+    fake_llm.enqueue(
+        run_cell("import time\nprint('sleeping', flush=True)\ntime.sleep(60)"),
+        run_cell("print('after')"),
+        text("done"),
+    )
+    client = RecordingClient()
+
+    async def main():
+        argv = ["-m", "kernel_agent", "acp", *local(fake_llm, tmp_path)]
+        async with spawn_agent_process(
+            client, sys.executable, *argv, env=env(), cwd=str(tmp_path)
+        ) as (conn, _):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            first = asyncio.create_task(
+                conn.prompt(session_id=session.session_id, prompt=[text_block("sleep")])
+            )
+            while not any(getattr(u, "status", None) == "in_progress" for u in client.updates):
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(1.0)
+            started = time.monotonic()
+            await conn.cancel(session_id=session.session_id)
+            stopped = await first
+            cancel_s = time.monotonic() - started
+            # the kernel is free again: the next prompt's cell runs at once
+            second = await conn.prompt(session_id=session.session_id, prompt=[text_block("again")])
+            return stopped, cancel_s, second, time.monotonic() - started
+
+    stopped, cancel_s, second, total_s = asyncio.run(main())
+    assert stopped.stop_reason == "cancelled" and cancel_s < 15
+    assert second.stop_reason == "end_turn" and total_s < 40
+    assert "after" in [
+        u.content[0].content.text
+        for u in client.updates
+        if u.session_update == "tool_call_update" and u.status == "completed"
+    ]
