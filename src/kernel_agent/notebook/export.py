@@ -208,7 +208,7 @@ def with_provenance(nb: NotebookNode, nb_path: Path | None = None) -> NotebookNo
 
 def provenance_markdown(nb: NotebookNode, nb_path: Path | None = None) -> str | None:
     """The provenance header as Markdown, or None for a notebook kernel-agent did not make."""
-    run = nb.metadata.get(M.NAMESPACE) or {}
+    run = M.run_meta(nb.metadata)  # every field of its type, or left out
     if not run:
         return None
     rows: list[tuple[str, str]] = []
@@ -226,7 +226,7 @@ def provenance_markdown(nb: NotebookNode, nb_path: Path | None = None) -> str | 
     times = [run.get(k) for k in ("model_time_s", "kernel_time_s")]
     if all(isinstance(t, (int, float)) for t in times):
         rows.append(("Time", f"model {times[0]:.1f} s, kernel {times[1]:.1f} s"))
-    if isinstance(run.get("budget"), dict):
+    if run.get("budget"):
         rows.append(("Budget", _budget_text(run["budget"])))
     if run.get("started"):
         rows.append(("Started", str(run["started"])))
@@ -238,7 +238,7 @@ def provenance_markdown(nb: NotebookNode, nb_path: Path | None = None) -> str | 
     kernel = nb.metadata.get("kernelspec") or {}
     if kernel:
         rows.append(("Kernel", str(kernel.get("display_name") or kernel.get("name"))))
-    if isinstance(run.get("sandbox"), dict) and run["sandbox"]:
+    if run.get("sandbox"):
         rows.append(("Sandbox", _flat(run["sandbox"])))
     rows.append(("Verify", _verify_text(run.get("verify"))))
     if run.get("transcript"):
