@@ -100,10 +100,15 @@ def export_notebook(
     return out
 
 
-def notebook_html(path: str | Path, *, provenance: bool = True) -> str:
-    """The notebook at ``path`` as one self-contained HTML page (what ``to="html"`` writes)."""
+def notebook_html(
+    path: str | Path, *, provenance: bool = True, nb: NotebookNode | None = None
+) -> str:
+    """The notebook at ``path`` as one self-contained HTML page (what ``to="html"`` writes).
+
+    ``nb`` is the notebook when the caller read it (with its own bounds); else it is read.
+    """
     path = Path(path)
-    nb = read_notebook(path)
+    nb = read_notebook(path) if nb is None else nb
     return _html(with_provenance(nb, path) if provenance else nb, path)
 
 
