@@ -23,11 +23,14 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ExportError, KernelAgentError, NotebookError, one_line
 
-__all__ = ["call", "main", "TASKS", "MAX_REQUEST"]
+if TYPE_CHECKING:
+    from ..edges.images import BoundedImage
+
+__all__ = ["call", "main", "bound_images", "TASKS", "MAX_REQUEST"]
 
 #: The largest request a worker reads (a notebook of the host's 100 MB bound, twice over).
 MAX_REQUEST = 256 << 20
@@ -148,9 +151,26 @@ def call(task: str, request: dict[str, Any], *, timeout: float = 300.0) -> Any:
     return reply["ok"]
 
 
+def bound_images(images: list[tuple[str, str]]) -> list[BoundedImage]:
+    """Each ``(mime, base64)`` image of a cell made small for a model (Pillow decodes a
+    kernel's bytes: as root, in the worker); the ones that cannot be are left out."""
+    from ..edges.images import BoundedImage
+
+    if not images:
+        return []
+    try:
+        answer = call("images", {"images": [list(i) for i in images]}, timeout=120)
+    except KernelAgentError:
+        return []
+    return [BoundedImage(*one) for one in answer if one is not None]
+
+
 def main(argv: list[str] | None = None) -> int:
     """The worker: ``TASK`` in argv, the request on stdin, ``{"ok": …}`` or ``{"error": …}`` out."""
     args = sys.argv[1:] if argv is None else argv
+    # jsonschema's optional IRI format checker builds a grammar at import: 3 s of every
+    # worker's start. The worker validates nothing (the parent did), so it goes without.
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
     if len(args) != 1 or args[0] not in TASKS:
         print(f"usage: python -m {_MODULE} {{{','.join(TASKS)}}}", file=sys.stderr)
         return 2

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import html
 import os
+import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -262,8 +263,12 @@ def create_app(directory: Path, cache: RenderCache | None = None) -> FastAPI:
         path = directory / name
         if clean:
             path = path.with_name(name[: -len(".ipynb")] + ".clean.ipynb")
-        if path.is_symlink() or not path.is_file() or path.parent != directory:
+        try:
+            st = os.lstat(path)
+        except OSError:
             return None
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or path.parent != directory:
+            return None  # a link, a device, a FIFO, a hard link to a file elsewhere
         return path
 
     def missing(name: str) -> HTMLResponse:

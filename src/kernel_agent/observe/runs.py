@@ -8,7 +8,8 @@ per-cell metadata (``gen_s``: the model's time for the reply that asked for the 
 
 The directory may hold anyone's files. A notebook is read only as a regular file directly
 in it, opened without following a link (``O_NOFOLLOW``, beneath the directory's fd: a
-link is not listed, whatever it points at), and only up to :data:`MAX_NOTEBOOK_BYTES`
+link is not listed, whatever it points at, nor a file with a second name elsewhere),
+and only up to :data:`MAX_NOTEBOOK_BYTES`
 (a larger one is listed as "unreadable" from its ``stat``, never read). The listing keeps
 what it read by (name, inode, size, mtime) in a bounded cache, so a reload re-reads only
 what changed.
@@ -100,11 +101,15 @@ def read_bounded(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
     """The bytes of regular file ``path`` (never through a link), at most ``limit``.
 
     :class:`TooLarge` past ``limit`` (known from ``fstat``, before any read);
-    ``OSError``/:class:`~kernel_agent.errors.UnsafePath` for a link, a FIFO, a device.
+    ``OSError``/:class:`~kernel_agent.errors.UnsafePath` for a link, a FIFO, a device, or a
+    file with another name elsewhere (a hard link: it may be anyone's file).
     """
     fd = open_beneath(path.parent, path.name)  # O_NOFOLLOW, O_NONBLOCK, S_ISREG
     with os.fdopen(fd, "rb") as fh:
-        if os.fstat(fh.fileno()).st_size > limit:
+        st = os.fstat(fh.fileno())
+        if st.st_nlink != 1:
+            raise UnsafePath(f"{path.name} has {st.st_nlink} links (a file from elsewhere?)")
+        if st.st_size > limit:
             raise TooLarge(f"over {limit >> 20} MB")
         data = fh.read(limit + 1)  # it may have grown since
     if len(data) > limit:
@@ -203,7 +208,7 @@ def _candidates(directory: Path) -> list[tuple[Path, os.stat_result]]:
                 st = entry.stat(follow_symlinks=False)  # a link is a link, never its target
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode):
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
                 out.append((directory / entry.name, st))
     return sorted(out)
 
