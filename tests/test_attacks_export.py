@@ -17,6 +17,7 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import tempfile
 import zlib
 from collections.abc import Iterator
@@ -219,3 +220,86 @@ def test_a_missing_attachment_is_a_broken_image_not_an_error(tmp_path: Path) -> 
     nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
     page = export_notebook(path, to="html").read_text()
     assert 'src="attachment:nope.png"' in page
+
+
+# ------------------------------------------------------------------------- V1
+BAD_RECORDS = [
+    "x",  # V1
+    [1],  # V1
+    ["ab"],  # V1: was read as {"a": "b"}
+    7,
+    None,
+    {  # every field of the wrong type
+        "task": ["t"],
+        "model": {"m": 1},
+        "status": 3,
+        "usage": "u",
+        "cost": "c",
+        "model_time_s": "1",
+        "kernel_time_s": None,
+        "duration_s": float("inf"),
+        "budget": {"limits": {"cells": "TEN-WRONG"}, "used": [1], "stopped_by": 4},
+        "verify": {"verdict": 1, "first_difference": {"problems": "p", "code_cell": "c"}},
+        "sandbox": "bwrap",
+        "started": 1,
+        "ended": [],
+        "transcript": 5,
+        "host_helpers": "yes",
+    },  # fmt: skip
+]
+
+
+def cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "KERNEL_AGENT_"))}
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    return subprocess.run(
+        [sys.executable, "-m", "kernel_agent", *args], capture_output=True, text=True,
+        cwd=cwd, timeout=240, env={**env, "PYTHONPATH": src},
+    )  # fmt: skip
+
+
+def no_traceback(proc: subprocess.CompletedProcess[str]) -> list[str]:
+    lines = [ln for ln in proc.stderr.splitlines() if ln and not ln.startswith("[IPKernelApp]")]
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return lines
+
+
+def with_record(path: Path, record: object) -> Path:
+    cell = nbformat.v4.new_code_cell("print(6 * 7)")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="42\n")]
+    cell.execution_count = 1
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nb.metadata["kernel_agent"] = record
+    path.write_text(nbformat.writes(nb))
+    return path
+
+
+@pytest.mark.parametrize("record", BAD_RECORDS, ids=lambda r: type(r).__name__)
+def test_v1_export_reads_a_bad_record_as_none(record: object, tmp_path: Path) -> None:
+    path = with_record(tmp_path / "odd.ipynb", record)
+    proc = cli(["export", str(path), "--to", "html"], tmp_path)
+    assert no_traceback(proc) == [] and proc.returncode == 0
+    page = (tmp_path / "odd.html").read_text()
+    assert "42" in page
+    if isinstance(record, dict):  # a record: its header, none of the wrong-typed values
+        assert "provenance" in page and "TEN-WRONG" not in page and "BWRAP-WRONG" not in page
+
+
+def test_v1_verify_reads_a_bad_record_as_none(tmp_path: Path) -> None:
+    for i, record in enumerate(BAD_RECORDS[:3] + BAD_RECORDS[-1:]):
+        path = with_record(tmp_path / f"odd{i}.ipynb", record)
+        proc = cli(["verify", str(path), "--record", "--sandbox", "none"], tmp_path)
+        assert [ln for ln in no_traceback(proc) if "unsandboxed" not in ln] == [], proc.stderr
+        assert proc.returncode == 0 and "reproduced: 1/1" in proc.stdout
+        verdict = nbformat.read(path, as_version=4).metadata["kernel_agent"]["verify"]
+        assert verdict["verdict"] == "reproduced"  # the bad record was replaced, not crashed on
+
+
+@pytest.mark.parametrize("installs", [["ab"], "numpy==1", {"numpy": 1}])
+def test_v1_bad_installs_are_one_line_and_refused(installs: object, tmp_path: Path) -> None:
+    path = with_record(tmp_path / "inst.ipynb", {"task": "t", "installs": installs})
+    proc = cli(["verify", str(path), "--install", "any", "--sandbox", "none"], tmp_path)
+    lines = [ln for ln in no_traceback(proc) if "unsandboxed" not in ln]
+    assert proc.returncode != 0 and len(lines) == 1, proc.stderr
+    assert lines[0].startswith("kernel-agent: error: ") and "installs" in lines[0]

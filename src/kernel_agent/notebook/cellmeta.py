@@ -224,7 +224,8 @@ def run_meta(metadata: Any) -> dict[str, Any]:
 def run_meta_for_writing(metadata: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     """The run's record in ``metadata`` to add to: a record that is not a mapping is
     replaced by an empty one (it could not be read anyway)."""
-    record = metadata.get(NAMESPACE)
-    if not isinstance(record, MutableMapping):
-        record = metadata[NAMESPACE] = {}
+    if not isinstance(metadata.get(NAMESPACE), MutableMapping):
+        metadata[NAMESPACE] = {}
+    record = metadata[NAMESPACE]  # as stored: a NotebookNode copies what it is given
+    assert isinstance(record, MutableMapping)
     return record
