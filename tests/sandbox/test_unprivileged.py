@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel_agent.sandbox.unprivileged import WorkerFailed, run_module
+from kernel_agent.errors import SandboxError
+from kernel_agent.sandbox.unprivileged import run_module
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -81,7 +82,7 @@ print("cwd", os.listdir("."), os.stat(".").st_uid == os.getuid())
 
 
 def test_the_worker_is_bounded_in_output_and_time() -> None:
-    with pytest.raises(WorkerFailed, match="more than"):
+    with pytest.raises(SandboxError, match="more than"):
         console("import sys\nsys.stdout.write('x' * 5_000_000)", max_output=1_000_000)
-    with pytest.raises(WorkerFailed, match="longer than"):
+    with pytest.raises(SandboxError, match="longer than"):
         console("import time\ntime.sleep(60)", timeout=3)

@@ -121,25 +121,23 @@ def call(task: str, request: dict[str, Any], *, timeout: float = 300.0) -> Any:
     error = _ERRORS.get(task, NotebookError)
     if not unprivileged():
         return TASKS[task](request)
-    from ..sandbox.unprivileged import WorkerFailed, run_module
+    from ..sandbox.unprivileged import run_module
 
     payload = json.dumps(request, allow_nan=True).encode("utf-8")
     if len(payload) > MAX_REQUEST:
         raise error(f"too large to {task}: {len(payload):,} bytes (bound {MAX_REQUEST:,})")
     from jupyter_core.paths import jupyter_path
 
-    try:
-        out = run_module(
-            _MODULE,
-            [task],
-            payload,
-            timeout=timeout,
-            purpose=f"the unprivileged {task} worker",
-            env={"JUPYTER_PATH": os.pathsep.join(jupyter_path())},  # nbconvert's templates
-            ro_paths=(str(request["dir"]),) if request.get("dir") else (),
-        )
-    except WorkerFailed as exc:
-        raise error(str(exc)) from None
+    out = run_module(
+        _MODULE,
+        [task],
+        payload,
+        timeout=timeout,
+        purpose=f"the unprivileged {task} worker",
+        env={"JUPYTER_PATH": os.pathsep.join(jupyter_path())},  # nbconvert's templates
+        ro_paths=(str(request["dir"]),) if request.get("dir") else (),
+        error=error,
+    )
     try:
         reply = json.loads(out)
     except ValueError:

@@ -39,8 +39,8 @@ from fastapi.responses import HTMLResponse, Response, StreamingResponse
 
 from ..edges.safefs import open_beneath
 from ..edges.webguard import NOTEBOOK_CSP, HostGuard
-from ..errors import UnsafePath
-from .runs import Bar, RunInfo, TooLarge, list_runs, read_bounded, read_run, timeline
+from ..errors import TooLarge, UnsafePath
+from .runs import Bar, RunInfo, list_runs, read_bounded, read_run, timeline
 
 __all__ = ["create_app", "RenderCache"]
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..edges.safefs import open_beneath
-from ..errors import UnsafePath
+from ..errors import TooLarge, UnsafePath
 from ..events import tokens_text
 from ..notebook.cellmeta import (
     EXEC_S,
@@ -93,14 +93,11 @@ class Bar:
     note: str = ""
 
 
-class TooLarge(ValueError):
-    """A notebook over :data:`MAX_NOTEBOOK_BYTES` (from its ``stat``: nothing was read)."""
-
-
 def read_bounded(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
     """The bytes of regular file ``path`` (never through a link), at most ``limit``.
 
-    :class:`TooLarge` past ``limit`` (known from ``fstat``, before any read);
+    :class:`~kernel_agent.errors.TooLarge` past ``limit`` (known from ``fstat``, before any
+    read);
     ``OSError``/:class:`~kernel_agent.errors.UnsafePath` for a link, a FIFO, a device, or a
     file with another name elsewhere (a hard link: it may be anyone's file).
     """

@@ -40,9 +40,10 @@ import threading
 import time
 from pathlib import Path
 
+from ..errors import KernelAgentError, SandboxError
 from .uids import drop_argv, leased_user
 
-__all__ = ["run_module", "LIMITS", "WorkerFailed"]
+__all__ = ["run_module", "LIMITS"]
 
 #: rlimits of a worker: (resource name, soft = hard value); CPU seconds come from the timeout
 LIMITS: dict[str, int] = {
@@ -60,10 +61,6 @@ _BOOT = (
     "sys.path[:0]=json.loads(sys.argv[2]);m=sys.argv[3];sys.argv=[m]+sys.argv[4:]\n"
     "runpy.run_module(m,run_name='__main__',alter_sys=True)\n"
 )
-
-
-class WorkerFailed(Exception):
-    """The worker did not answer: could not start, died, or went past a bound."""
 
 
 def _everyone_may_run(path: Path) -> bool:
@@ -119,11 +116,12 @@ def run_module(
     purpose: str = "a worker",
     env: dict[str, str] | None = None,
     ro_paths: tuple[str, ...] = (),
+    error: type[KernelAgentError] = SandboxError,
 ) -> bytes:
     """Run ``python -m module *args`` unprivileged with ``payload`` on stdin; its stdout.
 
     As root it runs as a leased uid; otherwise as ourselves (with the same bounds).
-    :class:`WorkerFailed` when it cannot start, exits non-zero, prints more than
+    ``error`` (one line) when it cannot start, exits non-zero, prints more than
     ``max_output`` bytes or takes longer than ``timeout`` seconds. ``env`` adds to the
     cleared environment (paths only: it is the parent's word, not a secret); ``ro_paths``
     are the directories the worker may read in (under the rules of the module docstring).
@@ -136,20 +134,26 @@ def run_module(
             if uid >= 0:
                 os.chown(home, uid, uid)
             argv = [
-                *_confine(uid, home, paths, list(ro_paths), purpose), *drop_argv(uid),
+                *_confine(uid, home, paths, list(ro_paths), purpose, error), *drop_argv(uid),
                 sys.executable, "-I", "-c", _BOOT, json.dumps(limits), json.dumps(paths),
                 module, *args,
             ]  # fmt: skip
-            return _run(
-                argv, payload, {**_env(home), **(env or {})}, home, timeout, max_output, purpose
-            )
+            environ = {**_env(home), **(env or {})}
+            return _run(argv, payload, environ, home, timeout, max_output, purpose, error)
         except OSError as exc:
-            raise WorkerFailed(f"{purpose} could not start: {exc}") from None
+            raise error(f"{purpose} could not start: {exc}") from None
         finally:
             shutil.rmtree(home, ignore_errors=True)
 
 
-def _confine(uid: int, home: Path, ours: list[str], ro_paths: list[str], purpose: str) -> list[str]:
+def _confine(
+    uid: int,
+    home: Path,
+    ours: list[str],
+    ro_paths: list[str],
+    purpose: str,
+    error: type[KernelAgentError],
+) -> list[str]:
     """The bwrap prefix (empty without bwrap, where the interpreter must be one ``uid`` may run)."""
     from .bwrap import ROOT_NAMESPACES, bwrap_problem, masks, mount_plan, sandbox_tmpfs
     from .mounts import can_search, interpreter_paths
@@ -157,7 +161,7 @@ def _confine(uid: int, home: Path, ours: list[str], ro_paths: list[str], purpose
     problem, bwrap, _ = bwrap_problem()
     if problem is not None or bwrap is None:
         if uid >= 0 and not _everyone_may_run(Path(sys.executable)):
-            raise WorkerFailed(
+            raise error(
                 f"{purpose} cannot run unprivileged: {sys.executable} is not an interpreter "
                 f"every user may run, and bwrap, which would bind it in, does not work "
                 f"({problem})"
@@ -185,6 +189,7 @@ def _run(
     timeout: float,
     max_output: int,
     purpose: str,
+    error: type[KernelAgentError],
 ) -> bytes:
     proc = subprocess.Popen(
         argv,
@@ -241,9 +246,9 @@ def _run(
     for stream in (proc.stdout, proc.stderr):
         stream.close()
     if failure:
-        raise WorkerFailed(failure)
+        raise error(failure)
     if code != 0:
         lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
         why = lines[-1].strip()[:300] if lines else f"exit status {code}"
-        raise WorkerFailed(f"{purpose} failed: {why}")
+        raise error(f"{purpose} failed: {why}")
     return bytes(out)
