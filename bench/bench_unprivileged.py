@@ -12,6 +12,7 @@ the worker (``worker.call``), and prints medians, the difference and the ratio.
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -29,20 +30,24 @@ from kernel_agent.notebook.nbio import read_notebook  # noqa: E402
 REPEAT = 5
 
 
-def timed(fn: Any) -> float:
-    runs = []
+def timed(fn: Any) -> tuple[float, float]:
+    """Median wall time, and median CPU time of the child processes (the worker's)."""
+    runs, cpu = [], []
     for _ in range(REPEAT):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         fn()
         runs.append(time.perf_counter() - t0)
-    return statistics.median(runs)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(runs), statistics.median(cpu)
 
 
 def main() -> None:
     if os.geteuid() != 0:
         sys.exit("run as root: only root's tasks go to the unprivileged worker")
     with tempfile.TemporaryDirectory() as tmp:
-        path = build_transcript(Path(tmp) / "plot.ipynb", PLOT_STEPS)
+        path = build_transcript(Path(tmp) / "plot.ipynb", PLOT_STEPS).path
         nb = read_notebook(path)
         outputs = [c.outputs for c in nb.cells if c.cell_type == "code"]
         images = [
@@ -60,12 +65,12 @@ def main() -> None:
         worker.call("html", requests["html"])  # warm: the bwrap probe, the page cache
         print(f"{len(nb.cells)} cells, {len(images)} image(s), {path.stat().st_size:,} bytes")
         for task, request in requests.items():
-            inproc = timed(lambda t=task, r=request: worker.TASKS[t](r))
-            isolated = timed(lambda t=task, r=request: worker.call(t, r))
+            inproc, _ = timed(lambda t=task, r=request: worker.TASKS[t](r))
+            isolated, cpu = timed(lambda t=task, r=request: worker.call(t, r))
             print(
                 f"{task:9s} in-process {inproc * 1000:7.1f} ms | unprivileged worker "
-                f"{isolated * 1000:7.1f} ms | +{(isolated - inproc) * 1000:6.1f} ms "
-                f"| ratio {isolated / inproc:5.1f}x"
+                f"{isolated * 1000:7.1f} ms (its CPU {cpu * 1000:6.1f} ms) "
+                f"| +{(isolated - inproc) * 1000:6.1f} ms | ratio {isolated / inproc:6.1f}x"
             )
 
 
