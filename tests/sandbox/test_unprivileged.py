@@ -70,15 +70,28 @@ print("env", sorted(os.environ))
     assert not any(k in out for k in ("OPENAI", "KEY", "TOKEN"))
 
 
-def test_the_worker_has_its_rlimits_and_an_empty_home_of_its_own() -> None:
+def test_the_worker_has_its_rlimits_and_an_empty_bounded_home() -> None:
     out = console(
         """
 import os, resource
 print("as", resource.getrlimit(resource.RLIMIT_AS)[0] >> 30, "nproc", resource.getrlimit(resource.RLIMIT_NPROC)[0])
-print("cwd", os.listdir("."), os.stat(".").st_uid == os.getuid())
+print("cwd", os.listdir("."), os.access(".", os.W_OK), os.environ["HOME"] == os.getcwd())
+try:
+    with open("fill", "wb") as fh:
+        for _ in range(400): fh.write(b"x" * (1 << 20))
+    print("filled")
+except OSError as e: print("full", e.errno)
+
+print("end")
 """
     )
-    assert "as 6 nproc 64" in out and "cwd [] True" in out
+    assert "as 6 nproc 64" in out and "cwd [] True True" in out
+    from kernel_agent.sandbox import bwrap_problem
+
+    if bwrap_problem()[0] is None:  # its home is a tmpfs of TMPFS_MB: 400 MB do not fit
+        assert "full 28" in out
+    else:  # a directory of the host's /tmp: the file-size rlimit (512 MB) holds
+        assert "filled" in out
 
 
 def test_the_worker_is_bounded_in_output_and_time() -> None:

@@ -6,7 +6,8 @@ the comparer) runs as root only by mistake. :func:`run_module` runs
 (``setpriv``: no groups, no capabilities, ``no_new_privs``), with:
 
 - a cleared environment (no keys or tokens), ``HOME``, ``TMPDIR`` and the working
-  directory a fresh empty directory of that uid, removed afterwards;
+  directory a fresh empty directory (on a bounded tmpfs of its own under bwrap; else a
+  directory of that uid, removed afterwards);
 - rlimits set before the module is imported: address space, CPU time, file size, open
   files, processes, no core dumps (:data:`LIMITS`);
 - the request on stdin and the answer on stdout, read up to ``max_output`` bytes and
@@ -45,6 +46,8 @@ from .uids import drop_argv, leased_user
 
 __all__ = ["run_module", "LIMITS"]
 
+#: the size of the worker's /tmp (its home) under bwrap: all it may write
+TMPFS_MB = 256
 #: rlimits of a worker: (resource name, soft = hard value); CPU seconds come from the timeout
 LIMITS: dict[str, int] = {
     "RLIMIT_AS": 6 << 30,
@@ -133,12 +136,13 @@ def run_module(
         try:
             if uid >= 0:
                 os.chown(home, uid, uid)
+            prefix, inner = _confine(uid, home, paths, list(ro_paths), purpose, error)
             argv = [
-                *_confine(uid, home, paths, list(ro_paths), purpose, error), *drop_argv(uid),
+                *prefix, *drop_argv(uid),
                 sys.executable, "-I", "-c", _BOOT, json.dumps(limits), json.dumps(paths),
                 module, *args,
             ]  # fmt: skip
-            environ = {**_env(home), **(env or {})}
+            environ = {**_env(inner), **(env or {})}
             return _run(argv, payload, environ, home, timeout, max_output, purpose, error)
         except OSError as exc:
             raise error(f"{purpose} could not start: {exc}") from None
@@ -153,12 +157,14 @@ def _confine(
     ro_paths: list[str],
     purpose: str,
     error: type[KernelAgentError],
-) -> list[str]:
-    """The bwrap prefix (empty without bwrap, where the interpreter must be one ``uid`` may run)."""
+) -> tuple[list[str], Path]:
+    """The bwrap prefix and the worker's home inside it: a fresh directory on a bwrap
+    tmpfs of :data:`TMPFS_MB` (so what it writes is bounded in all), or, without bwrap
+    (or not root), no prefix and ``home``, where the interpreter must be one ``uid`` may run."""
     from .bwrap import ROOT_NAMESPACES, bwrap_problem, masks, mount_plan, sandbox_tmpfs
     from .mounts import can_search, interpreter_paths
 
-    problem, bwrap, _ = bwrap_problem()
+    problem, bwrap, _ = bwrap_problem() if uid >= 0 else ("not root", None, None)
     if problem is not None or bwrap is None:
         if uid >= 0 and not _everyone_may_run(Path(sys.executable)):
             raise error(
@@ -166,19 +172,18 @@ def _confine(
                 f"every user may run, and bwrap, which would bind it in, does not work "
                 f"({problem})"
             )
-        return []
-    plan = mount_plan(
-        uid if uid >= 0 else None, [*interpreter_paths(sys.executable), *map(Path, ours)]
-    )
-    who = (uid, set()) if uid >= 0 else (os.geteuid(), set(os.getgroups()))
+        return [], home
+    plan = mount_plan(uid, [*interpreter_paths(sys.executable), *map(Path, ours)])
     for path in map(Path, ro_paths):
-        if path.exists() and all(can_search(p, *who) for p in path.parents):
+        if path.exists() and all(can_search(p, uid, set()) for p in path.parents):
             plan.add(path, writable=False)  # only what the uid could reach on the host anyway
-    binds = [*plan.argv(), "--bind", str(home), str(home)]
-    return [
+    inner = Path("/tmp/work")
+    prefix = [
         bwrap, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
-        *sandbox_tmpfs(64), *masks(binds), *ROOT_NAMESPACES, "--die-with-parent", "--",
+        *sandbox_tmpfs(TMPFS_MB), *masks(plan.argv()), "--perms", "1777", "--dir", str(inner),
+        "--chdir", str(inner), *ROOT_NAMESPACES, "--die-with-parent", "--",
     ]  # fmt: skip
+    return prefix, inner
 
 
 def _run(
