@@ -11,9 +11,10 @@ the worker (``worker.call``), and prints medians, the difference and the ratio.
 
 from __future__ import annotations
 
+import json
 import os
-import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -22,6 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from jupyter_core.paths import jupyter_path  # noqa: E402
 from nbfactory import PLOT_STEPS, build_transcript  # noqa: E402
 
 from kernel_agent.notebook import worker  # noqa: E402
@@ -30,17 +32,25 @@ from kernel_agent.notebook.nbio import read_notebook  # noqa: E402
 REPEAT = 5
 
 
-def timed(fn: Any) -> tuple[float, float]:
-    """Median wall time, and median CPU time of the child processes (the worker's)."""
-    runs, cpu = [], []
+def timed(fn: Any) -> float:
+    runs = []
     for _ in range(REPEAT):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         fn()
         runs.append(time.perf_counter() - t0)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return statistics.median(runs), statistics.median(cpu)
+    return statistics.median(runs)
+
+
+def plain_process(task: str, request: Any) -> Any:
+    """The same worker as a plain child of ours: no uid switch, no bwrap, no rlimits."""
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {src!r}); "
+         "from kernel_agent.notebook.worker import main; sys.exit(main())", task],
+        input=json.dumps(request).encode(), capture_output=True, check=True,
+        env={"PATH": "/usr/bin:/bin", "JUPYTER_PATH": os.pathsep.join(jupyter_path())},
+    )  # fmt: skip
+    return json.loads(done.stdout)["ok"]
 
 
 def main() -> None:
@@ -65,12 +75,13 @@ def main() -> None:
         worker.call("html", requests["html"])  # warm: the bwrap probe, the page cache
         print(f"{len(nb.cells)} cells, {len(images)} image(s), {path.stat().st_size:,} bytes")
         for task, request in requests.items():
-            inproc, _ = timed(lambda t=task, r=request: worker.TASKS[t](r))
-            isolated, cpu = timed(lambda t=task, r=request: worker.call(t, r))
+            inproc = timed(lambda t=task, r=request: worker.TASKS[t](r))
+            plain = timed(lambda t=task, r=request: plain_process(t, r))
+            isolated = timed(lambda t=task, r=request: worker.call(t, r))
             print(
-                f"{task:9s} in-process {inproc * 1000:7.1f} ms | unprivileged worker "
-                f"{isolated * 1000:7.1f} ms (its CPU {cpu * 1000:6.1f} ms) "
-                f"| +{(isolated - inproc) * 1000:6.1f} ms | ratio {isolated / inproc:6.1f}x"
+                f"{task:9s} in-process {inproc * 1000:7.1f} ms | a plain child process "
+                f"{plain * 1000:7.1f} ms | the unprivileged worker {isolated * 1000:7.1f} ms "
+                f"| ratio {isolated / inproc:6.1f}x in-process, {isolated / plain:4.2f}x plain"
             )
 
 
