@@ -22,6 +22,7 @@ import tempfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -303,3 +304,58 @@ def test_v1_bad_installs_are_one_line_and_refused(installs: object, tmp_path: Pa
     lines = [ln for ln in no_traceback(proc) if "unsandboxed" not in ln]
     assert proc.returncode != 0 and len(lines) == 1, proc.stderr
     assert lines[0].startswith("kernel-agent: error: ") and "installs" in lines[0]
+
+
+# ------------------------------------------------- X3 through a real sandboxed run
+@needs_root
+@pytest.mark.parametrize("mode", [0o700, 0o755], ids=["private-dir", "open-dir"])
+def test_x3_a_kernels_markdown_output_embeds_nothing_of_the_notebooks_dir(
+    fake_llm: Any, mode: int
+) -> None:
+    """The review's run: ``--cwd VIEW --notebook NBDIR/run3.ipynb``, the kernel names files of
+    NBDIR it cannot read, and a script that would send embedded files out; then root exports
+    to HTML and PDF. With NBDIR 0700 (the review's) and 0755 (make demo's open layout)."""
+    from fake_openai import run_cell, text
+
+    from kernel_agent.sandbox import bwrap_problem
+
+    if bwrap_problem()[0] is not None:
+        pytest.skip(f"no bwrap sandbox here: {bwrap_problem()[0]}")
+    base = Path(tempfile.mkdtemp(prefix="ka-x3-"))
+    try:
+        base.chmod(0o755)
+        view, nbdir = base / "view", base / "nbdir"
+        view.mkdir()
+        nbdir.mkdir(mode=mode)
+        nbdir.chmod(mode)
+        for name, data in (("private.txt", PRIVATE.encode()), ("secret.png", SECRET_PNG)):
+            (nbdir / name).write_bytes(data)
+            (nbdir / name).chmod(0o600)
+        cell = (
+            "from IPython.display import display, Markdown, HTML\n"
+            "display(Markdown('![notes](private.txt) ![fig](secret.png) "
+            '<img src="secret.png"> ![up](../nbdir/private.txt)\'))\n'
+            f"display(HTML({EXFIL!r}))\n"
+        )
+        fake_llm.enqueue(run_cell(cell), text("Shown."))
+        nb = nbdir / "run3.ipynb"
+        run = cli(
+            ["run", "--base-url", fake_llm.base_url, "--model", "t", "--sandbox", "bwrap",
+             "--cwd", str(view), "--notebook", str(nb), "show the notes"], base,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        html = cli(["export", str(nb), "--to", "html"], base)
+        assert html.returncode == 0, html.stderr
+        page = nb.with_suffix(".html").read_text()
+        assert 'src="private.txt"' in page  # the output is there, as a reference
+        assert leaks(page) == [] and "data:text/plain" not in page
+        if shutil.which("pdfimages") and shutil.which("chromium"):
+            pdf = cli(["export", str(nb), "--to", "pdf"], base)
+            assert pdf.returncode == 0, pdf.stderr
+            listing = subprocess.run(
+                ["pdfimages", "-list", str(nb.with_suffix(".pdf"))], capture_output=True,
+                text=True, check=True,
+            ).stdout  # fmt: skip
+            assert " 123 " not in listing  # the root-only PNG is not printed
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
