@@ -8,11 +8,11 @@ per-cell metadata (``gen_s``: the model's time for the reply that asked for the 
 
 The directory may hold anyone's files. A notebook is read only as a regular file directly
 in it, opened without following a link (``O_NOFOLLOW``, beneath the directory's fd: a
-link is not listed, whatever it points at, nor a file with a second name elsewhere),
-and only up to :data:`MAX_NOTEBOOK_BYTES`
-(a larger one is listed as "unreadable" from its ``stat``, never read). The listing keeps
-what it read by (name, inode, size, mtime) in a bounded cache, so a reload re-reads only
-what changed.
+link is not listed, whatever it points at, nor a file with a second name elsewhere), and
+only up to :data:`MAX_NOTEBOOK_BYTES` (a larger one is listed as "unreadable" from its
+``stat``, never read). The listing keeps what it read by (path, inode, size, mtime) in a
+bounded cache, so a reload re-reads only what changed. The run's metadata is read through
+:func:`~kernel_agent.notebook.cellmeta.run_meta`: every field of its type, or left out.
 """
 
 from __future__ import annotations
@@ -97,9 +97,8 @@ def read_bounded(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
     """The bytes of regular file ``path`` (never through a link), at most ``limit``.
 
     :class:`~kernel_agent.errors.TooLarge` past ``limit`` (known from ``fstat``, before any
-    read);
-    ``OSError``/:class:`~kernel_agent.errors.UnsafePath` for a link, a FIFO, a device, or a
-    file with another name elsewhere (a hard link: it may be anyone's file).
+    read); ``OSError``/:class:`~kernel_agent.errors.UnsafePath` for a link, a FIFO, a
+    device, or a file with another name elsewhere (a hard link: it may be anyone's file).
     """
     fd = open_beneath(path.parent, path.name)  # O_NOFOLLOW, O_NONBLOCK, S_ISREG
     with os.fdopen(fd, "rb") as fh:
