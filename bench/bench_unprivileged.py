@@ -55,7 +55,8 @@ def plain_process(task: str, request: Any) -> Any:
 
 def main() -> None:
     if os.geteuid() != 0:
-        sys.exit("run as root: only root's tasks go to the unprivileged worker")
+        print("bench_unprivileged: skipped, not root (only root's tasks go to the worker)")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         path = build_transcript(Path(tmp) / "plot.ipynb", PLOT_STEPS).path
         nb = read_notebook(path)
