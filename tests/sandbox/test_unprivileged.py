@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -99,3 +100,21 @@ def test_the_worker_is_bounded_in_output_and_time() -> None:
         console("import sys\nsys.stdout.write('x' * 5_000_000)", max_output=1_000_000)
     with pytest.raises(SandboxError, match="longer than"):
         console("import time\ntime.sleep(60)", timeout=3)
+
+
+def test_without_bwrap_it_still_drops_or_refuses_never_runs_as_root(
+    secrets: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where bwrap does not work, the worker runs through setpriv alone if every user may
+    run the interpreter, and refuses with one line if not: it never falls back to root."""
+    from kernel_agent.sandbox import bwrap, unprivileged
+
+    monkeypatch.setattr(bwrap, "bwrap_problem", lambda *a: ("bwrap does not work here", None, None))
+    code = f"import os\nprint('uid', os.geteuid())\nprint(open({str(secrets / 'mine')!r}).read())"
+    if unprivileged._everyone_may_run(Path(sys.executable)):
+        out = console(code)
+        assert "uid 0" not in out and SECRET not in out and "uid " in out
+    else:
+        with pytest.raises(SandboxError, match="cannot run unprivileged") as caught:
+            console(code)
+        assert "\n" not in str(caught.value) and sys.executable in str(caught.value)
