@@ -3,7 +3,8 @@
 :func:`verify_notebook` (blocking) and :func:`async_verify_notebook` run every code
 cell with nbclient in a new kernel of the notebook's kernelspec (or ``kernel_name``),
 compare each cell's new outputs with the stored ones through
-:func:`kernel_agent.notebook.compare.compare_outputs`, and return a :class:`VerifyReport`
+:func:`kernel_agent.notebook.compare.compare_outputs` (as root, in one unprivileged
+worker process: :mod:`kernel_agent.notebook.worker`), and return a :class:`VerifyReport`
 with a result per code cell and the first cell that differs.
 
 The kernel can be put in the sandbox the agent uses: pass the same ``launcher``
@@ -18,6 +19,7 @@ A cell that times out or a kernel that dies ends the run: that cell is an
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import shutil
 import time
@@ -31,7 +33,10 @@ from nbformat import NotebookNode
 
 from ..errors import KernelNotFound, KernelStartError, VerifyMismatch, one_line
 from ..sandbox.env import kernel_environment
-from .compare import ImageTolerance, compare_outputs
+from . import worker
+from .cellmeta import cell_meta, run_meta_for_writing
+from .cellmeta import run_meta as run_record
+from .compare import ImageTolerance
 from .nbio import read_notebook
 from .transcript import write_notebook_atomic
 
@@ -196,7 +201,7 @@ async def async_verify_notebook(
     if not name:
         raise KernelNotFound(f"{path} names no kernel (no metadata.kernelspec); pass --kernel NAME")
     python = (nb.metadata.get("language_info") or {}).get("name", "python") == "python"
-    run_meta = dict(nb.metadata.get("kernel_agent") or {})
+    run_meta = run_record(nb.metadata)
     pins = None
     if python:  # before anything starts: refused installs refuse the whole verify
         from ..tools.installs import InstallPolicy, check_rerun
@@ -247,6 +252,7 @@ async def async_verify_notebook(
         for n, (i, c) in enumerate(code, start=1)
     ]
     report = VerifyReport(path, name, checks, tolerance, executed=executed)
+    ran: list[CellCheck] = []  # run to the end: compared once the kernel is gone
     began = time.perf_counter()
     started = False
     try:
@@ -277,9 +283,7 @@ async def async_verify_notebook(
                 if report.error is not None:
                     check.problems = [report.error]
                     break
-                result = compare_outputs(nb.cells[check.index].outputs, cell.outputs, tolerance)
-                check.status = "same" if result.same else "differs"
-                check.problems, check.diff = result.problems, result.diff
+                ran.append(check)
     except Exception as exc:
         if started:
             raise
@@ -289,12 +293,35 @@ async def async_verify_notebook(
         if site is not None:
             launcher.extra_ro_paths = mounts
             shutil.rmtree(site, ignore_errors=True)
+    pairs = [(nb.cells[c.index].outputs, executed.cells[c.index].outputs) for c in ran]
+    for check, (same, problems, diff) in zip(
+        ran, await asyncio.to_thread(compare_all, pairs, tolerance), strict=True
+    ):
+        check.status = "same" if same else "differs"
+        check.problems, check.diff = problems, diff
     report.total_s = time.perf_counter() - began
     if write is not None:
-        executed.metadata.setdefault("kernel_agent", {})["verify"] = report.to_metadata()
+        run_meta_for_writing(executed.metadata)["verify"] = report.to_metadata()
         write_notebook_atomic(executed, write)
         report.written = Path(write)
     return report
+
+
+def compare_all(
+    pairs: list[tuple[Any, Any]], tolerance: ImageTolerance
+) -> list[tuple[bool, list[str], list[str]]]:
+    """Each (stored, re-executed) outputs pair compared: (same, problems, diff).
+
+    Both sides are a kernel's bytes (images Pillow decodes): as root this runs in one
+    unprivileged worker process for the whole notebook (:mod:`.worker`).
+    """
+    if not pairs:
+        return []
+    request = {
+        "pairs": [[list(a), list(b)] for a, b in pairs],
+        "tolerance": [tolerance.fraction, tolerance.mean, tolerance.pixel_threshold],
+    }
+    return [(bool(s), list(p), list(d)) for s, p, d in worker.call("compare", request)]
 
 
 def verify_notebook(path: str | Path, **kwargs: Any) -> VerifyReport:
@@ -307,7 +334,7 @@ def verify_notebook(path: str | Path, **kwargs: Any) -> VerifyReport:
 def record_verdict(path: str | Path, report: VerifyReport) -> None:
     """Store ``report.to_metadata()`` as ``metadata.kernel_agent.notebook.verify`` of ``path``."""
     nb = read_notebook(path)
-    nb.metadata.setdefault("kernel_agent", {})["verify"] = report.to_metadata()
+    run_meta_for_writing(nb.metadata)["verify"] = report.to_metadata()
     write_notebook_atomic(nb, path)
 
 
@@ -390,13 +417,15 @@ def _kernel_manager(name: str, factory: Callable[[str], Any] | None) -> Any:
 
 def _original_seconds(cell: NotebookNode) -> float | None:
     """The execution time recorded in the notebook: kernel-agent's, else nbclient's."""
-    meta = cell.get("metadata", {})
-    recorded = (meta.get("kernel_agent") or {}).get("exec_s")
-    if isinstance(recorded, (int, float)):
+    recorded = cell_meta(cell).get("exec_s")
+    if isinstance(recorded, (int, float)) and not isinstance(recorded, bool):
         return float(recorded)
-    timing = meta.get("execution") or {}
+    meta = cell.get("metadata")
+    timing = meta.get("execution") if isinstance(meta, dict) else None
+    if not isinstance(timing, dict):
+        return None
     start, end = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
-    if start and end:
+    if isinstance(start, str) and isinstance(end, str):
         try:
             delta = datetime.fromisoformat(end.replace("Z", "+00:00")) - datetime.fromisoformat(
                 start.replace("Z", "+00:00")
