@@ -333,3 +333,105 @@ def test_25_a_world_writable_host_socket_is_out_of_reach(tmp_path: Path, parent:
         import shutil
 
         shutil.rmtree(sockdir, ignore_errors=True)
+
+
+# ------------------------------------------------- K1: the host's other files
+K1_MARKER = "K1-PLANTED-HOST-FILE"
+K1_PROBE = """\
+import json, os
+seen = {}
+for d in DIRS:
+    try:
+        seen[d] = sorted(os.listdir(d))
+    except OSError as e:
+        seen[d] = type(e).__name__
+read = {}
+for f in FILES:
+    try:
+        read[f] = open(f).read()
+    except OSError as e:
+        read[f] = type(e).__name__
+print(json.dumps({"seen": seen, "read": read}))
+"""
+K1_WORK = """\
+import matplotlib
+matplotlib.use("agg")
+import matplotlib.pyplot as plt, pandas as pd
+frame = pd.read_csv("data.csv")
+plt.plot(frame.x, frame.y)
+plt.savefig("plot.png")
+open("out.txt", "w").write("written")
+print(len(frame), os.path.getsize("plot.png") > 1000, open("out.txt").read())
+"""
+
+
+def _bound(argv: list[str]) -> tuple[set[str], set[str]]:
+    """What a kernel's bwrap command line puts in its filesystem: the trees bound in
+    whole, and every path made (directories, links, mounts, binds)."""
+    trees: set[str] = set()
+    made: set[str] = set()
+    for i, arg in enumerate(argv):
+        if arg in ("--bind", "--ro-bind", "--symlink"):
+            made.add(argv[i + 2])
+            if arg != "--symlink":
+                trees.add(argv[i + 2])
+        elif arg in ("--dir", "--tmpfs", "--dev", "--proc"):
+            made.add(argv[i + 1])
+            if arg != "--dir":
+                trees.add(argv[i + 1])
+    return trees, made
+
+
+@needs_bwrap
+def test_k1_the_kernel_sees_only_what_was_bound_in(tmp_path: Path) -> None:
+    """Listings of the host's other places, and world-readable files planted in fresh
+    directories all over the host: only the bound paths (and the way to them) show."""
+    from crossing import CHECKOUT_PARENT, planted_dirs
+
+    from kernel_agent.executors.kernel import KernelSession
+
+    view = tmp_path / "view"
+    view.mkdir()
+    (view / "data.csv").write_text("x,y\n1,2\n2,4\n")
+    with planted_dirs(K1_MARKER) as planted:
+        assert len(planted) >= 3, planted  # /var/tmp, /opt or /srv, the checkout's parent...
+        dirs = ["/", "/home", "/root", "/opt", "/work", "/srv", "/var", "/etc", "/run",
+                str(CHECKOUT_PARENT), *map(str, planted)]  # fmt: skip
+        files = [str(p / "planted.txt") for p in planted]
+        files += ["/etc/shadow", "/etc/hostname", "/proc/1/environ", str(Path.home() / ".bashrc")]
+        launcher = make_launcher(Settings(cwd=view, home=tmp_path / "h"), view)
+        with KernelSession(cwd=view, launcher=launcher) as k:
+            probe = f"DIRS = {dirs!r}\nFILES = {files!r}\n" + K1_PROBE
+            r = k.execute(probe)
+            work = k.execute("import os\n" + K1_WORK)
+            argv = list(k._manager().kernel_spec.argv)
+    assert r.status == "ok", r.error
+    import json
+
+    found = json.loads(r.outputs[0].text)
+    assert K1_MARKER not in r.outputs[0].text
+    trees, made = _bound(argv)
+
+    def shown(path: str) -> bool:
+        p = Path(path)
+        return (
+            path in made
+            or any(t == "/" or Path(t) in p.parents for t in trees)
+            or any(Path(path) in Path(m).parents for m in made)
+        )
+
+    for folder, entries in found["seen"].items():
+        if isinstance(entries, str):
+            continue  # not there at all
+        stray = [e for e in entries if not shown(os.path.join(folder, e))]
+        assert stray == [], (folder, stray)
+    for folder in planted:
+        assert found["seen"][str(folder)] == "FileNotFoundError"
+    assert all(found["read"][f] in {"FileNotFoundError", "PermissionError"} for f in files)
+    assert found["seen"]["/home"] == "FileNotFoundError" or found["seen"]["/home"] == []
+    assert set(found["seen"]["/"]) <= {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32",
+                                       "proc", "root", "sbin", "sys", "tmp", "usr", "work",
+                                       "opt", "home"}  # fmt: skip
+    # ... and the kernel still has its tools, the view and its work dir
+    assert work.status == "ok", work.error
+    assert work.outputs[0].text == "2 True written\n"

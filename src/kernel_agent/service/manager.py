@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Deleted, Ended, NotFound, Stopping, TooBusy, TooLarge, UnsafePath
-from ..sandbox.room import remove_tree
+from ..sandbox.room import keep_room, remove_tree
 from ..session import CellRun, Session
 from ..settings import Settings
 from ..workdir import LocalWorkDir, WorkDir
@@ -188,6 +188,10 @@ class SessionManager:
             work_dir=str(session.work_dir) if session.files.local else None,
             sandbox=self._public(session.isolation.note),
         )
+        if hosted.work_dir is not None:
+            # the room is ours to collect after a crash: no other process prunes it
+            with contextlib.suppress(OSError, ValueError):
+                keep_room(Path(hosted.work_dir), self.index_path)
         self.sessions[sid] = hosted
         self._save_index()
         return hosted
