@@ -114,14 +114,17 @@ def sandbox_tmpfs(size_mb: int | None) -> list[str]:
 
 
 def filesystem(
-    ro_paths: Sequence[Path], rw_paths: Sequence[Path] = (), tmpfs_mb: int | None = None
+    ro_paths: Sequence[Path],
+    rw_paths: Sequence[Path] = (),
+    tmpfs_mb: int | None = None,
+    python: bool = True,
 ) -> list[str]:
     """bwrap options for the kernel's whole filesystem: ``/dev``, ``/proc``, private
     ``/tmp`` and ``/dev/shm``, the system (:func:`~.mounts.system_paths`), this Python
-    environment, ``ro_paths`` read-only and ``rw_paths`` writable, then ``/`` read-only.
-    Nothing else of the host is there."""
+    environment (unless not ``python``), ``ro_paths`` read-only and ``rw_paths``
+    writable, then ``/`` read-only. Nothing else of the host is there."""
     plan = MountPlan()
-    for path in (*system_paths(), *python_paths(), *ro_paths):
+    for path in (*system_paths(), *(python_paths() if python else ()), *ro_paths):
         plan.add(path, writable=False)
     for path in rw_paths:
         plan.add(path, writable=True)
