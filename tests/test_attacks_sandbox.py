@@ -302,9 +302,13 @@ def test_54_the_work_dir_cannot_fill_the_hosts_disk(tmp_path: Path) -> None:
 # ------------------------------------------------- 2.5: host unix sockets
 @needs_bwrap
 @as_root
-@pytest.mark.parametrize("parent", ["/var/lib", "/srv", "/run", "/var/tmp"])
+@pytest.mark.parametrize("parent", ["/var/lib", "/srv", "/run", "/var/tmp", "/opt", "checkout"])
 def test_25_a_world_writable_host_socket_is_out_of_reach(tmp_path: Path, parent: str) -> None:
-    """The review's SOCKDIR: a 0755 root dir under /var/lib holding a 0777 socket."""
+    """The review's SOCKDIR: a 0755 root dir under /var/lib holding a 0777 socket; and
+    the same anywhere else not bound into the sandbox (/opt, beside this checkout)."""
+    from crossing import CHECKOUT_PARENT
+
+    parent = str(CHECKOUT_PARENT) if parent == "checkout" else parent
     from kernel_agent.executors.kernel import KernelSession
 
     if not os.path.isdir(parent) or os.path.islink(parent):
