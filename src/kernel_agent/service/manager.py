@@ -535,8 +535,8 @@ class SessionManager:
 def _private_dir(path: Path) -> None:
     """Make ``path`` (and missing parents) a directory only this server's user can enter.
 
-    Kernels run as other uids and see ``/`` read-only: a 0755 state dir would let every
-    session's kernel read every other session's notebooks and files.
+    Kernels run as other uids, and their sandbox does not show the state dir at all (only
+    its ``view``); the mode is the second wall, and the only one for an unsandboxed kernel.
     """
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     if path.stat().st_mode & 0o077:
