@@ -439,3 +439,23 @@ def test_k1_the_kernel_sees_only_what_was_bound_in(tmp_path: Path) -> None:
     # ... and the kernel still has its tools, the view and its work dir
     assert work.status == "ok", work.error
     assert work.outputs[0].text == "2 True written\n"
+
+
+@needs_bwrap
+def test_k1_bash_and_its_tools_still_work_on_what_is_bound(tmp_path: Path) -> None:
+    """bash_kernel in the same filesystem: coreutils, awk (an alternatives link), Python."""
+    from kernel_agent.executors.kernel import KernelSession
+
+    view = tmp_path / "view"
+    view.mkdir()
+    (view / "data.csv").write_text("x,y\n1,2\n")
+    launcher = make_launcher(Settings(cwd=view, home=tmp_path / "h"), view)
+    with KernelSession("bash", cwd=view, launcher=launcher) as k:
+        r = k.execute(
+            "awk -F, 'NR==2 {print $2}' data.csv; echo w > out.txt; cat out.txt\n"
+            "ls /home 2>&1 | head -c 40; echo; python3 -c 'print(6 * 7)'"
+        )
+    assert r.status == "ok", r.error
+    lines = r.outputs[0].text.splitlines()
+    assert lines[:2] == ["2", "w"], lines
+    assert "No such file" in lines[2] and lines[3] == "42", lines
