@@ -61,6 +61,8 @@ PIP_NAMES = frozenset(
         "PATH", "LANG", "LANGUAGE", "TZ",
     }
 )  # fmt: skip
+#: what pip's jail shows of ``/etc`` beyond the kernel's: the resolver, site-wide pip config
+NETWORK_FILES = ("/etc/resolv.conf", "/etc/pip.conf", "/etc/xdg/pip/pip.conf")
 #: a pip config file larger than this is not copied
 _MAX_CONFIG = 64 * 1024
 #: at most this much of pip's stderr is kept
@@ -188,9 +190,10 @@ class PipJail:
 
         assert self.bwrap is not None
         # the kernel's filesystem (nothing of the host's beyond the system and this
-        # Python), plus the resolver's configuration: pip fetches from its index
-        resolver = [Path("/etc/resolv.conf")] if os.path.lexists("/etc/resolv.conf") else []
-        ro = [*interpreter_paths(sys.executable), *ro_paths, *resolver]
+        # Python), plus the resolver's and pip's site-wide configuration: pip fetches
+        # from its index, which /etc/pip.conf may name
+        network = [Path(p) for p in NETWORK_FILES if os.path.lexists(p)]
+        ro = [*interpreter_paths(sys.executable), *ro_paths, *network]
         if self.drop is not None and ids is not None:
             namespaces = ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
             inner = self.drop.argv(ids[0], ids[1])
