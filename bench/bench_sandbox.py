@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import logging
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import warnings
@@ -72,6 +74,24 @@ def measure(work: Path, launcher: object) -> dict[str, float]:
     }
 
 
+def mount_cost(work: Path, runs: int = 30) -> tuple[float, float]:
+    """Medians (ms) of ``bwrap ... true`` with a plain read-only ``/`` (the floor) and with
+    the kernel's filesystem (the system, this Python and ``work`` bound in), alternating."""
+    from kernel_agent.sandbox.bwrap import filesystem, find_bwrap
+
+    bwrap = find_bwrap() or "bwrap"
+    ns = ["--unshare-all", "--die-with-parent", "--"]
+    floor = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *ns, "true"]
+    bound = [bwrap, *filesystem([work], [], 64), *ns, "true"]
+    times: dict[int, list[float]] = {0: [], 1: []}
+    for _ in range(runs):
+        for i, argv in enumerate((floor, bound)):
+            t = time.perf_counter()
+            subprocess.run(argv, check=True)
+            times[i].append((time.perf_counter() - t) * 1000)
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -82,6 +102,12 @@ def main() -> None:
         }
         print(kernels["bwrap"].status.describe())  # type: ignore[union-attr]
         results = {name: measure(work, launcher) for name, launcher in kernels.items()}
+        if sys.platform.startswith("linux"):
+            ro, bound = mount_cost(work)
+            print(
+                f"bwrap true: read-only / {ro:.1f} ms (floor), the kernel's bound "
+                f"filesystem {bound:.1f} ms, ratio {bound / ro:.2f}"
+            )
     floor = results["plain"]
     print(
         f"{'kernel':8} {'start s':>8} {'ratio':>6} {'cell ms':>8} {'ratio':>6} "
