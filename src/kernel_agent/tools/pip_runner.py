@@ -61,8 +61,10 @@ PIP_NAMES = frozenset(
         "PATH", "LANG", "LANGUAGE", "TZ",
     }
 )  # fmt: skip
-#: what pip's jail shows of ``/etc`` beyond the kernel's: the resolver, site-wide pip config
-NETWORK_FILES = ("/etc/resolv.conf", "/etc/pip.conf", "/etc/xdg/pip/pip.conf")
+#: what pip's jail shows of ``/etc`` beyond the kernel's: the resolver, and the site-wide
+#: pip config with the files beside it (a ``constraint =`` there names one); a file it
+#: names elsewhere on the host is not in the jail
+NETWORK_FILES = ("/etc/resolv.conf", "/etc/pip.conf", "/etc/xdg/pip")
 #: a pip config file larger than this is not copied
 _MAX_CONFIG = 64 * 1024
 #: at most this much of pip's stderr is kept
