@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,7 +22,13 @@ from kernel_agent.sandbox.cgroups import (
     prune_cgroups,
 )
 from kernel_agent.sandbox.limits import ResourceLimits
-from kernel_agent.sandbox.room import agent_stamp, keep_room, make_room, prune_rooms
+from kernel_agent.sandbox.room import (
+    agent_stamp,
+    keep_room,
+    make_room,
+    prune_rooms,
+    remove_tree,
+)
 from kernel_agent.sandbox.uids import _lock_dir, lease_uid, prune_leases
 from kernel_agent.settings import Settings
 
@@ -165,54 +172,60 @@ def test_a_crashed_servers_files_survive_other_agents_until_it_restarts(
     # (and an older kernel-agent would not know a server's rooms)
     base = Path(tempfile.mkdtemp(prefix="kt", dir="/tmp"))
     private = {"TMPDIR": str(base)}
-    with (
-        serve(state, env=private) as srv,
-        httpx.Client(base_url=srv.url, headers=auth, timeout=120) as http,
-    ):
-        r = http.post("/v1/sessions", json={})
-        assert r.status_code == 201, r.text
-        sid = r.json()["id"]
-        assert http.put(
-            f"/v1/sessions/{sid}/files/upload.csv", content=b"customer upload"
-        ).is_success
-        code = "import os\nopen('result.txt', 'w').write('an hour of work')\nprint(os.getcwd())"
-        reply = http.post(f"/v1/sessions/{sid}/execute", json={"code": code}).json()
-        work = Path("".join(o.get("text", "") for o in reply["outputs"]).strip())
-        srv.proc.kill()  # SIGKILL: nothing is finalised
-        srv.proc.wait(30)
-    assert (work.parent / "keeper").is_file()
-    # a dead agent's room beside it, that the other process's housekeeping must remove
-    assert work.parent.parent == base
-    witness = Path(tempfile.mkdtemp(prefix="ka-", dir=base))
-    (witness / "agent").write_text(_dead_stamp())
-    view = tmp_path / "other-view"
-    view.mkdir()
-    if other == "serve":
+    try:
         with (
-            serve(tmp_path / "other-state", env=private) as srv2,
-            httpx.Client(base_url=srv2.url, headers=auth, timeout=120) as http,
+            serve(state, env=private) as srv,
+            httpx.Client(base_url=srv.url, headers=auth, timeout=120) as http,
         ):
             r = http.post("/v1/sessions", json={})
             assert r.status_code == 201, r.text
-    else:
-        _run_cli(fake_llm, view, private)
-    deadline = time.monotonic() + 10
-    while witness.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not witness.exists(), "the other process ran no housekeeping: the test proves nothing"
-    assert work.parent.is_dir()
-    with (
-        serve(state, env=private) as srv,
-        httpx.Client(base_url=srv.url, headers=auth, timeout=60) as http,
-    ):
-        info = http.get(f"/v1/sessions/{sid}").json()
-        assert info["status"] == "ended", info
-        listed = {f["path"] for f in http.get(f"/v1/sessions/{sid}/files").json()["files"]}
-        assert {"upload.csv", "result.txt"} <= listed
-        assert http.get(f"/v1/sessions/{sid}/files/result.txt").content == b"an hour of work"
-        assert http.get(f"/v1/sessions/{sid}/files/upload.csv").content == b"customer upload"
-    assert not work.parent.exists()  # collected by its own server, once delivered
-    base.rmdir()
+            sid = r.json()["id"]
+            assert http.put(
+                f"/v1/sessions/{sid}/files/upload.csv", content=b"customer upload"
+            ).is_success
+            code = "import os\nopen('result.txt', 'w').write('an hour of work')\nprint(os.getcwd())"
+            reply = http.post(f"/v1/sessions/{sid}/execute", json={"code": code}).json()
+            work = Path("".join(o.get("text", "") for o in reply["outputs"]).strip())
+            srv.proc.kill()  # SIGKILL: nothing is finalised
+            srv.proc.wait(30)
+        assert (work.parent / "keeper").is_file()
+        # a dead agent's room beside it, that the other process's housekeeping must remove
+        assert work.parent.parent == base
+        witness = Path(tempfile.mkdtemp(prefix="ka-", dir=base))
+        (witness / "agent").write_text(_dead_stamp())
+        view = tmp_path / "other-view"
+        view.mkdir()
+        if other == "serve":
+            with (
+                serve(tmp_path / "other-state", env=private) as srv2,
+                httpx.Client(base_url=srv2.url, headers=auth, timeout=120) as http,
+            ):
+                r = http.post("/v1/sessions", json={})
+                assert r.status_code == 201, r.text
+        else:
+            _run_cli(fake_llm, view, private)
+        deadline = time.monotonic() + 10
+        while witness.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not witness.exists(), (
+            "the other process ran no housekeeping: the test proves nothing"
+        )
+        assert work.parent.is_dir()
+        with (
+            serve(state, env=private) as srv,
+            httpx.Client(base_url=srv.url, headers=auth, timeout=60) as http,
+        ):
+            info = http.get(f"/v1/sessions/{sid}").json()
+            assert info["status"] == "ended", info
+            listed = {f["path"] for f in http.get(f"/v1/sessions/{sid}/files").json()["files"]}
+            assert {"upload.csv", "result.txt"} <= listed
+            assert http.get(f"/v1/sessions/{sid}/files/result.txt").content == b"an hour of work"
+            assert http.get(f"/v1/sessions/{sid}/files/upload.csv").content == b"customer upload"
+        assert not work.parent.exists()  # collected by its own server, once delivered
+    finally:
+        for left in base.iterdir():
+            remove_tree(left)  # unmounts a work dir's own filesystem first
+        shutil.rmtree(base, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- cgroups
