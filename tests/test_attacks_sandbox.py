@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -459,3 +460,44 @@ def test_k1_bash_and_its_tools_still_work_on_what_is_bound(tmp_path: Path) -> No
     lines = r.outputs[0].text.splitlines()
     assert lines[:2] == ["2", "w"], lines
     assert "No such file" in lines[2] and lines[3] == "42", lines
+
+
+@needs_bwrap
+def test_k1_the_views_links_show_what_the_kernels_uid_could_reach_and_no_more(
+    tmp_path: Path,
+) -> None:
+    """A view linking data kept elsewhere (world-readable, reachable) still reads it; a
+    link to a world-readable file behind a directory closed to others does not open it,
+    nor does a link to a file the kernel's uid may not read."""
+    from crossing import planted_dirs
+
+    from kernel_agent.executors.kernel import KernelSession
+
+    view = tmp_path / "view"
+    view.mkdir()
+    view.chmod(0o755)
+    with planted_dirs("linked data") as (shared, elsewhere, *_):
+        closed = Path(tempfile.mkdtemp(prefix="closed-", dir=elsewhere))
+        closed.chmod(0o700)
+        (closed / "behind.txt").write_text("BEHIND-A-CLOSED-DIR")
+        (closed / "behind.txt").chmod(0o644)
+        (shared / "private.txt").write_text("PRIVATE-0600")
+        (shared / "private.txt").chmod(0o600)
+        (view / "data").symlink_to(shared)
+        (view / "behind.txt").symlink_to(closed / "behind.txt")
+        (view / "private.txt").symlink_to(shared / "private.txt")
+        launcher = make_launcher(Settings(cwd=view, home=tmp_path / "h"), view)
+        with KernelSession(cwd=view, launcher=launcher) as k:
+            r = k.execute(
+                "for p in ('data/planted.txt', 'behind.txt', 'private.txt'):\n"
+                "    try:\n"
+                "        print(p, open(p).read())\n"
+                "    except OSError as e:\n"
+                "        print(p, type(e).__name__)\n"
+            )
+    assert r.status == "ok", r.error
+    said = r.outputs[0].text.splitlines()
+    assert said[0] == "data/planted.txt linked data"
+    assert said[1] == "behind.txt FileNotFoundError"  # not bound: its dir is closed to others
+    if IS_ROOT:  # the kernel has a uid of its own: the file's mode keeps it out
+        assert said[2] == "private.txt PermissionError"

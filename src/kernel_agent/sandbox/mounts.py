@@ -26,6 +26,7 @@ __all__ = [
     "can_search",
     "interpreter_paths",
     "python_paths",
+    "reachable_links",
     "resolve_links",
     "system_paths",
 ]
@@ -79,6 +80,26 @@ def python_paths() -> list[Path]:
         for path in (Path(prefix), Path(os.path.realpath(prefix))):
             if path not in out:
                 out.append(path)
+    return out
+
+
+def reachable_links(folder: Path, uid: int, gids: set[int], limit: int) -> list[Path]:
+    """The symlinks among the first ``limit`` entries of ``folder`` (the user's links to
+    data kept elsewhere) whose targets ``uid`` could reach on the host: every directory
+    on the way to the real target searchable. The sandbox binds those in; a target behind
+    a directory closed to that uid stays out, as on the host."""
+    out: list[Path] = []
+    try:
+        names = sorted(os.listdir(folder))[:limit]
+    except OSError:
+        return out
+    for name in names:
+        path = folder / name
+        if not path.is_symlink():
+            continue
+        real = Path(os.path.realpath(path))
+        if real.exists() and all(can_search(d, uid, gids) for d in real.parents):
+            out.append(path)
     return out
 
 
