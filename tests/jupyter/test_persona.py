@@ -77,9 +77,8 @@ def _agent_cells(lab: LabServer, path: str, timeout: float = 20) -> list[dict]:
         time.sleep(0.3)
 
 
-def test_a_chat_asks_the_persona_about_a_csv_in_the_open_notebook(tmp_path, fake_llm):
+def test_the_persona_manager_routes_a_csv_question_to_the_open_notebook(tmp_path, fake_llm):
     lab = _lab(tmp_path, fake_llm)
-    browser = None
     try:
         (lab.root / "sales.csv").write_text("region,amount\nnorth,10\nsouth,25\nnorth,7\n")
         write_notebook(lab.root / "sales.ipynb", USER_CELL)
@@ -100,15 +99,96 @@ def test_a_chat_asks_the_persona_about_a_csv_in_the_open_notebook(tmp_path, fake
         # the token never was in the agent's argv: it went in the environment
         assert lab.token not in (lab.workdir / "lab.log").read_text(errors="replace")
 
-        browser = LabBrowser().start(f"{lab.url}/lab/tree/sales.ipynb?token={lab.token}")
-        browser.wait_for("TOTAL 35", "threshold = 8", timeout=90)
+    finally:
+        lab.stop()
+
+
+def _side_by_side(lab: LabServer, notebook: str, chat: str) -> None:
+    """JupyterLab's workspace: the notebook on the left, the chat on the right."""
+    layout = {
+        "main": {
+            "dock": {
+                "type": "split-area",
+                "orientation": "horizontal",
+                "sizes": [0.55, 0.45],
+                "children": [
+                    {"type": "tab-area", "currentIndex": 0, "widgets": [f"notebook:{notebook}"]},
+                    {"type": "tab-area", "currentIndex": 0, "widgets": [f"chat:{chat}"]},
+                ],
+            },
+            "current": f"chat:{chat}",
+        },
+        "left": {"collapsed": True, "visible": True, "widgets": ["filebrowser"]},
+    }
+    data = {
+        "layout-restorer:data": layout,
+        f"notebook:{notebook}": {"data": {"path": notebook, "factory": "Notebook"}},
+        f"chat:{chat}": {"data": {"filepath": chat, "inSidePanel": False}},
+    }
+    lab.api("PUT", "/lab/api/workspaces/default", {"data": data, "metadata": {"id": "default"}})
+
+
+def _type_and_send(browser: LabBrowser, message: str) -> None:
+    """What the user does: click into the chat's input, type, press Enter."""
+    assert browser.pipe is not None
+    deadline = time.monotonic() + 60
+    focused = False
+    while not focused and time.monotonic() < deadline:
+        found = browser.pipe.call(
+            "Runtime.evaluate",
+            {
+                "expression": "(() => { const t = document.querySelector("
+                "'textarea[placeholder^=\"Type a chat message\"]'); "
+                "if (t) t.focus(); return !!t; })()",
+                "returnByValue": True,
+            },
+            browser.session,
+        )
+        focused = bool(found.get("result", {}).get("value"))
+        if not focused:
+            time.sleep(0.5)
+    assert focused, "the chat's input never showed"
+    browser.pipe.call("Input.insertText", {"text": message}, browser.session)
+    time.sleep(1)  # the mention pop-up settles
+    for kind in ("keyDown", "keyUp"):
+        key = {"type": kind, "key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13}
+        if kind == "keyDown":
+            key["text"] = "\r"
+        browser.pipe.call("Input.dispatchKeyEvent", key, browser.session)
+
+
+def test_in_jupyterlab_a_user_asks_in_the_chat_and_watches_the_notebook(tmp_path, fake_llm):
+    """The issue's "done when": JupyterLab in a browser, the notebook and its chat side by
+    side; the user types ``@kernel-agent`` and a CSV question into the chat; the cell
+    appears in the notebook and runs in its kernel; the answer arrives in the chat."""
+    lab = _lab(tmp_path, fake_llm)
+    browser = None
+    try:
+        (lab.root / "sales.csv").write_text("region,amount\nnorth,10\nsouth,25\nnorth,7\n")
+        write_notebook(lab.root / "sales.ipynb", USER_CELL)
+        as_the_user(lab, "sales.ipynb", USER_CELL)
+        # a chat beside the notebook, with its name: the persona works in sales.ipynb
+        lab.api(
+            "PUT", "/api/contents/sales.chat", {"type": "file", "format": "text", "content": "{}"}
+        )
+        _side_by_side(lab, "sales.ipynb", "sales.chat")
+        fake_llm.enqueue(run_cell(CODE), text(ANSWER))
+
+        browser = LabBrowser().start(f"{lab.url}/lab?token={lab.token}")
+        browser.wait_for("threshold = 8", timeout=90)
+        _type_and_send(browser, QUESTION)
+        seen = browser.wait_for(ANSWER, "TOTAL 35", "Run cell 1 in sales.ipynb", timeout=120)
         shot = browser.screenshot(tmp_path / "persona.png")
         if NOTES.is_dir():
             shutil.copy(shot, NOTES / "persona.png")
+        mine = _agent_cells(lab, "sales.ipynb")
     finally:
         if browser is not None:
             browser.stop()
         lab.stop()
+    assert "Which amounts in sales.csv" in seen  # the user's message, in the chat
+    assert len(mine) == 1 and mine[0]["source"].endswith(CODE)
+    assert "".join(mine[0]["outputs"][0]["text"]) == "TOTAL 35\n"
 
 
 def test_a_persona_whose_agent_cannot_start_says_so_in_one_line(tmp_path, fake_llm):
