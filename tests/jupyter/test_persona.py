@@ -66,6 +66,19 @@ def ask(lab: LabServer, persona: str, message: str, timeout: float = 150) -> str
         return str(json.loads(resp.read())["response"])
 
 
+def _agent_process(lab: LabServer) -> tuple[list[str], list[str]]:
+    """The argv and environment of the ``kernel-agent acp`` the persona started."""
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+            if "acp" in argv and "--jupyter-url" in argv and lab.url in " ".join(argv):
+                env = (proc / "environ").read_bytes().decode(errors="replace").split("\0")
+                return argv, env
+        except OSError:
+            continue
+    raise AssertionError("no kernel-agent acp process")
+
+
 def _agent_cells(lab: LabServer, path: str, timeout: float = 20) -> list[dict]:
     """The agent's cells in the saved notebook (the document is saved a moment after)."""
     deadline = time.monotonic() + timeout
@@ -96,7 +109,11 @@ def test_the_persona_manager_routes_a_csv_question_to_the_open_notebook(tmp_path
         # the model was asked with the notebook's cells and variables
         first = json.dumps(fake_llm.requests[0]["messages"])
         assert "threshold" in first and "Which amounts" in first
-        # the token never was in the agent's argv: it went in the environment
+        # the agent runs with the server's own URL; the token is in its env, not its argv
+        argv, environ = _agent_process(lab)
+        assert argv[argv.index("--jupyter-url") + 1].rstrip("/") == lab.url
+        assert not any(lab.token in a for a in argv)
+        assert f"JUPYTER_TOKEN={lab.token}" in environ
         assert lab.token not in (lab.workdir / "lab.log").read_text(errors="replace")
 
     finally:
