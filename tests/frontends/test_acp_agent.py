@@ -171,3 +171,54 @@ def test_cancel_stops_the_run_and_frees_the_kernel(fake_llm, tmp_path):
         for u in client.updates
         if u.session_update == "tool_call_update" and u.status == "completed"
     ]
+
+
+# ---------------------------------------------------------------- a notebook per session
+def _link(uri: str):
+    from acp.schema import ResourceContentBlock
+
+    return ResourceContentBlock(type="resource_link", uri=uri, name="n")
+
+
+@pytest.mark.parametrize(
+    "uri",
+    ["../secret.ipynb", "a/../../b.ipynb", "dir//x.ipynb", "a\x1bb.ipynb", "./x.ipynb"],
+)
+def test_a_prompt_cannot_steer_the_session_outside_the_servers_notebooks(uri):
+    """The link names a server path: anything that is not one is a one-line ConfigError."""
+    from kernel_agent.errors import ConfigError
+    from kernel_agent.frontends.acp_agent import _notebook_named
+
+    with pytest.raises(ConfigError):
+        _notebook_named([text_block("hi"), _link(uri)])
+
+
+def test_only_a_plain_server_path_to_a_notebook_names_it():
+    from kernel_agent.frontends.acp_agent import _notebook_named
+
+    assert _notebook_named([_link("dir/sales.ipynb")]) == "dir/sales.ipynb"
+    assert _notebook_named([_link("/sales.ipynb")]) == "sales.ipynb"
+    # another scheme, another kind of file, an endless URI: not a notebook of this server
+    for uri in ("file:///etc/x.ipynb", "http://evil/x.ipynb", "data.csv", "a" * 2000 + ".ipynb"):
+        assert _notebook_named([_link(uri)]) is None, uri
+    assert _notebook_named([text_block("see dir/sales.ipynb")]) is None
+
+
+def test_a_session_stays_on_its_first_notebook():
+    from kernel_agent.errors import ConfigError
+    from kernel_agent.frontends.acp_agent import KernelAgentACP
+    from kernel_agent.jupyter.attach import JupyterTarget
+    from kernel_agent.settings import Settings
+
+    agent = KernelAgentACP(
+        Settings.from_env({}), target=JupyterTarget("http://127.0.0.1:9", "", "t")
+    )
+    session_id = asyncio.run(agent.new_session(cwd="/tmp")).session_id
+    session = agent.sessions[session_id]
+    with pytest.raises(ConfigError, match="which notebook"):
+        agent._bind(session_id, session, [text_block("no link")])
+    first = agent._bind(session_id, session, [_link("a.ipynb")])
+    assert session.target is not None and session.target.path == "a.ipynb"
+    assert agent._bind(session_id, session, [text_block("again")]) is first
+    with pytest.raises(ConfigError, match="start a new chat for b.ipynb"):
+        agent._bind(session_id, session, [_link("b.ipynb")])

@@ -17,6 +17,12 @@ What the client sees of a prompt (the loop's events, mapped here and nowhere els
 - ``session/cancel``: the run stops (the kernel keeps its state); the stop reason is
   ``cancelled``.
 
+With ``--jupyter-url`` and no ``--notebook`` (Jupyter AI's kernel-agent persona, one
+process for every chat), each session works in the notebook its first prompt names: a
+``resource_link`` block whose URI is the notebook's path as the server names it
+(``dir/name.ipynb``, no scheme). A later prompt naming another notebook is refused in one
+line (a new chat works there).
+
 A failure (the model, the kernel, the Jupyter server) ends the prompt with a one-line
 message to the client, and the process keeps serving.
 """
@@ -27,7 +33,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -44,7 +50,7 @@ from acp import (
 )
 from acp.schema import AgentCapabilities, Implementation, PermissionOption, ToolCallUpdate
 
-from ..errors import KernelAgentError, one_line
+from ..errors import ConfigError, KernelAgentError, one_line
 from ..events import Answer, CellFinished, CellSkipped, CellStarted, ModelDelta, RunFinished
 from ..version import __version__
 
@@ -70,7 +76,7 @@ _OPTIONS = [
 
 @dataclass
 class _Session:
-    agent: AsyncAgent
+    agent: AsyncAgent | None  # None until the first prompt names the notebook
     target: JupyterTarget | None
     running: asyncio.Task[Any] | None = None
     seeded: bool = False
@@ -133,25 +139,52 @@ class KernelAgentACP:
     async def new_session(
         self, cwd: str, mcp_servers: Any = None, **kwargs: Any
     ) -> NewSessionResponse:
-        from ..agent import AsyncAgent
-
         session_id = uuid.uuid4().hex
-        executor = self.target.executor(self.settings) if self.target is not None else None
+        if self.target is not None and not self.target.path:  # the first prompt names it
+            self.sessions[session_id] = _Session(None, None)
+            return NewSessionResponse(session_id=session_id)
         settings = self.settings
-        if executor is None and settings.cwd is None and cwd:
+        if self.target is None and settings.cwd is None and cwd:
             settings = settings.with_(cwd=cwd)
+        agent = self._agent(session_id, settings, self.target)
+        self.sessions[session_id] = _Session(agent, self.target)
+        return NewSessionResponse(session_id=session_id)
+
+    def _agent(
+        self, session_id: str, settings: Settings, target: JupyterTarget | None
+    ) -> AsyncAgent:
+        from ..agent import AsyncAgent
 
         async def approve(code: str, step: int) -> tuple[str, str | None]:
             return await self._ask(session_id, code, step)
 
-        agent = AsyncAgent(
+        return AsyncAgent(
             settings,
-            executor=executor,
+            executor=target.executor(settings) if target is not None else None,
             approve=approve if self.approve else None,  # type: ignore[arg-type]  # awaited
             provenance={"front_end": "acp"},
         )
-        self.sessions[session_id] = _Session(agent, self.target)
-        return NewSessionResponse(session_id=session_id)
+
+    def _bind(self, session_id: str, session: _Session, prompt: list[Any]) -> AsyncAgent:
+        """The session's agent; with a notebook per session, on the one the prompt names."""
+        if self.target is None or self.target.path:
+            assert session.agent is not None
+            return session.agent
+        named = _notebook_named(prompt)
+        if session.agent is not None:
+            assert session.target is not None
+            if named is not None and named != session.target.path:
+                raise ConfigError(
+                    f"this chat works in {session.target.path}: start a new chat for {named}"
+                )
+            return session.agent
+        if named is None:
+            raise ConfigError(
+                "which notebook? attach it to your message (a link to the .ipynb) or open it"
+            )
+        session.target = replace(self.target, path=named)
+        session.agent = self._agent(session_id, self.settings, session.target)
+        return session.agent
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self.sessions.get(session_id)
@@ -161,6 +194,8 @@ class KernelAgentACP:
     async def close(self) -> None:
         """Close every session's agent (an attached notebook's kernel keeps running)."""
         for session in self.sessions.values():
+            if session.agent is None:
+                continue
             with contextlib.suppress(Exception):
                 await session.agent.close()
                 if session.target is not None and session.agent.executor is not None:
@@ -180,7 +215,8 @@ class KernelAgentACP:
             return PromptResponse(stop_reason="end_turn")
         session.running = asyncio.current_task()
         try:
-            await self._run(session_id, session, task)
+            agent = self._bind(session_id, session, prompt)
+            await self._run(session_id, session, agent, task)
         except asyncio.CancelledError:
             await self._say(session_id, update_agent_message_text("\n\n(stopped)"))
             return PromptResponse(stop_reason="cancelled")
@@ -191,10 +227,9 @@ class KernelAgentACP:
             session.running = None
         return PromptResponse(stop_reason="end_turn")
 
-    async def _run(self, session_id: str, session: _Session, task: str) -> None:
-        agent = session.agent
+    async def _run(self, session_id: str, session: _Session, agent: AsyncAgent, task: str) -> None:
         if session.target is not None:
-            task = await self._with_notebook(session, task)
+            task = await self._with_notebook(session, agent, task)
         streamed: list[str] = []
         async for event in agent.run(task):
             if isinstance(event, ModelDelta):
@@ -238,11 +273,10 @@ class KernelAgentACP:
                     note = f"\n\n(transcript: {full}; status {event.result.status})"
                     await self._say(session_id, update_agent_message_text(note))
 
-    async def _with_notebook(self, session: _Session, task: str) -> str:
+    async def _with_notebook(self, session: _Session, agent: AsyncAgent, task: str) -> str:
         """The task with what the open notebook holds; its cells start the transcript once."""
         from ..jupyter.context import notebook_context, record_user_cells, with_context
 
-        agent = session.agent
         executor: Any = agent.executor
         text, namespace = await notebook_context(executor)
         if not session.seeded:
@@ -254,9 +288,7 @@ class KernelAgentACP:
 
     async def _cell_started(self, session_id: str, step: int, code: str) -> None:
         content = [tool_content(text_block(f"```python\n{code}\n```"))]
-        title = f"Run cell {step}"
-        if self.target is not None:
-            title += f" in {self.target.path}"
+        title = self._title(session_id, step)
         if self.approve:  # the call was opened by the permission request
             await self._say(
                 session_id,
@@ -274,7 +306,7 @@ class KernelAgentACP:
     async def _ask(self, session_id: str, code: str, step: int) -> tuple[str, str | None]:
         """``--approve``: ACP's permission request before the cell runs."""
         content = [tool_content(text_block(f"```python\n{code}\n```"))]
-        title = f"Run cell {step}" + (f" in {self.target.path}" if self.target else "")
+        title = self._title(session_id, step)
         await self._say(
             session_id,
             start_tool_call(
@@ -294,6 +326,24 @@ class KernelAgentACP:
         if chosen == "skip":
             return "skip", None
         return "quit", None
+
+    def _title(self, session_id: str, step: int) -> str:
+        session = self.sessions.get(session_id)
+        target = session.target if session is not None else None
+        return f"Run cell {step}" + (f" in {target.path}" if target is not None else "")
+
+
+def _notebook_named(prompt: list[Any]) -> str | None:
+    """The notebook a prompt names: its first resource link to a server path ending .ipynb."""
+    from ..jupyter.server import check_notebook_path
+
+    for block in prompt:
+        uri = getattr(block, "uri", None)
+        if getattr(block, "type", "") != "resource_link" or not isinstance(uri, str):
+            continue
+        if uri.endswith(".ipynb") and "://" not in uri and len(uri) <= 1024:
+            return check_notebook_path(uri)
+    return None
 
 
 def _call_id(step: int) -> str:

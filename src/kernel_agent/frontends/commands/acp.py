@@ -29,7 +29,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--notebook",
         type=Path,
-        help="with --jupyter-url: the notebook on the server to work in (as the server names it)",
+        help="with --jupyter-url: the notebook on the server to work in (as the server names "
+        "it); without it, each session's first prompt names its notebook (a resource link)",
     )
     p.add_argument(
         "--approve", action="store_true", help="ask the client's permission before each cell"
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
-    target = jupyter_target(args, args.notebook)
+    target = jupyter_target(args, args.notebook, per_prompt=True)
     if target is not None:
         print(warning_line(target.url), file=sys.stderr, flush=True)
     settings = settings_from_args(args)
