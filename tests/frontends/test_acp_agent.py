@@ -16,9 +16,10 @@ acp = pytest.importorskip("acp")
 from acp import PROTOCOL_VERSION, text_block  # noqa: E402
 from acp.stdio import spawn_agent_process  # noqa: E402
 from acp_client import RecordingClient  # noqa: E402
+from crossing import SRC as CHECKOUT_SRC  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+SRC = str(CHECKOUT_SRC)  # this checkout's sources, for subprocesses of our uid
 
 
 def env() -> dict[str, str]:

@@ -20,11 +20,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from crossing import SRC as CHECKOUT_SRC
 from fake_openai import run_cell, text
 from lab_server import LabBrowser, LabServer, as_the_user, lab_python, write_notebook
 
 pytestmark = pytest.mark.timeout(300)
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+SRC = str(CHECKOUT_SRC)  # this checkout's sources, for subprocesses of our uid
 NOTES = Path("/work/notes")
 
 USER_CELL = "import pandas as pd\nthreshold = 8"
