@@ -137,6 +137,10 @@ def test_the_server_is_read_only_and_loopback_only(
         assert http.delete(f"/runs/{ok.name}").status_code == 405
         assert http.get("/runs/..%2F..%2Fetc%2Fpasswd").status_code == 404
         assert http.get("/runs/missing.ipynb").status_code == 404
+        for path in ("/nosuch", "/api/x", "/runs/a/b/c/d"):  # routes it does not have
+            missing = http.get(path)
+            assert missing.status_code == 404 and list(missing.json()) == ["error"]
+        assert list(http.post("/").json()) == ["error"]
         assert http.get("/", headers={"host": "evil.example:80"}).status_code == 421
         clean = http.get(f"/runs/{ok.name}/ipynb", params={"clean": 1})
         nb = nbformat.reads(clean.text, as_version=4)

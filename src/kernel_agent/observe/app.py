@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from fastapi import FastAPI
-from fastapi.responses import HTMLResponse, Response, StreamingResponse
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..edges.safefs import open_beneath
 from ..edges.webguard import NOTEBOOK_CSP, HostGuard
@@ -255,6 +256,11 @@ def create_app(directory: Path, cache: RenderCache | None = None) -> FastAPI:
     rendering = asyncio.Lock()
 
     app.add_middleware(HostGuard, loopback_only=True, same_origin=True)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        """Unknown routes and methods: 404/405 in the shape every server of ours answers."""
+        return JSONResponse({"error": str(exc.detail)}, exc.status_code, exc.headers)
 
     def find(name: str, clean: bool = False) -> Path | None:
         """The run file ``name`` in the directory (never a path outside it)."""
