@@ -23,7 +23,7 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMANDS = ("run", "verify", "export", "mcp", "serve", "observe", "local")
+COMMANDS = ("run", "verify", "export", "mcp", "acp", "serve", "observe", "local")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,509 @@
+"""The Agent Client Protocol front end: kernel-agent as an ACP agent over stdio.
+
+Editors (Zed) and Jupyter AI v3 (through ``jupyter-ai-acp-client``) drive it. One ACP
+session is one :class:`~kernel_agent.session.Session`: one kernel, started at the first
+prompt, whose view of the user's files is the session's ``cwd``; prompts in a row share
+it (follow-ups see the earlier variables). A prompt runs the agent and its typed events
+become session updates (:class:`AcpUpdates`):
+
+- the model's streamed text -> agent thought chunks; its prose between cells and the
+  final answer -> agent message chunks; notices -> thoughts (warnings -> messages);
+- each cell -> one tool call, ``pending`` -> ``in_progress`` -> ``completed`` or
+  ``failed``, with its code and a bounded, escaped text of its output (a skipped cell
+  is ``failed`` and says so).
+
+With ``approve``, each cell is first a permission request (allow once, allow always,
+reject); a reject skips the cell, as ``run --approve`` does. ``session/cancel``
+interrupts the run (a running cell gets a kernel interrupt; the kernel keeps its state)
+and the prompt ends with ``cancelled``. A run that cannot start or reach its model
+ends in a JSON-RPC error whose message is one sentence.
+
+Everything sent to the client that a kernel or a model produced is escaped
+(:func:`~kernel_agent.edges.escapes.visible`), fenced so it cannot turn into markup
+(:func:`fenced`) and bounded (:data:`OUTPUT_CHARS`, :data:`MESSAGE_CHARS`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import acp
+from acp import schema as S
+
+from ..edges.escapes import visible
+from ..errors import KernelAgentError
+from ..events import (
+    Answer,
+    CellFinished,
+    CellOutput,
+    CellSkipped,
+    CellStarted,
+    EventHandlers,
+    ModelDelta,
+    ModelReply,
+    ModelRetracted,
+    Notice,
+    RunFinished,
+    RunResult,
+)
+from ..llm.view import budget_text, render_cell
+from ..results import strip_ansi
+from ..session import Session
+from ..settings import Settings
+from ..version import __version__
+
+__all__ = [
+    "KernelAgentAcp",
+    "AcpUpdates",
+    "fenced",
+    "serve_stdio",
+    "OUTPUT_CHARS",
+    "MESSAGE_CHARS",
+    "PERMISSION_OPTIONS",
+]
+
+#: Most characters of a cell's output one tool-call update carries.
+OUTPUT_CHARS = 4000
+#: Most characters of one message (a reply's prose, the answer, a notice).
+MESSAGE_CHARS = 20_000
+#: Most characters of a prompt's attached text resources, together.
+ATTACHED_CHARS = 50_000
+#: Seconds between two live updates of a running cell's output.
+LIVE_EVERY_S = 0.5
+
+PERMISSION_OPTIONS = [
+    S.PermissionOption(option_id="allow_once", name="Run this cell", kind="allow_once"),
+    S.PermissionOption(
+        option_id="allow_always", name="Run every cell of this session", kind="allow_always"
+    ),
+    S.PermissionOption(option_id="reject_once", name="Skip this cell", kind="reject_once"),
+]
+
+#: how a run's status ends an ACP prompt turn
+_STOP_REASONS: dict[str, Any] = {"max_steps": "max_turn_requests", "interrupted": "cancelled"}
+
+_BACKTICKS = re.compile(r"`+")
+
+
+def fenced(text: str, lang: str = "") -> str:
+    """``text`` in a Markdown code fence longer than any backtick run inside it, so a
+    client that renders Markdown shows it as text (no links, images or HTML)."""
+    longest = max((len(m.group()) for m in _BACKTICKS.finditer(text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def _shown(text: str, budget: int) -> str:
+    """Kernel or model text as the client may show it: bounded, then escaped."""
+    return visible(budget_text(text, budget))
+
+
+def _one_sentence(exc: BaseException) -> str:
+    text = visible(" ".join(str(exc).split())) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _content(text: str) -> S.ContentToolCallContent:
+    return acp.tool_content(acp.text_block(text))
+
+
+@dataclass
+class _Cell:
+    """One cell's tool call: its id, code and the live tail of its output."""
+
+    tool_id: str
+    code: str
+    tail: str = ""
+    seen: int = 0
+    sent_at: float = 0.0
+    started: bool = False
+
+    def add(self, text: str) -> None:
+        """Keep the last :data:`OUTPUT_CHARS` characters (a huge print costs no more)."""
+        self.seen += len(text)
+        self.tail = (self.tail + text[-OUTPUT_CHARS:])[-OUTPUT_CHARS:]
+
+    def live_text(self) -> str:
+        cut = self.seen - len(self.tail)
+        head = f"[... {cut:,} characters before ...]\n" if cut > 0 else ""
+        return head + self.tail
+
+
+def _output_text(out: Any) -> str:
+    """The text of one live output message (streams, errors, plain displays)."""
+    if not isinstance(out, dict):
+        return ""
+    kind = out.get("output_type")
+    if kind == "stream":
+        return str(out.get("text", ""))
+    if kind == "error":
+        return strip_ansi("\n".join(str(line) for line in out.get("traceback", []) or []))
+    data = out.get("data")
+    if isinstance(data, dict):
+        if "text/plain" in data:
+            return str(data["text/plain"]) + "\n"
+        mimes = [m for m in data if isinstance(m, str)][:3]
+        return f"[{', '.join(mimes)} output]\n" if mimes else ""
+    return ""
+
+
+class AcpUpdates(EventHandlers):
+    """Turns one prompt's typed events into ACP session updates, in order.
+
+    Handlers only collect updates (:meth:`take` hands them over to be sent); ``turn``
+    numbers the prompt in its session, so tool-call ids stay unique across prompts.
+    """
+
+    def __init__(self, turn: int, clock: Any = time.monotonic) -> None:
+        self.turn = turn
+        self.clock = clock
+        self.cells: dict[int, _Cell] = {}
+        self.result: RunResult | None = None
+        self._pending: list[Any] = []
+
+    def take(self) -> list[Any]:
+        out, self._pending = self._pending, []
+        return out
+
+    def _say(self, text: str) -> None:
+        self._pending.append(acp.update_agent_message_text(text))
+
+    def _think(self, text: str) -> None:
+        self._pending.append(acp.update_agent_thought_text(text))
+
+    def announce(self, step: int, code: str) -> _Cell:
+        """The cell's tool call, ``pending`` (once per step)."""
+        cell = self.cells.get(step)
+        if cell is None:
+            cell = self.cells[step] = _Cell(f"cell-{self.turn}-{step}", code)
+            self._pending.append(
+                acp.start_tool_call(
+                    cell.tool_id,
+                    f"Run cell {step}",
+                    kind="execute",
+                    status="pending",
+                    content=[_content(fenced(_shown(code, MESSAGE_CHARS), "python"))],
+                    raw_input={"code": budget_text(code, MESSAGE_CHARS)},
+                )
+            )
+        return cell
+
+    def permission_call(self, cell: _Cell) -> S.ToolCallUpdate:
+        """What a permission request shows: the pending cell and its code."""
+        return S.ToolCallUpdate(
+            tool_call_id=cell.tool_id,
+            title=f"Run this cell? ({cell.tool_id})",
+            kind="execute",
+            status="pending",
+            content=[_content(fenced(_shown(cell.code, MESSAGE_CHARS), "python"))],
+            raw_input={"code": budget_text(cell.code, MESSAGE_CHARS)},
+        )
+
+    def _update(self, cell: _Cell, status: Any, output: str | None, raw: Any = None) -> None:
+        content = [_content(fenced(_shown(cell.code, MESSAGE_CHARS), "python"))]
+        if output is not None:
+            content.append(_content(fenced(visible(output))))
+        self._pending.append(
+            acp.update_tool_call(cell.tool_id, status=status, content=content, raw_output=raw)
+        )
+
+    def interrupted(self) -> None:
+        """The run was cancelled: close every open tool call as failed."""
+        for cell in self.cells.values():
+            if cell.started:
+                self._update(cell, "failed", cell.live_text() + "\n[interrupted]")
+                cell.started = False
+
+    # ------------------------------------------------------------------ events
+    def _on_ModelDelta(self, event: ModelDelta) -> None:
+        self._think(visible(event.text[:MESSAGE_CHARS]))
+
+    def _on_ModelRetracted(self, event: ModelRetracted) -> None:
+        self._think("\n[the model is asked again]\n")
+
+    def _on_ModelReply(self, event: ModelReply) -> None:
+        self._say(_shown(event.text, MESSAGE_CHARS) + "\n\n")
+
+    def _on_Notice(self, event: Notice) -> None:
+        text = f"kernel-agent: {_shown(event.text, MESSAGE_CHARS)}"
+        if event.level == "warning":
+            self._say(f"\n\n> {text}\n\n")
+        else:
+            self._think(f"\n{text}\n")
+
+    def _on_CellStarted(self, event: CellStarted) -> None:
+        cell = self.announce(event.step, event.code)
+        cell.code, cell.started, cell.sent_at = event.code, True, self.clock()
+        self._update(cell, "in_progress", None)
+
+    def _on_CellOutput(self, event: CellOutput) -> None:
+        cell = self.cells.get(event.step)
+        if cell is None:
+            return
+        cell.add(_output_text(event.output))
+        now = self.clock()
+        if now - cell.sent_at >= LIVE_EVERY_S:
+            cell.sent_at = now
+            self._update(cell, "in_progress", cell.live_text())
+
+    def _on_CellFinished(self, event: CellFinished) -> None:
+        cell = self.announce(event.step, event.result.code)
+        result = event.result
+        text = render_cell(result, budget=OUTPUT_CHARS).text
+        if result.status not in ("ok", "error") and result.error:
+            text = f"{text}\n[{result.status}: {result.error}]".strip()
+        raw = {
+            "status": result.status,
+            "execution_count": result.execution_count,
+            "seconds": round(result.duration, 3),
+        }
+        cell.started = False
+        self._update(cell, "completed" if result.ok else "failed", text or "(no output)", raw)
+
+    def _on_CellSkipped(self, event: CellSkipped) -> None:
+        cell = self.announce(event.step, event.code)
+        self._update(
+            cell, "failed", "skipped by the user: the cell did not run", {"status": "skipped"}
+        )
+
+    def _on_Answer(self, event: Answer) -> None:
+        self._say(_shown(event.text, MESSAGE_CHARS) or "(no answer)")
+
+    def _on_RunFinished(self, event: RunFinished) -> None:
+        self.result = result = event.result
+        self._say("\n\n" + _footer(result))
+
+
+def _footer(result: RunResult) -> str:
+    """Where the notebooks are, and how the run ended (paths escaped, in code spans)."""
+    parts = [f"status: {result.status}"]
+    if result.notebook is not None:
+        parts.append(f"notebook: {fenced_inline(str(result.notebook))}")
+    if result.clean_notebook is not None:
+        parts.append(f"clean notebook: {fenced_inline(str(result.clean_notebook))}")
+    return "— " + " · ".join(parts)
+
+
+def fenced_inline(text: str) -> str:
+    """``text`` as a Markdown code span (escaped, and backticks cannot end it early)."""
+    text = visible(text)
+    longest = max((len(m.group()) for m in _BACKTICKS.finditer(text)), default=0)
+    ticks = "`" * (longest + 1)
+    return f"{ticks} {text} {ticks}"
+
+
+def prompt_text(blocks: list[Any]) -> str:
+    """The task a prompt asks: its text, attached text resources (bounded), file links."""
+    parts: list[str] = []
+    attached = 0
+    for block in blocks:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "resource_link":
+            parts.append(f"(attached file: {block.uri})")
+        elif kind == "resource" and isinstance(getattr(block.resource, "text", None), str):
+            text = block.resource.text[: max(0, ATTACHED_CHARS - attached)]
+            attached += len(text)
+            parts.append(f"Attached {block.resource.uri}:\n{fenced(text)}")
+    return "\n\n".join(p for p in parts if p.strip())
+
+
+@dataclass
+class _Entry:
+    """One ACP session: its kernel session, prompt count and the prompt running now."""
+
+    session: Session
+    turns: int = 0
+    work: asyncio.Task[Any] | None = None
+    cancelled: bool = False
+    always: bool = False
+    client: dict[str, Any] = field(default_factory=dict)
+
+
+class KernelAgentAcp:
+    """The ACP agent (``acp.Agent``): sessions, prompts, cancel, permission requests."""
+
+    def __init__(self, settings: Settings, *, approve: bool = False) -> None:
+        self.settings = settings
+        self.approve = approve
+        self.sessions: dict[str, _Entry] = {}
+        self.client: dict[str, Any] = {"name": "unknown"}
+        self._conn: Any = None
+
+    def on_connect(self, conn: Any) -> None:
+        self._conn = conn
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: Any = None,
+        client_info: Any = None,
+        **kwargs: Any,
+    ) -> S.InitializeResponse:
+        if client_info is not None:
+            self.client = {"name": client_info.name, "version": client_info.version}
+        return S.InitializeResponse(
+            protocol_version=min(protocol_version, acp.PROTOCOL_VERSION),
+            agent_capabilities=S.AgentCapabilities(
+                load_session=False,
+                prompt_capabilities=S.PromptCapabilities(embedded_context=True),
+            ),
+            agent_info=S.Implementation(
+                name="kernel-agent", title="kernel-agent", version=__version__
+            ),
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+        return None
+
+    async def new_session(
+        self, cwd: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> S.NewSessionResponse:
+        view = Path(cwd)
+        if not view.is_absolute() or not view.is_dir():
+            raise acp.RequestError.invalid_params(
+                {"details": f"cwd must be an existing absolute directory: {visible(cwd)[:300]}"}
+            )
+        notebooks = self.settings.notebook_dir
+        settings = self.settings.with_(
+            cwd=view, notebook_dir=notebooks if notebooks.is_absolute() else view / notebooks
+        )
+        session_id = uuid.uuid4().hex
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        session = Session(
+            settings,
+            notebook=settings.notebook_dir / f"{stamp}-acp-{session_id[:8]}.ipynb",
+            front_end="acp",
+            metadata={"source": "acp"},
+            session_id=session_id,
+        )
+        self.sessions[session_id] = _Entry(session, client=dict(self.client))
+        return S.NewSessionResponse(session_id=session_id)
+
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> S.PromptResponse:
+        entry = self._entry(session_id)
+        if entry.work is not None and not entry.work.done():
+            raise acp.RequestError.invalid_request(
+                {"details": "a prompt is already running in this session"}
+            )
+        task = prompt_text(prompt).strip()
+        if not task:
+            raise acp.RequestError.invalid_params({"details": "the prompt has no text"})
+        entry.turns += 1
+        entry.cancelled = False
+        entry.work = work = asyncio.ensure_future(self._run(session_id, entry, task))
+        return await work
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        entry = self.sessions.get(session_id)
+        if entry is not None and entry.work is not None and not entry.work.done():
+            entry.cancelled = True
+            entry.work.cancel()
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> None:
+        entry = self.sessions.pop(session_id, None)
+        if entry is not None:
+            if entry.work is not None:
+                entry.work.cancel()
+            await entry.session.close()
+
+    async def close(self) -> None:
+        """Stop every session's kernel (the connection is gone)."""
+        for session_id in list(self.sessions):
+            await self.close_session(session_id)
+
+    def _entry(self, session_id: str) -> _Entry:
+        entry = self.sessions.get(session_id)
+        if entry is None:
+            raise acp.RequestError.invalid_params({"details": "no such session"})
+        return entry
+
+    async def _send(self, session_id: str, updates: AcpUpdates) -> None:
+        for update in updates.take():
+            await self._conn.session_update(session_id=session_id, update=update)
+
+    async def _run(self, session_id: str, entry: _Entry, task: str) -> S.PromptResponse:
+        updates = AcpUpdates(entry.turns)
+        session = entry.session
+
+        async def approve(code: str, step: int) -> tuple[str, str | None]:
+            cell = updates.announce(step, code)
+            await self._send(session_id, updates)
+            if entry.always:
+                return "run", code
+            answer = await self._conn.request_permission(
+                session_id=session_id,
+                tool_call=updates.permission_call(cell),
+                options=PERMISSION_OPTIONS,
+            )
+            outcome = answer.outcome
+            if getattr(outcome, "outcome", None) != "selected":
+                return "quit", None  # the prompt turn was cancelled
+            if outcome.option_id == "allow_always":
+                entry.always = True
+            return ("run", code) if outcome.option_id.startswith("allow") else ("skip", None)
+
+        try:
+            await session.start()
+            session.add_client({**entry.client, "transport": "acp"})
+            events = session.run_task(
+                task,
+                provenance={"source": "acp", "client": entry.client},
+                approve=approve if self.approve else None,
+            )
+            async for event in events:
+                updates(event)
+                await self._send(session_id, updates)
+        except asyncio.CancelledError:
+            updates.interrupted()
+            where = session.notebook_path
+            updates._say(
+                "\n\nInterrupted; the kernel keeps its state. "
+                f"notebook: {fenced_inline(str(where))}"
+            )
+            await asyncio.shield(self._send(session_id, updates))
+            if entry.cancelled:
+                return S.PromptResponse(stop_reason="cancelled")
+            raise
+        except KernelAgentError as exc:
+            raise acp.RequestError(-32603, f"kernel-agent: {_one_sentence(exc)}") from None
+        result = updates.result
+        status = result.status if result is not None else "error"
+        return S.PromptResponse(stop_reason=_STOP_REASONS.get(status, "end_turn"))
+
+
+async def _stdio() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """The protocol's streams: stdin, and the real stdout; file descriptor 1 then points at
+    stderr, so nothing else written to stdout (a library's print) can break the protocol."""
+    import os
+    import sys
+
+    loop = asyncio.get_running_loop()
+    out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    reader = asyncio.StreamReader(limit=16 * 1024 * 1024)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    protocol = asyncio.StreamReaderProtocol(asyncio.StreamReader())
+    transport, _ = await loop.connect_write_pipe(lambda: protocol, out)
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return reader, writer
+
+
+async def serve_stdio(settings: Settings, *, approve: bool = False) -> None:
+    """Serve ACP on stdin/stdout until the client closes the connection."""
+    agent = KernelAgentAcp(settings, approve=approve)
+    reader, writer = await _stdio()
+    served: Any = agent  # implements the methods of acp.Agent that it announces
+    try:
+        await acp.run_agent(served, writer, reader)
+    finally:
+        await agent.close()
