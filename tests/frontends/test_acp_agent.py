@@ -18,7 +18,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from fake_openai import FakeLLM, run_cell, text
+from fake_openai import FakeLLM, error, run_cell, text
 
 acp = pytest.importorskip("acp")
 from acp import schema as S  # noqa: E402
@@ -254,15 +254,20 @@ def test_cancel_interrupts_a_long_cell_and_the_kernel_keeps_its_state(
     assert "42" in content_text(calls["cell-2-1"][-1])  # same kernel, x survived
 
 
-def test_a_bad_model_url_is_a_clean_error_and_the_agent_lives_on(tmp_path: Path) -> None:
+@pytest.mark.parametrize("endpoint", ["unreachable", "401"])
+def test_model_errors_are_clean_acp_errors_and_the_agent_lives_on(
+    fake_llm: FakeLLM, tmp_path: Path, endpoint: str
+) -> None:
     client = Recorder()
     work = work_dir(tmp_path)
+    url, expected = "http://127.0.0.1:9/v1", "reach"
+    if endpoint == "401":
+        for _ in range(4):
+            fake_llm.enqueue(error(401, "Incorrect API key", code="invalid_api_key"))
+        url, expected = fake_llm.base_url, "API key"
 
     async def main() -> tuple[Any, Any]:
-        async with agent(client, "http://127.0.0.1:9/v1", tmp_path / "agent.log") as (
-            conn,
-            process,
-        ):
+        async with agent(client, url, tmp_path / "agent.log") as (conn, process):
             await started(conn)
             session = await conn.new_session(cwd=str(work), mcp_servers=[])
             with pytest.raises(acp.RequestError) as caught:
@@ -273,11 +278,12 @@ def test_a_bad_model_url_is_a_clean_error_and_the_agent_lives_on(tmp_path: Path)
             assert process.returncode is None
             return caught.value, bad_cwd.value
 
-    error, bad_cwd = asyncio.run(main())
-    message = str(error)
+    error_, bad_cwd = asyncio.run(main())
+    message = str(error_)
     assert message.startswith("kernel-agent: ") and "\n" not in message
     assert "Traceback" not in message and len(message) < 400
-    assert "127.0.0.1:9" in message or "reach" in message.lower()
+    assert expected in message
+    assert SECRET not in message
     assert bad_cwd.code == -32602
 
 
