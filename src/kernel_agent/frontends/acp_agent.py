@@ -206,12 +206,21 @@ class AcpUpdates(EventHandlers):
             raw_input={"code": budget_text(cell.code, MESSAGE_CHARS)},
         )
 
-    def _update(self, cell: _Cell, status: Any, output: str | None, raw: Any = None) -> None:
+    def _update(
+        self, cell: _Cell, status: Any, output: str | None, raw: dict[str, Any] | None = None
+    ) -> None:
+        """A tool-call update; the output goes in ``content`` (fenced, for clients that
+        render Markdown) and in ``raw_output`` (what Jupyter AI shows), escaped."""
         content = [_content(fenced(_shown(cell.code, MESSAGE_CHARS), "python"))]
+        raw = dict(raw or {})
         if output is not None:
-            content.append(_content(fenced(visible(output))))
+            shown = visible(output)
+            content.append(_content(fenced(shown)))
+            raw["output"] = shown
         self._pending.append(
-            acp.update_tool_call(cell.tool_id, status=status, content=content, raw_output=raw)
+            acp.update_tool_call(
+                cell.tool_id, status=status, content=content, raw_output=raw or None
+            )
         )
 
     def interrupted(self) -> None:
