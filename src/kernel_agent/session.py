@@ -287,7 +287,6 @@ class Session:
         *,
         settings: Settings | None = None,
         provenance: Mapping[str, Any] | None = None,
-        approve: Any = None,
     ) -> AsyncIterator[Any]:
         """Run an agent on ``task`` in this session's kernel; yields its typed events.
 
@@ -295,17 +294,14 @@ class Session:
         answer go into the session's notebook (each cell with ``provenance`` and the
         task), its run's metadata into the notebook's ``runs``, and the cells that built
         the state before it stay replayable after a restart. The session's lock is held
-        for the whole run, so cells sent meanwhile wait for it. ``approve`` is asked
-        before each cell, as :class:`~kernel_agent.agent.AsyncAgent`'s (sync or async).
+        for the whole run, so cells sent meanwhile wait for it.
         """
         from .agent import AsyncAgent
 
         state = self._started()
         async with self._lock:
             origin = {**(provenance or {}), "task": task}
-            agent = AsyncAgent(
-                settings or self.settings, state=state, provenance=origin, approve=approve
-            )
+            agent = AsyncAgent(settings or self.settings, state=state, provenance=origin)
             try:
                 async for event in agent.run(task):
                     yield event

@@ -55,7 +55,7 @@ def test_a_jupyter_ai_persona_answers_a_csv_question_and_a_follow_up(
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["stops"] == ["end_turn", "end_turn"]
     calls = [c for m in out["messages"] for c in (m["metadata"] or {}).get("tool_calls", [])]
-    assert [c["tool_call_id"] for c in calls] == ["cell-1-1", "cell-2-1"]
+    assert [c["tool_call_id"] for c in calls] == ["cell-1-1", "cell-2-2"]
     for call in calls:  # asked (--approve), allowed through the chat's permission path
         assert call["status"] == "completed" and call["permission_status"] == "resolved"
         assert call["selected_option_id"] == "allow_once" and call["kind"] == "execute"

@@ -1,10 +1,11 @@
 """The Agent Client Protocol front end: kernel-agent as an ACP agent over stdio.
 
 Editors (Zed) and Jupyter AI v3 (through ``jupyter-ai-acp-client``) drive it. One ACP
-session is one :class:`~kernel_agent.session.Session`: one kernel, started at the first
-prompt, whose view of the user's files is the session's ``cwd``; prompts in a row share
-it (follow-ups see the earlier variables). A prompt runs the agent and its typed events
-become session updates (:class:`AcpUpdates`):
+session is one :class:`~kernel_agent.agent.AsyncAgent`: one kernel, started at the
+first prompt, whose view of the user's files is the session's ``cwd``, and one notebook
+(``<cwd>/notebooks/<time>-acp-<id>.ipynb``); prompts in a row share them and the
+conversation (a follow-up sees the earlier variables and questions). A prompt runs the
+agent and its typed events become session updates (:class:`AcpUpdates`):
 
 - the model's streamed text -> agent thought chunks; its prose between cells and the
   final answer -> agent message chunks; notices -> thoughts (warnings -> messages);
@@ -29,10 +30,10 @@ import asyncio
 import re
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import acp
 from acp import schema as S
@@ -55,9 +56,11 @@ from ..events import (
 )
 from ..llm.view import budget_text, render_cell
 from ..results import strip_ansi
-from ..session import Session
 from ..settings import Settings
 from ..version import __version__
+
+if TYPE_CHECKING:
+    from ..agent import AsyncAgent
 
 __all__ = [
     "KernelAgentAcp",
@@ -157,8 +160,9 @@ def _output_text(out: Any) -> str:
 class AcpUpdates(EventHandlers):
     """Turns one prompt's typed events into ACP session updates, in order.
 
-    Handlers only collect updates (:meth:`take` hands them over to be sent); ``turn``
-    numbers the prompt in its session, so tool-call ids stay unique across prompts.
+    Handlers only collect updates (:meth:`take` hands them over to be sent). A cell's
+    tool-call id is ``cell-<turn>-<step>``: ``turn`` numbers the prompt in its session,
+    so ids stay unique across prompts (a cancelled run's steps may be counted again).
     """
 
     def __init__(self, turn: int, clock: Any = time.monotonic) -> None:
@@ -327,14 +331,16 @@ def prompt_text(blocks: list[Any]) -> str:
 
 @dataclass
 class _Entry:
-    """One ACP session: its kernel session, prompt count and the prompt running now."""
+    """One ACP session: its agent (one kernel, one notebook, the conversation so far),
+    the prompt running now and the updates of that prompt."""
 
-    session: Session
+    agent: AsyncAgent
+    notebook: Path
     turns: int = 0
     work: asyncio.Task[Any] | None = None
+    updates: AcpUpdates | None = None
     cancelled: bool = False
     always: bool = False
-    client: dict[str, Any] = field(default_factory=dict)
 
 
 class KernelAgentAcp:
@@ -387,15 +393,26 @@ class KernelAgentAcp:
         )
         session_id = uuid.uuid4().hex
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        session = Session(
-            settings,
-            notebook=settings.notebook_dir / f"{stamp}-acp-{session_id[:8]}.ipynb",
-            front_end="acp",
-            metadata={"source": "acp"},
-            session_id=session_id,
-        )
-        self.sessions[session_id] = _Entry(session, client=dict(self.client))
+        notebook = settings.notebook_dir / f"{stamp}-acp-{session_id[:8]}.ipynb"
+        entry = _Entry(self._agent(session_id, settings, notebook), notebook)
+        self.sessions[session_id] = entry
         return S.NewSessionResponse(session_id=session_id)
+
+    def _agent(self, session_id: str, settings: Settings, notebook: Path) -> AsyncAgent:
+        """The session's agent: reused by every prompt, so follow-ups share the kernel and
+        the conversation."""
+        from ..agent import AsyncAgent
+
+        async def approve(code: str, step: int) -> tuple[str, str | None]:
+            return await self._ask(session_id, code, step)
+
+        provenance = {"source": "acp", "client": dict(self.client)}
+        return AsyncAgent(
+            settings,
+            notebook=notebook,
+            approve=approve if self.approve else None,  # type: ignore[arg-type]  # awaited
+            provenance=provenance,
+        )
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> S.PromptResponse:
         entry = self._entry(session_id)
@@ -406,7 +423,6 @@ class KernelAgentAcp:
         task = prompt_text(prompt).strip()
         if not task:
             raise acp.RequestError.invalid_params({"details": "the prompt has no text"})
-        entry.turns += 1
         entry.cancelled = False
         entry.work = work = asyncio.ensure_future(self._run(session_id, entry, task))
         return await work
@@ -422,7 +438,7 @@ class KernelAgentAcp:
         if entry is not None:
             if entry.work is not None:
                 entry.work.cancel()
-            await entry.session.close()
+            await entry.agent.close()
 
     async def close(self) -> None:
         """Stop every session's kernel (the connection is gone)."""
@@ -439,50 +455,49 @@ class KernelAgentAcp:
         for update in updates.take():
             await self._conn.session_update(session_id=session_id, update=update)
 
+    async def _ask(self, session_id: str, code: str, step: int) -> tuple[str, str | None]:
+        """``--approve``: the client's permission before the cell (its tool call pending)."""
+        entry = self._entry(session_id)
+        updates = entry.updates
+        assert updates is not None
+        cell = updates.announce(step, code)
+        await self._send(session_id, updates)
+        if entry.always:
+            return "run", code
+        answer = await self._conn.request_permission(
+            session_id=session_id,
+            tool_call=updates.permission_call(cell),
+            options=PERMISSION_OPTIONS,
+        )
+        outcome = answer.outcome
+        if getattr(outcome, "outcome", None) != "selected":
+            return "quit", None  # the prompt turn was cancelled
+        if outcome.option_id == "allow_always":
+            entry.always = True
+        return ("run", code) if outcome.option_id.startswith("allow") else ("skip", None)
+
     async def _run(self, session_id: str, entry: _Entry, task: str) -> S.PromptResponse:
-        updates = AcpUpdates(entry.turns)
-        session = entry.session
-
-        async def approve(code: str, step: int) -> tuple[str, str | None]:
-            cell = updates.announce(step, code)
-            await self._send(session_id, updates)
-            if entry.always:
-                return "run", code
-            answer = await self._conn.request_permission(
-                session_id=session_id,
-                tool_call=updates.permission_call(cell),
-                options=PERMISSION_OPTIONS,
-            )
-            outcome = answer.outcome
-            if getattr(outcome, "outcome", None) != "selected":
-                return "quit", None  # the prompt turn was cancelled
-            if outcome.option_id == "allow_always":
-                entry.always = True
-            return ("run", code) if outcome.option_id.startswith("allow") else ("skip", None)
-
+        entry.turns += 1
+        entry.updates = updates = AcpUpdates(entry.turns)
+        agent = entry.agent
         try:
-            await session.start()
-            session.add_client({**entry.client, "transport": "acp"})
-            events = session.run_task(
-                task,
-                provenance={"source": "acp", "client": entry.client},
-                approve=approve if self.approve else None,
-            )
-            async for event in events:
+            async for event in agent.run(task):
                 updates(event)
                 await self._send(session_id, updates)
         except asyncio.CancelledError:
             updates.interrupted()
-            where = session.notebook_path
             updates._say(
                 "\n\nInterrupted; the kernel keeps its state. "
-                f"notebook: {fenced_inline(str(where))}"
+                f"notebook: {fenced_inline(str(entry.notebook))}"
             )
             await asyncio.shield(self._send(session_id, updates))
             if entry.cancelled:
                 return S.PromptResponse(stop_reason="cancelled")
             raise
         except KernelAgentError as exc:
+            if agent.state is None:  # it never started: the next prompt starts afresh
+                await agent.close()
+                entry.agent = self._agent(session_id, agent.settings, entry.notebook)
             raise acp.RequestError(-32603, f"kernel-agent: {_one_sentence(exc)}") from None
         result = updates.result
         status = result.status if result is not None else "error"
