@@ -5,7 +5,7 @@ PIP := $(PY) -m pip
 PYTEST_ARGS ?=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test demo bench eval-analysis venv eg-venv system-deps system-deps-chromium lint clean deno-kernel
+.PHONY: test demo bench eval-analysis venv eg-venv lab-venv system-deps system-deps-chromium lint clean deno-kernel
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -33,6 +33,22 @@ $(EG_VENV)/.installed:
 
 eg-venv: $(EG_VENV)/.installed
 
+# JupyterLab with real-time collaboration (and Jupyter AI's ACP client) for the
+# --jupyter-url and acp tests (tests/jupyter/):
+# the *server* side, in a venv of its own so the shared one is not disturbed; only the
+# client libraries (pycrdt, jupyter-ydoc, websockets) are kernel-agent's dependencies.
+LAB_VENV ?= .venv-lab
+
+$(LAB_VENV)/.installed:
+	python3 -m venv $(LAB_VENV)
+	$(LAB_VENV)/bin/python -m pip install -q -U pip
+	$(LAB_VENV)/bin/python -m pip install -q 'jupyterlab>=4.2,<5' 'jupyter-collaboration>=3,<6' ipykernel pandas \
+		'jupyter-ai-acp-client>=0.3,<0.4'
+	$(LAB_VENV)/bin/jupyter lab --version >/dev/null
+	touch $@
+
+lab-venv: $(LAB_VENV)/.installed
+
 # bubblewrap and the sandbox user (see scripts/system-deps.sh); fast when done
 system-deps:
 	@sh scripts/system-deps.sh
@@ -43,8 +59,8 @@ lint: venv
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/mypy
 
-test: lint system-deps system-deps-chromium deno-kernel eg-venv
-	EG_VENV=$(abspath $(EG_VENV)) $(PY) -m pytest $(PYTEST_ARGS)
+test: lint system-deps system-deps-chromium deno-kernel eg-venv lab-venv
+	EG_VENV=$(abspath $(EG_VENV)) LAB_VENV=$(abspath $(LAB_VENV)) $(PY) -m pytest $(PYTEST_ARGS)
 
 # Deno's Jupyter kernel (TypeScript/JavaScript): the deno binary from npm's
 # @deno/linux-x64-glibc, pinned; `deno jupyter --install` writes its kernelspec under
@@ -109,4 +125,4 @@ demo: venv system-deps
 	$(VENV)/bin/kernel-agent run --model local --temperature 0 --cwd notebooks --notebook notebooks/demo.ipynb "$(DEMO_TASK)"
 
 clean:
-	rm -rf $(VENV) $(EG_VENV) $(DENO_PREFIX) build dist src/*.egg-info
+	rm -rf $(VENV) $(EG_VENV) $(LAB_VENV) $(DENO_PREFIX) build dist src/*.egg-info

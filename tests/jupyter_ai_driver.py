@@ -1,9 +1,9 @@
 """Drive ``kernel-agent acp`` through Jupyter AI's own ACP client (``JaiAcpClient``).
 
-Run in a subprocess whose path holds ``jupyter-ai-acp-client`` and the
-``agent-client-protocol`` it pins (0.11), apart from the shared venv::
+Run by the lab venv's Python (``make lab-venv``: it holds ``jupyter-ai-acp-client`` and
+the ``agent-client-protocol`` 0.11 it pins); the agent is a command of its own::
 
-    python tests/jupyter_ai_driver.py WORK_DIR BASE_URL QUESTION...
+    .venv-lab/bin/python tests/jupyter_ai_driver.py WORK_DIR QUESTION... -- AGENT ARGV...
 
 The chat is a real ``jupyterlab_chat`` YChat (an in-memory CRDT document); the persona
 is a stand-in holding it (a real one needs a Jupyter server's persona manager).
@@ -18,6 +18,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import os
 import sys
 from types import SimpleNamespace
 from typing import Any
@@ -66,12 +67,10 @@ async def click_allow(client: JaiAcpClient, chat: YChat, session_id: str) -> Non
                     client.resolve_permission(session_id, call["tool_call_id"], "allow_once")
 
 
-async def main(work: str, base_url: str, questions: list[str]) -> None:
+async def main(work: str, questions: list[str], argv: list[str]) -> None:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "kernel_agent", "acp", "--approve", "--base-url", base_url,
-        "--model", "test", "--sandbox", "none",
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=2**24,
-    )  # fmt: skip
+        *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=2**24
+    )
     client = JaiAcpClient(agent_subprocess=proc, event_loop=asyncio.get_running_loop())
     chat = YChat()
     session = await client.create_session(Persona(chat, work))  # type: ignore[arg-type]
@@ -86,8 +85,10 @@ async def main(work: str, base_url: str, questions: list[str]) -> None:
     print(json.dumps({"stops": stops, "messages": messages}))
     assert proc.stdin is not None
     proc.stdin.close()
-    await proc.wait()
+    await asyncio.wait_for(proc.wait(), 30)
+    os._exit(0)  # JaiAcpClient's own background tasks do not end on cancellation
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3:]))
+    split = sys.argv.index("--")
+    asyncio.run(main(sys.argv[1], sys.argv[2:split], sys.argv[split + 1 :]))

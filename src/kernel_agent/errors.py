@@ -21,7 +21,8 @@
     │   ├── AuthRefused            401/403: a missing or wrong gateway token
     │   ├── Unreachable            no answer (refused, reset, timed out, unknown host)
     │   ├── GatewayStatus          another HTTP error status (its caller adds what it did)
-    │   └── SendFailed             a message could not be sent on the kernel's websocket
+    │   ├── SendFailed             a message could not be sent on the kernel's websocket
+    │   └── JupyterError           a notebook on a Jupyter server cannot be had, or went away
     ├── ToolError                  a host tool, set_result or install_package refused or failed
     │   └── InstallError           a package install was refused by the policy or failed
     ├── NotebookError              a notebook cannot be read, written or is invalid
@@ -84,6 +85,7 @@ __all__ = [
     "Unreachable",
     "GatewayStatus",
     "SendFailed",
+    "JupyterError",
     "BrowserSandboxUnavailable",
     "ImageTooLarge",
     "ServiceError",
@@ -157,6 +159,10 @@ class LocalModelError(KernelAgentError):
 
 class GatewayError(KernelAgentError):
     exit_code = 3
+
+
+class JupyterError(GatewayError):
+    """A notebook on a Jupyter server (``--jupyter-url``): not there, no collaboration, or gone."""
 
 
 class ToolError(KernelAgentError):

@@ -210,7 +210,12 @@ def test_approve_asks_before_each_cell_and_a_reject_skips_it(
     assert len(client.permissions) == 2
     tool_call, options = client.permissions[0]
     assert "marker = 'first'" in content_text(tool_call)
-    assert {o.kind for o in options} == {"allow_once", "allow_always", "reject_once"}
+    assert {o.kind for o in options} == {
+        "allow_once",
+        "allow_always",
+        "reject_once",
+        "reject_always",
+    }
     calls = client.calls()
     skipped = calls["cell-1-1"][-1]
     assert skipped.status == "failed" and "skipped" in content_text(skipped)

@@ -1,14 +1,9 @@
 """``kernel-agent acp`` as a Jupyter AI persona: driven by ``jupyter-ai-acp-client``'s own
-client (``JaiAcpClient``) writing into a real ``jupyterlab_chat`` YChat.
+client (``JaiAcpClient``) writing into a real ``jupyterlab_chat`` YChat, with ``--approve``
+answered through the chat's permission path, and a follow-up.
 
-jupyter-ai-acp-client pins ``agent-client-protocol<0.12``, so it lives in a directory of
-its own (``JAI_SITE``), put first on the driver's path; the agent it spawns then runs
-on that SDK too (kernel-agent supports 0.11 and 0.12). Make it with::
-
-    .venv/bin/pip install --no-deps --target .jai-site agent-client-protocol==0.11.1 \\
-        jupyter-ai-acp-client==0.3.3 jupyter-ai-persona-manager==0.3.0 \\
-        jupyter-ai-router==0.1.1 jupyterlab-chat==0.25.3 lazy-importer==0.1.0 \\
-        importlib-metadata==10.2.0 zipp==4.1.2
+The client runs in the lab venv (``make lab-venv``), which holds jupyter-ai-acp-client and
+the ``agent-client-protocol`` 0.11 it pins; the agent runs from this checkout (0.12).
 """
 
 from __future__ import annotations
@@ -21,17 +16,13 @@ from pathlib import Path
 
 import pytest
 from fake_openai import FakeLLM, run_cell, text
+from lab_server import lab_python
 
 pytestmark = pytest.mark.timeout(180)
 TESTS = Path(__file__).resolve().parents[1]
 SRC = str(TESTS.parent / "src")
-SITE = Path(os.environ.get("JAI_SITE") or TESTS.parent / ".jai-site")
 
 
-@pytest.mark.skipif(
-    not (SITE / "jupyter_ai_acp_client").is_dir(),
-    reason=f"jupyter-ai-acp-client is not installed in {SITE} (set JAI_SITE; see this module)",
-)
 def test_a_jupyter_ai_persona_answers_a_csv_question_and_a_follow_up(
     fake_llm: FakeLLM, tmp_path: Path
 ) -> None:
@@ -44,11 +35,14 @@ def test_a_jupyter_ai_persona_answers_a_csv_question_and_a_follow_up(
         run_cell("print(len(df))"),
         text("There are 3 rows."),
     )
+    python = lab_python() / "python"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "KERNEL_AGENT_"))}
-    env |= {"PYTHONPATH": os.pathsep.join([str(SITE), SRC]), "OPENAI_API_KEY": "sk-jai"}
+    env |= {"PYTHONPATH": SRC, "OPENAI_API_KEY": "sk-jai"}
+    agent = [sys.executable, "-m", "kernel_agent", "acp", "--approve", "--sandbox", "none",
+             "--base-url", fake_llm.base_url, "--model", "test"]  # fmt: skip
     proc = subprocess.run(
-        [sys.executable, str(TESTS / "jupyter_ai_driver.py"), str(work), fake_llm.base_url,
-         "What is the total amount in sales.csv?", "How many rows?"],
+        [python, str(TESTS / "jupyter_ai_driver.py"), str(work),
+         "What is the total amount in sales.csv?", "How many rows?", "--", *agent],
         capture_output=True, text=True, env=env, timeout=150,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]

@@ -18,11 +18,15 @@ __all__ = ["Agent"]
 class Agent:
     """The blocking face of :class:`AsyncAgent`: ``run()`` iterates events; ``run_to_end()``.
 
-    ``with Agent(settings) as agent: result = agent.run_to_end("...")``.
+    ``with Agent(settings) as agent: result = agent.run_to_end("...")``. ``loop`` is a
+    :class:`~kernel_agent.syncify.BackgroundLoop` to run on (one an executor was started
+    on before, so its connections live where the agent runs); the agent closes it.
     """
 
-    def __init__(self, settings: Settings | None = None, **kwargs: Any) -> None:
-        self._bg = BackgroundLoop()
+    def __init__(
+        self, settings: Settings | None = None, *, loop: BackgroundLoop | None = None, **kwargs: Any
+    ) -> None:
+        self._bg = loop or BackgroundLoop()
         self.aio = AsyncAgent(settings, **kwargs)
 
     def run(self, task: str) -> Iterator[Event]:

@@ -250,6 +250,8 @@ class Channels:
         self.url = f"{url}?session_id={quote(session_id)}"
         self.headers = headers
         self.expected: set[str] = set()
+        #: the parentless kernel statuses handed on (they say the kernel's state is gone)
+        self.death_states: tuple[str, ...] = ("restarting", "dead")
         self.inbox = _Inbox()
         self.protocol: str | None = None
         self._ws: websocket.WebSocket | None = None
@@ -387,7 +389,7 @@ class Channels:
         elif not parent:
             msg = _checked(decode(frame, self.protocol, text=text))
             state = msg["content"].get("execution_state")
-            if msg["msg_type"] == "status" and state in ("restarting", "dead"):
+            if msg["msg_type"] == "status" and state in self.death_states:
                 self.inbox.put(msg)
 
 

@@ -61,6 +61,7 @@ from ..version import __version__
 
 if TYPE_CHECKING:
     from ..agent import AsyncAgent
+    from ..jupyter.attach import JupyterTarget
 
 __all__ = [
     "KernelAgentAcp",
@@ -87,6 +88,7 @@ PERMISSION_OPTIONS = [
         option_id="allow_always", name="Run every cell of this session", kind="allow_always"
     ),
     S.PermissionOption(option_id="reject_once", name="Skip this cell", kind="reject_once"),
+    S.PermissionOption(option_id="stop", name="Stop the run", kind="reject_always"),
 ]
 
 #: how a run's status ends an ACP prompt turn
@@ -165,8 +167,9 @@ class AcpUpdates(EventHandlers):
     so ids stay unique across prompts (a cancelled run's steps may be counted again).
     """
 
-    def __init__(self, turn: int, clock: Any = time.monotonic) -> None:
+    def __init__(self, turn: int, where: str = "", clock: Any = time.monotonic) -> None:
         self.turn = turn
+        self.where = where
         self.clock = clock
         self.cells: dict[int, _Cell] = {}
         self.result: RunResult | None = None
@@ -190,7 +193,7 @@ class AcpUpdates(EventHandlers):
             self._pending.append(
                 acp.start_tool_call(
                     cell.tool_id,
-                    f"Run cell {step}",
+                    self.title(step),
                     kind="execute",
                     status="pending",
                     content=[_content(fenced(_shown(code, MESSAGE_CHARS), "python"))],
@@ -199,11 +202,14 @@ class AcpUpdates(EventHandlers):
             )
         return cell
 
-    def permission_call(self, cell: _Cell) -> S.ToolCallUpdate:
+    def title(self, step: int) -> str:
+        return f"Run cell {step}" + (f" in {visible(self.where)}" if self.where else "")
+
+    def permission_call(self, cell: _Cell, step: int) -> S.ToolCallUpdate:
         """What a permission request shows: the pending cell and its code."""
         return S.ToolCallUpdate(
             tool_call_id=cell.tool_id,
-            title=f"Run this cell? ({cell.tool_id})",
+            title=self.title(step),
             kind="execute",
             status="pending",
             content=[_content(fenced(_shown(cell.code, MESSAGE_CHARS), "python"))],
@@ -336,6 +342,7 @@ class _Entry:
 
     agent: AsyncAgent
     notebook: Path
+    seeded: bool = False
     turns: int = 0
     work: asyncio.Task[Any] | None = None
     updates: AcpUpdates | None = None
@@ -346,9 +353,13 @@ class _Entry:
 class KernelAgentAcp:
     """The ACP agent (``acp.Agent``): sessions, prompts, cancel, permission requests."""
 
-    def __init__(self, settings: Settings, *, approve: bool = False) -> None:
+    def __init__(
+        self, settings: Settings, *, approve: bool = False, target: JupyterTarget | None = None
+    ) -> None:
         self.settings = settings
         self.approve = approve
+        #: with ``--jupyter-url``: the notebook open on a Jupyter server, worked in
+        self.target = target
         self.sessions: dict[str, _Entry] = {}
         self.client: dict[str, Any] = {"name": "unknown"}
         self._conn: Any = None
@@ -389,7 +400,9 @@ class KernelAgentAcp:
             )
         notebooks = self.settings.notebook_dir
         settings = self.settings.with_(
-            cwd=view, notebook_dir=notebooks if notebooks.is_absolute() else view / notebooks
+            # an attached notebook's kernel sees the server's files, not this directory
+            cwd=view if self.target is None else None,
+            notebook_dir=notebooks if notebooks.is_absolute() else view / notebooks,
         )
         session_id = uuid.uuid4().hex
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -407,8 +420,10 @@ class KernelAgentAcp:
             return await self._ask(session_id, code, step)
 
         provenance = {"source": "acp", "client": dict(self.client)}
+        executor = self.target.executor(settings) if self.target is not None else None
         return AsyncAgent(
             settings,
+            executor=executor,
             notebook=notebook,
             approve=approve if self.approve else None,  # type: ignore[arg-type]  # awaited
             provenance=provenance,
@@ -438,7 +453,10 @@ class KernelAgentAcp:
         if entry is not None:
             if entry.work is not None:
                 entry.work.cancel()
+            executor = entry.agent.executor
             await entry.agent.close()
+            if self.target is not None and executor is not None:
+                await executor.shutdown()  # leaves the notebook's kernel running
 
     async def close(self) -> None:
         """Stop every session's kernel (the connection is gone)."""
@@ -466,21 +484,26 @@ class KernelAgentAcp:
             return "run", code
         answer = await self._conn.request_permission(
             session_id=session_id,
-            tool_call=updates.permission_call(cell),
+            tool_call=updates.permission_call(cell, step),
             options=PERMISSION_OPTIONS,
         )
         outcome = answer.outcome
         if getattr(outcome, "outcome", None) != "selected":
             return "quit", None  # the prompt turn was cancelled
+        if outcome.option_id == "stop":
+            return "quit", None
         if outcome.option_id == "allow_always":
             entry.always = True
         return ("run", code) if outcome.option_id.startswith("allow") else ("skip", None)
 
     async def _run(self, session_id: str, entry: _Entry, task: str) -> S.PromptResponse:
         entry.turns += 1
-        entry.updates = updates = AcpUpdates(entry.turns)
+        where = self.target.path if self.target is not None else ""
+        entry.updates = updates = AcpUpdates(entry.turns, where)
         agent = entry.agent
         try:
+            if self.target is not None:
+                task = await self._with_notebook(entry, task)
             async for event in agent.run(task):
                 updates(event)
                 await self._send(session_id, updates)
@@ -503,6 +526,23 @@ class KernelAgentAcp:
         status = result.status if result is not None else "error"
         return S.PromptResponse(stop_reason=_STOP_REASONS.get(status, "end_turn"))
 
+    async def _with_notebook(self, entry: _Entry, task: str) -> str:
+        """With ``--jupyter-url``: the task with what the open notebook holds; the first
+        time, its cells start the transcript (so the clean notebook re-runs from the top)."""
+        from ..jupyter.context import notebook_context, record_user_cells, with_context
+
+        agent = entry.agent
+        executor: Any = agent.executor
+        if executor is None or not executor.language_info:
+            await agent.start(task)
+            executor = agent.executor
+        text, namespace = await notebook_context(executor)
+        if not entry.seeded:
+            assert agent.state is not None
+            record_user_cells(agent.state.transcript, executor.doc)
+            entry.seeded = True
+        return with_context(task, text, namespace)
+
 
 async def _stdio() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """The protocol's streams: stdin, and the real stdout; file descriptor 1 then points at
@@ -522,9 +562,11 @@ async def _stdio() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     return reader, writer
 
 
-async def serve_stdio(settings: Settings, *, approve: bool = False) -> None:
+async def serve_stdio(
+    settings: Settings, *, approve: bool = False, target: JupyterTarget | None = None
+) -> None:
     """Serve ACP on stdin/stdout until the client closes the connection."""
-    agent = KernelAgentAcp(settings, approve=approve)
+    agent = KernelAgentAcp(settings, approve=approve, target=target)
     reader, writer = await _stdio()
     served: Any = agent  # implements the methods of acp.Agent that it announces
     try:

@@ -448,7 +448,8 @@ def build_server(
     return Server(
         "kernel-agent",
         version=__version__,
-        instructions=INSTRUCTIONS,
+        # a notebook open in JupyterLab says what it is (its own kernel, unsandboxed)
+        instructions=getattr(session.executor, "instructions", None) or INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
+from ...jupyter.attach import add_jupyter_options, jupyter_target, warning_line
 from ...settings import add_model_options
 from .run import settings_from_args
 
@@ -33,7 +34,14 @@ def register(sub: Any) -> None:
         "--notebook",
         "-o",
         type=Path,
-        help="where the transcript goes (default notebooks/<time>-mcp.ipynb)",
+        help="where the transcript goes (default notebooks/<time>-mcp.ipynb); with "
+        "--jupyter-url, the notebook on the server to work in (as the server names it)",
+    )
+    p.add_argument(
+        "--transcript",
+        type=Path,
+        help="with --jupyter-url: where the local transcript goes "
+        "(default notebooks/<time>-mcp.ipynb)",
     )
     t = p.add_argument_group("transport")
     t.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
@@ -58,6 +66,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     add_model_options(p)
+    add_jupyter_options(p)
     _hide_model_flags(p)
     p.set_defaults(func=run)
 
@@ -105,6 +114,11 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
+    target = jupyter_target(args, args.notebook)
+    if target is not None:
+        print(warning_line(target.url), file=sys.stderr, flush=True)
+    elif args.transcript is not None:
+        raise ConfigError("--transcript goes with --jupyter-url (else --notebook names it)")
     if args.heartbeat <= 0:
         raise ConfigError(f"heartbeat must be positive, got {args.heartbeat:g}")
     if args.http and not 0 < args.port < 65536:
@@ -118,13 +132,41 @@ def run(args: argparse.Namespace) -> int:
     from ...session import Session
     from ..mcp_server import serve_http, serve_stdio
 
-    session = Session(settings, notebook=args.notebook, front_end="mcp", metadata={"source": "mcp"})
-    if args.http:
-        asyncio.run(
-            serve_http(
-                session, host=args.host, port=args.port, token=token, heartbeat_s=args.heartbeat
-            )
+    if target is None:
+        session = Session(
+            settings, notebook=args.notebook, front_end="mcp", metadata={"source": "mcp"}
         )
     else:
-        asyncio.run(serve_stdio(session, heartbeat_s=args.heartbeat))
+        session = Session(
+            settings,
+            notebook=args.transcript,
+            front_end="mcp",
+            executor=target.executor(settings),
+            own_executor=True,  # its shutdown leaves the notebook's kernel running
+            metadata={"source": "mcp", "jupyter_notebook": target.path},
+        )
+
+    async def serve() -> None:
+        if target is not None:
+            await _attach(session)
+        if args.http:
+            await serve_http(
+                session, host=args.host, port=args.port, token=token, heartbeat_s=args.heartbeat
+            )
+        else:
+            await serve_stdio(session, heartbeat_s=args.heartbeat)
+
+    asyncio.run(serve())
     return 0
+
+
+async def _attach(session: Any) -> None:
+    """Start on the open notebook; its code cells go first in the transcript (for verify)."""
+    from ...jupyter.context import record_user_cells
+
+    try:
+        await session.start()
+        record_user_cells(session.state.transcript, session.executor.doc)
+    except BaseException:
+        await session.close()
+        raise

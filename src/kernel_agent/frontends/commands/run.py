@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigError
+from ...jupyter.attach import add_jupyter_options, jupyter_target, warning_line
 from ...settings import add_model_options, option_flags
 from ..approval import ask_until_decided, read_code_until_dot
 
@@ -57,7 +58,14 @@ def register(sub: Any) -> None:
         "--notebook",
         "-o",
         type=Path,
-        help="where the transcript goes (default notebooks/<time>-<task>.ipynb)",
+        help="where the transcript goes (default notebooks/<time>-<task>.ipynb); with "
+        "--jupyter-url, the notebook on the server to work in (as the server names it)",
+    )
+    p.add_argument(
+        "--transcript",
+        type=Path,
+        help="with --jupyter-url: where the local transcript goes "
+        "(default notebooks/<time>-<task>.ipynb)",
     )
     p.add_argument(
         "--approve", action="store_true", help="ask before each cell: run / skip / edit / quit"
@@ -98,6 +106,7 @@ def register(sub: Any) -> None:
         help="install_package() policy: never (default), ask, allow:pkg1,pkg2 or any",
     )
     add_model_options(p)
+    add_jupyter_options(p)
     p.set_defaults(func=run_command)
 
 
@@ -115,18 +124,22 @@ def _read_task(args: argparse.Namespace) -> str:
 
 def run_command(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
+    target = jupyter_target(args, args.notebook)
+    if target is not None:
+        print(warning_line(target.url), file=sys.stderr, flush=True)
+    elif args.transcript is not None:
+        raise ConfigError("--transcript goes with --jupyter-url (else --notebook names it)")
     task = _read_task(args).strip()
     if not task and not args.interactive:
         raise ConfigError("the task is empty")
     settings = settings_from_args(args)
-    notebook = args.notebook
+    notebook = args.notebook if target is None else args.transcript
     if notebook is not None:
         _check_writable(notebook)
     from rich.console import Console
 
     from ...agent import Agent
-    from ...events import RunFinished
-    from ..render import EventRenderer, print_result
+    from ..render import EventRenderer
 
     out = Console(soft_wrap=True)
     err = Console(stderr=True, soft_wrap=True)
@@ -134,33 +147,105 @@ def run_command(args: argparse.Namespace) -> int:
     render = EventRenderer(err, quiet=args.quiet or args.format == "json")
     approve = _terminal_approver(err) if args.approve else None
     extend = _terminal_extender(err) if args.approve or args.interactive else None
+    attached: dict[str, Any] = {}
+    if target is not None:
+        attached = _attach(target, settings)
+        if notebook is None:
+            from ...agent import default_notebook_path
+
+            notebook = default_notebook_path(settings, task or "jupyter")
+    context = attached.pop("context", None)
+    with Agent(settings, notebook=notebook, approve=approve, extend=extend, **attached) as agent:
+        try:
+            if attached:
+                _seed(agent, attached, task)
+            return _tasks(agent, task, args, render, out, err, context)
+        finally:
+            if attached:  # the notebook's kernel stays; its document is let go
+                attached["loop"].run(attached["executor"].shutdown())
+
+
+def _tasks(
+    agent: Any,
+    task: str,
+    args: argparse.Namespace,
+    render: Any,
+    out: Console,
+    err: Console,
+    context: Callable[[str], str] | None,
+) -> int:
+    """Run the task (or the chat's tasks); the exit status of the last."""
+    from ...events import RunFinished
+    from ..render import print_result
+
     status = 0
-    with Agent(settings, notebook=notebook, approve=approve, extend=extend) as agent:
-        tasks = [task] if task else []
-        while True:
-            if not tasks:
-                if not args.interactive:
-                    break
-                nxt = _prompt_task(err)
-                if nxt is None:
-                    break
-                tasks.append(nxt)
-            current = tasks.pop(0)
-            result = None
-            try:
-                for event in agent.run(current):
-                    render(event)
-                    if isinstance(event, RunFinished):
-                        result = event.result
-            except KeyboardInterrupt:
-                if not args.interactive:
-                    raise
-                err.print("[yellow]interrupted; the kernel and its state are kept[/]")
-                continue
-            assert result is not None
-            print_result(out, err, result, args.format)
-            status = 0 if result.ok else 1
+    tasks = [task] if task else []
+    while True:
+        if not tasks:
+            if not args.interactive:
+                break
+            nxt = _prompt_task(err)
+            if nxt is None:
+                break
+            tasks.append(nxt)
+        current = tasks.pop(0)
+        if context is not None:
+            current = context(current)
+        result = None
+        try:
+            for event in agent.run(current):
+                render(event)
+                if isinstance(event, RunFinished):
+                    result = event.result
+        except KeyboardInterrupt:
+            if not args.interactive:
+                raise
+            err.print("[yellow]interrupted; the kernel and its state are kept[/]")
+            continue
+        assert result is not None
+        print_result(out, err, result, args.format)
+        status = 0 if result.ok else 1
     return status
+
+
+def _attach(target: Any, settings: Settings) -> dict[str, Any]:
+    """The Agent's arguments for the notebook open on a Jupyter server (started here).
+
+    The executor is started on the loop the agent will run on; ``context`` adds what
+    the notebook and its kernel hold to each task (the model sees them as ``%%agent``'s).
+    """
+    from ...jupyter.context import notebook_context, with_context
+    from ...syncify import BackgroundLoop
+
+    loop = BackgroundLoop()
+    executor = target.executor(settings)
+    try:
+        loop.run(executor.start())
+    except BaseException:
+        loop.run(executor.shutdown())
+        loop.close()
+        raise
+
+    def context(task: str) -> str:
+        text, namespace = loop.run(notebook_context(executor))
+        return with_context(task, text, namespace)
+
+    namespace = loop.run(notebook_context(executor))[1]
+    return {
+        "loop": loop,
+        "executor": executor,
+        "namespace": namespace,
+        "provenance": {"jupyter_notebook": target.path},
+        "context": context,
+    }
+
+
+def _seed(agent: Any, attached: dict[str, Any], task: str) -> None:
+    """Start the agent, then put the notebook's code cells at its transcript's top."""
+    from ...jupyter.context import record_user_cells
+
+    attached["loop"].run(agent.aio.start(task))
+    record_user_cells(agent.aio.state.transcript, attached["executor"].doc)
 
 
 def _prepare_local_model(settings: Settings, err: Console) -> None:
