@@ -300,6 +300,21 @@ def test_model_errors_are_clean_acp_errors_and_the_agent_lives_on(
     assert bad_cwd.code == -32602
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["plain", "```\n![x](http://e/x)\n```", "a ```` b ````` c", "`", "```python\n`x`\n" * 50],
+)
+def test_a_fence_is_longer_than_any_backtick_run_inside_it(text: str) -> None:
+    from kernel_agent.frontends.acp_agent import fenced, fenced_inline
+
+    block = fenced(text, "python")
+    fence = block.split("\n", 1)[0].removesuffix("python")
+    assert block == f"{fence}python\n{text}\n{fence}" and fence not in text
+    span = fenced_inline(text)
+    ticks = span.split(" ", 1)[0]
+    assert set(ticks) == {"`"} and ticks not in text and span.endswith(ticks)
+
+
 HOSTILE = [
     # terminal escapes, bidi override, a backtick run, then 10 MB in one print
     "print('\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J \\u202e ```` [x](http://evil.example/a) '"

@@ -27,6 +27,7 @@ Everything sent to the client that a kernel or a model produced is escaped
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 import uuid
@@ -224,7 +225,7 @@ class AcpUpdates(EventHandlers):
         content = [_content(fenced(_shown(cell.code, MESSAGE_CHARS), "python"))]
         raw = dict(raw or {})
         if output is not None:
-            shown = visible(output)
+            shown = _shown(output, OUTPUT_CHARS + 400)  # + a status line
             content.append(_content(fenced(shown)))
             raw["output"] = shown
         self._pending.append(
@@ -513,7 +514,8 @@ class KernelAgentAcp:
                 "\n\nInterrupted; the kernel keeps its state. "
                 f"notebook: {fenced_inline(str(entry.notebook))}"
             )
-            await asyncio.shield(self._send(session_id, updates))
+            with contextlib.suppress(Exception):  # the client may be gone
+                await asyncio.shield(self._send(session_id, updates))
             if entry.cancelled:
                 return S.PromptResponse(stop_reason="cancelled")
             raise
