@@ -109,6 +109,7 @@ bench: venv system-deps
 	$(PY) bench/bench_agent_loop.py
 	$(PY) bench/bench_tools.py
 	$(PY) bench/bench_tracing.py
+	$(PY) bench/bench_unprivileged.py
 
 # How often the bundled model solves simple analysis tasks (slow: minutes).
 # The analysis eval (42 tasks, tuned and held-out halves) on the bundled model; EVAL_ARGS

@@ -42,10 +42,25 @@ import time
 import zlib
 from typing import Any
 
+from fuzz_messages import CASES, kernel_code
+
 from kernel_agent.executors.base import AsyncExecutor, Isolation
+from kernel_agent.notebook.bounds import json_size
 from kernel_agent.sandbox import KernelLauncher
 
 __all__ = ["ExecutorContract", "KernelContract", "tiny_png"]
+
+#: one fuzz case of each message type (tests/test_attacks_budget.py sends them all)
+_FLOODS = (
+    "stream.text_escapes",
+    "display_data.metadata",
+    "execute_result.execution_count",
+    "error.traceback_lines",
+    "update_display_data.data_and_metadata",
+    "many.updates",
+    "comm_msg.data",
+    "status.execution_state",
+)
 
 
 def tiny_png() -> bytes:
@@ -228,3 +243,15 @@ class KernelContract(ExecutorContract):
         assert elapsed < self.death_bound, f"death took {elapsed:.1f} s to notice"
         after = ex.execute("print('alive')")
         assert after.ok and _stdout(after) == "alive\n"
+
+    # ------------------------------------------------------------ what the host keeps
+    def test_a_flooded_field_keeps_the_cell_within_its_budget(self, fresh_executor: Any) -> None:
+        # the kernel sends raw messages through its own session: every path to the host
+        # (zmq, a gateway's websocket) ends in the same collector and run budget
+        ex = fresh_executor()
+        for case in (c for c in CASES if c.name in _FLOODS):
+            result = ex.execute(kernel_code(case, 4_000_000), timeout=60)
+            kept = json_size(list(result.outputs))
+            assert kept <= 8_000_000 + 16_384, f"{case.name}: {kept:,} characters kept"
+            assert result.execution_count is None or result.execution_count < 2**31
+            assert ex.execute("print('alive')").outputs[0].text == "alive\n", case.name

@@ -1,72 +1,108 @@
-"""Delivered and declared files are content, never configuration (redteam 2026-11-24 B5, B4, C1).
+"""Delivered and declared files are content, never configuration (redteam 2026-11-27 D1–D5).
 
-B5: a kernel wrote ``report/.git/config`` with ``core.fsmonitor``; the copy delivered
-beside the notebook was root-owned, so ``git status`` there ran the kernel's command as
-root. Now no path with a component that starts with ``.`` leaves the work dir, at any
-depth, by delivery or by ``set_result``; and what is left out (dot names, depth) is said.
+D1–D3: a kernel wrote a dot-free bare git repository (``report/{HEAD,config,objects,refs}``,
+``core.worktree`` and ``core.fsmonitor``); the copy delivered beside the notebook was
+root-owned, so root's ``git status`` in ``report/sub`` ran the kernel's command. D4/D5: a
+delivered ``conftest.py`` ran under root's ``pytest``, and an unchecked-hash ``__pycache__``
+pyc ran other code than the source shown on ``import helper``.
+
+Fixed by construction, not by name: everything the kernel wrote comes back inside one archive
+(``<notebook>_files/work.zip``), and only ``set_result``'s inert data files come back loose,
+flat. The property test runs root's git, pytest and Python in every delivered directory, after
+a real sandboxed run, and shows that no payload ran; the same archive laid out as a tree (what
+delivery used to leave) runs them, so the test can fail.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 from fake_openai import run_cell, text
+from payloads import DECLARED, LIVE_AS_TREE, LOOSE, delivered_dirs, extract_control, plant, probe
 
-from kernel_agent.edges.delivery import DeliveryLimits, deliver_work_files
+from kernel_agent.edges.delivery import DeliveryLimits, deliver
 from kernel_agent.edges.safefs import copy_out, walk_beneath
 from kernel_agent.errors import ToolError, UnsafePath
 from kernel_agent.sandbox import bwrap_problem
 from kernel_agent.tools.declared import DeclaredResult
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(300)
 
 PROBLEM, _, _ = bwrap_problem()
 needs_bwrap = pytest.mark.skipif(PROBLEM is not None, reason=f"no bwrap sandbox here: {PROBLEM}")
 
 
-def plant(marker: Path) -> str:
-    """Kernel code: B5's repository, its cousins, a deep tree, and one honest file."""
-    return (
-        "import os\n"
-        "for d in ('report/.git/objects', 'report/.git/refs', 'a/.hg', 'deep/x/y',\n"
-        "          'tree/' + '/'.join('d%d' % i for i in range(12))):\n"
-        "    os.makedirs(d, exist_ok=True)\n"
-        "open('report/.git/HEAD', 'w').write('ref: refs/heads/main\\n')\n"
-        "open('report/.git/objects/keep', 'w').write('')\n"
-        "open('report/.git/refs/keep', 'w').write('')\n"
-        "open('report/.git/config', 'w').write('[core]\\n\\trepositoryformatversion = 0\\n'\n"
-        "    '\\tbare = false\\n'\n"
-        f"    '\\tfsmonitor = \"sh -c \\'id > {marker}\\' #\"\\n')\n"
-        "open('a/.hg/hgrc', 'w').write('[hooks]\\npre-status = id\\n')\n"
-        "open('deep/x/y/.envrc', 'w').write('id\\n')\n"
-        "open('.envrc', 'w').write('id\\n')\n"
-        "open('report/summary.md', 'w').write('# Summary\\n')\n"
-        "open('tree/' + '/'.join('d%d' % i for i in range(12)) + '/bottom.txt', 'w').write('b')\n"
-        "print('planted')\n"
-    )
+def tree(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))
 
 
-def test_delivery_leaves_out_every_dot_name_and_says_what_it_left(tmp_path: Path) -> None:
+@needs_bwrap
+@pytest.mark.parametrize("declare", [False, True], ids=["work-dir", "set-result"])
+def test_no_delivered_tree_runs_anything_under_git_pytest_or_python(
+    fake_llm,  # noqa: ANN001
+    tmp_path: Path,
+    declare: bool,
+) -> None:
+    mark = tmp_path / "markers"
+    mark.mkdir()
+    code = plant(mark) + (f"set_result({{'ok': 1}}, files={DECLARED!r})\n" if declare else "")
+    fake_llm.enqueue(run_cell(code), text("done"))
+    view, project = tmp_path / "view", tmp_path / "proj"
+    view.mkdir()
+    nb = project / "notebooks" / "run.ipynb"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "KERNEL_AGENT_"))}
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernel_agent", "run", "--base-url", fake_llm.base_url,
+         "--model", "t", "--sandbox", "bwrap", "--format", "plain", "--notebook", str(nb),
+         *(["--result"] if declare else []), "go"],
+        capture_output=True, text=True, env={**env, "KERNEL_AGENT_LEVERS": "none"},
+        cwd=view, timeout=200,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    files = delivered_dirs(nb)
+    archive = files / "work.zip"
+    loose = ["result", *(f"result/{name}" for name in LOOSE)] if declare else []
+    assert tree(files) == sorted(["work.zip", *loose])
+    assert f"are in the archive {archive}" in proc.stderr  # the CLI says where they are
+    if declare:
+        assert "18 declared file(s) are not plain data files and stay only in work.zip" in (
+            proc.stderr
+        )
+    with zipfile.ZipFile(archive) as zf:
+        names = set(zf.namelist())
+    assert {"report/config", "conftest.py", "__pycache__/helper.cpython-311.pyc"} <= names
+    # root's tools in every directory of the project, the delivered ones included: nothing ran
+    assert probe(project, mark, project=project) == set()
+    assert os.listdir(mark) == []
+    # the control: the same files laid out as a tree, as delivery used to leave them, run
+    control = extract_control(archive, tmp_path / "control")
+    assert LIVE_AS_TREE <= probe(control, mark, project=control)
+
+
+def test_the_archive_leaves_out_dot_names_and_says_what_it_left(tmp_path: Path) -> None:
     work = tmp_path / "w"
-    work.mkdir()
-    subprocess.run([sys.executable, "-c", plant(tmp_path / "marker")], cwd=work, check=True)
+    (work / "report" / ".git").mkdir(parents=True)
+    (work / "report" / ".git" / "config").write_text("[core]\n")
+    (work / "a" / ".hg").mkdir(parents=True)
+    (work / ".envrc").write_text("id\n")
+    (work / "report" / "summary.md").write_text("# Summary\n")
+    deep = work / "tree" / "/".join(f"d{i}" for i in range(12))
+    deep.mkdir(parents=True)
+    (deep / "bottom.txt").write_text("b")
     nb = tmp_path / "out" / "run.ipynb"
     nb.parent.mkdir()
-    delivered, notes = deliver_work_files(work, nb, DeliveryLimits(max_depth=6))
-    folder = nb.parent / "run_files" / "work"
-    assert [p.relative_to(folder).as_posix() for p in delivered] == ["report/summary.md"]
-    copied = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
-    assert not [name for name in copied if "/." in f"/{name}"]  # nothing dot-named, anywhere
-    assert notes[0] == (
-        "4 dot-named path(s), configuration rather than content: .envrc, a/.hg, "
-        "report/.git and 1 more"
+    found = deliver(work, nb, limits=DeliveryLimits(max_depth=6))
+    assert found.members == ["report/summary.md"]
+    assert found.notes[0] == (
+        "3 dot-named path(s), hidden state rather than results: .envrc, a/.hg, report/.git"
     )
-    assert notes[1] == "what is below 6 directory levels: tree/d0/d1/d2/d3/d4"
+    assert found.notes[1] == "what is below 6 directory levels: tree/d0/d1/d2/d3/d4"
+    assert tree(nb.parent) == ["run_files", "run_files/work.zip"]
 
 
 def test_a_walk_names_what_it_did_not_enter(tmp_path: Path) -> None:
@@ -102,45 +138,3 @@ def test_set_result_refuses_a_dot_component(tmp_path: Path) -> None:
         with pytest.raises(ToolError, match="refused"):
             declared.declare(None, [name], tmp_path)
     assert declared.declare(1, ["./x/ok.txt"], tmp_path)["files"] == ["x/ok.txt"]
-
-
-@needs_bwrap
-def test_b5_a_run_delivers_no_repository_and_git_runs_nothing(fake_llm, tmp_path: Path) -> None:  # noqa: ANN001
-    marker = tmp_path / "git-fsmonitor-ran"
-    refused = (
-        "for files in (['report/.git/config'], ['a/.hg/hgrc'], ['.envrc']):\n"
-        "    try:\n"
-        "        set_result(1, files=files); print('ACCEPTED', files)\n"
-        "    except ToolError as e:\n"
-        "        print(e)\n"
-    )
-    fake_llm.enqueue(run_cell(plant(marker) + refused), text("done"))
-    (tmp_path / ".git").mkdir()  # the user's own: linked into the work dir, never news
-    (tmp_path / ".env").write_text("USER_SETTING=1\n")
-    nb = tmp_path / "notebooks" / "run.ipynb"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "KERNEL_AGENT_"))}
-    proc = subprocess.run(
-        [sys.executable, "-m", "kernel_agent", "run", "--base-url", fake_llm.base_url,
-         "--model", "t", "--sandbox", "bwrap", "--format", "plain", "--notebook", str(nb), "go"],
-        capture_output=True, text=True, env={**env, "KERNEL_AGENT_LEVERS": "none"},
-        cwd=tmp_path, timeout=150,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    work = nb.parent / "run_files" / "work"
-    copied = sorted(p.relative_to(work).as_posix() for p in work.rglob("*"))
-    assert [name for name in copied if (work / name).is_file()] == ["report/summary.md"]
-    assert not [name for name in copied if "/." in f"/{name}"]
-    # the notice names what was left out, and why
-    assert "4 dot-named path(s), configuration rather than content" in proc.stderr
-    assert "what is below 8 directory levels: tree/d0/d1/d2/d3/d4/d5/d6" in proc.stderr
-    import nbformat
-
-    outputs = "".join(
-        o.get("text", "")
-        for c in nbformat.read(nb, as_version=4).cells
-        for o in c.get("outputs", [])
-    )
-    assert "ACCEPTED" not in outputs and outputs.count("is a dot name") == 3
-    if shutil.which("git"):
-        subprocess.run(["git", "status"], cwd=work / "report", capture_output=True, timeout=30)
-    assert not marker.exists()

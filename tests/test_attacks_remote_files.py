@@ -5,18 +5,23 @@ its own) either makes
 hostile files for real (a symlink to /etc/passwd, ``.git/config``, a setuid file, a
 fifo, a name with control characters, a huge sparse file) or replaces the kernel-side
 transfer functions to lie (``../`` names, wrong hashes, more bytes than listed, junk
-chunks). Each is refused with a note, and nothing is written outside
-``<notebook>_files/work/``.
+chunks). Each is refused with a note; what passes is pulled into a private staging dir and
+comes back as content, like a local run's files: one archive ``<notebook>_files/work.zip``,
+and ``set_result``'s inert data files flat in ``<notebook>_files/result/``. Root's git,
+pytest and Python run nothing of the kernel's in any of them (the property test, with the
+payloads of ``payloads.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import zipfile
 from pathlib import Path
 
 import pytest
 from gateway_server import GATEWAYS, running
+from payloads import DECLARED, LIVE_AS_TREE, LOOSE, extract_control, plant, probe
 
 from kernel_agent.edges.delivery import DeliveryLimits
 from kernel_agent.executors.gateway import AsyncGatewaySession
@@ -36,8 +41,9 @@ def gateway(request, tmp_path_factory):
         yield gw
 
 
-def deliver(gateway, tmp_path, code, limits=None, raw_chunks=True):
-    """Run ``code`` in a fresh gateway kernel (in its work dir), then deliver its files."""
+def deliver(gateway, tmp_path, code, limits=None, raw_chunks=True, declared=()):
+    """Run ``code`` in a fresh gateway kernel (in its work dir), then deliver its files:
+    ``(notebook, members of the archive, notes, the Delivery)``."""
     nb = tmp_path / "nbdir" / "run.ipynb"
     nb.parent.mkdir(parents=True, exist_ok=True)
 
@@ -52,12 +58,12 @@ def deliver(gateway, tmp_path, code, limits=None, raw_chunks=True):
         try:
             r = await session.execute(code)
             assert r.ok, r.error
-            return await session.files.deliver(nb)
+            return await session.files.deliver(nb, declared)
         finally:
             await session.shutdown()
 
-    delivered, notes = asyncio.run(go())
-    return nb, delivered, notes
+    found = asyncio.run(go())
+    return nb, found.members, found.notes, found
 
 
 def tree(root: Path) -> list[str]:
@@ -77,18 +83,15 @@ def test_links_dot_dirs_specials_setuid_and_control_names_are_refused(tmp_path, 
         "open('rtl\\u202etxt.exe', 'w').write('x')\n"
         "open('fine.txt', 'w').write('ok')\n"
     )
-    nb, delivered, notes = deliver(gateway, tmp_path, code)
-    work = nb.parent / "run_files" / "work"
-    assert delivered == [work / "fine.txt"]
-    assert tree(nb.parent) == ["run_files", "run_files/work", "run_files/work/fine.txt"]
+    nb, delivered, notes, found = deliver(gateway, tmp_path, code)
+    assert delivered == ["fine.txt"]
+    assert tree(nb.parent) == ["run_files", "run_files/work.zip"]
     text = "\n".join(notes)
     assert "passwd: a symlink, not a file" in text and "root: a symlink" in text
     assert "pipe: a other, not a file" in text
     assert "suid: setuid" in text
     assert "U+001B" in text and "U+202E" in text
-    assert notes[0] == (
-        "2 dot-named path(s), configuration rather than content: .git, deep/.hidden"
-    )
+    assert notes[0] == ("2 dot-named path(s), hidden state rather than results: .git, deep/.hidden")
 
 
 def test_a_huge_file_and_too_many_files_are_bounded(tmp_path, gateway):
@@ -97,22 +100,24 @@ def test_a_huge_file_and_too_many_files_are_bounded(tmp_path, gateway):
         "for i in range(8):\n    open(f'f{i}.txt', 'w').write('x' * 400)\n"
     )
     limits = DeliveryLimits(max_files=5, max_file_bytes=50 * 1024 * 1024, max_total_bytes=1000)
-    nb, delivered, notes = deliver(gateway, tmp_path, code, limits)
-    assert [p.name for p in delivered] == ["f0.txt", "f1.txt"]  # the total bound: 1000 bytes
+    nb, delivered, notes, found = deliver(gateway, tmp_path, code, limits)
+    assert delivered == ["f0.txt", "f1.txt"]  # the total bound: 1000 bytes
     assert any(n.startswith("huge.bin (62914560 bytes) is over the size bound") for n in notes)
     assert any(n.startswith("f2.txt (400 bytes)") for n in notes)
-    assert sum(p.stat().st_size for p in delivered) <= 1000
+    assert found.archive.stat().st_size < 1500
 
 
 def test_depth_and_entry_count_are_bounded_and_said(tmp_path, gateway):
     deep = (
         "import os\nos.makedirs('/'.join('d' * 10))\nopen('d/' * 10 + 'deep.txt', 'w').write('x')"
     )
-    nb, delivered, notes = deliver(gateway, tmp_path / "a", deep)
+    nb, delivered, notes, found = deliver(gateway, tmp_path / "a", deep)
     assert delivered == [] and notes == ["what is below 8 directory levels: d/d/d/d/d/d/d/d"]
     many = "import os\nos.makedirs('m')\nfor i in range(1200):\n    open(f'm/{i:04}', 'w').close()"
-    nb, delivered, notes = deliver(gateway, tmp_path / "b", many, DeliveryLimits(max_files=3))
-    assert [p.name for p in delivered] == ["0000", "0001", "0002"]
+    nb, delivered, notes, found = deliver(
+        gateway, tmp_path / "b", many, DeliveryLimits(max_files=3)
+    )
+    assert delivered == ["m/0000", "m/0001", "m/0002"]
     assert notes == ["everything past the first 30 entries", "more than 3 files"]
 
 
@@ -123,7 +128,7 @@ def test_lying_names_never_reach_the_filesystem(tmp_path, gateway):
         "m.get = lambda *a: m._Json({'data': 'eHl6', 'eof': True, 'size': 3,"
         " 'sha256': __import__('hashlib').sha256(b'xyz').hexdigest()})\n"
     )
-    nb, delivered, notes = deliver(gateway, tmp_path, code)
+    nb, delivered, notes, found = deliver(gateway, tmp_path, code)
     assert delivered == [] and len(notes) == len(names)
     assert all(n.startswith("refused a name:") for n in notes)
     assert tree(nb.parent) == []
@@ -181,21 +186,37 @@ def test_lying_contents_are_refused_and_leave_nothing(tmp_path, gateway, raw, ge
         "m.listing = lambda *a: m._Json([['out.txt', 'file', 3, 0o644]])\n"
         f"m.get = lambda *a: {get}\n"
     )
-    nb, delivered, notes = deliver(gateway, tmp_path, code, raw_chunks=raw)
+    nb, delivered, notes, found = deliver(gateway, tmp_path, code, raw_chunks=raw)
     assert delivered == [] and len(notes) == 1 and why in notes[0], notes
-    assert [p for p in tree(nb.parent) if not p.endswith(("run_files", "work"))] == []
+    assert tree(nb.parent) == []
 
 
 def test_a_link_planted_at_the_target_is_replaced_not_followed(tmp_path, gateway):
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me")
-    work = tmp_path / "nbdir" / "run_files" / "work"
-    work.mkdir(parents=True)
-    os.symlink(victim, work / "out.txt")
-    nb, delivered, notes = deliver(gateway, tmp_path, "open('out.txt', 'w').write('new')")
-    assert delivered == [work / "out.txt"] and notes == []
-    assert victim.read_text() == "keep me"
-    assert not (work / "out.txt").is_symlink() and (work / "out.txt").read_text() == "new"
+    files = tmp_path / "nbdir" / "run_files"
+    files.mkdir(parents=True)
+    os.symlink(victim, files / "work.zip")
+    nb, delivered, notes, found = deliver(gateway, tmp_path, "open('out.txt', 'w').write('new')")
+    assert delivered == ["out.txt"] and notes == []
+    assert victim.read_text() == "keep me" and not (files / "work.zip").is_symlink()
+    with zipfile.ZipFile(files / "work.zip") as zf:
+        assert zf.read("out.txt") == b"new"
+
+
+def test_no_pulled_back_tree_runs_anything_under_git_pytest_or_python(tmp_path, gateway):
+    """D3: the review's bare repository and its cousins, pulled back from a gateway kernel."""
+    mark = tmp_path / "markers"
+    mark.mkdir()
+    nb, members, notes, _ = deliver(gateway, tmp_path, plant(mark), declared=DECLARED)
+    files = nb.parent / "run_files"
+    assert tree(files) == sorted(["work.zip", "result", *(f"result/{n}" for n in LOOSE)])
+    assert {"report/config", "conftest.py", "__pycache__/helper.cpython-311.pyc"} <= set(members)
+    assert "18 declared file(s) are not plain data files and stay only in work.zip" in notes[-1]
+    assert probe(nb.parent, mark, project=nb.parent) == set()
+    assert os.listdir(mark) == []
+    control = extract_control(files / "work.zip", tmp_path / "control")  # as it used to land
+    assert LIVE_AS_TREE <= probe(control, mark, project=control)
 
 
 @pytest.mark.parametrize(

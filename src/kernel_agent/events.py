@@ -58,9 +58,9 @@ class RunResult:
     verify: dict[str, Any] | None = None
     #: what isolated the kernel: "bwrap", "none" (unsandboxed), "remote" or "unknown"
     isolation: IsolationMode = "unknown"
-    #: the files ``set_result`` declared, copied beside the notebook
-    #: (``<notebook>_files/result/``); without a declared result, the files the kernel
-    #: wrote, delivered beside the notebook (``<notebook>_files/work/``)
+    #: the files ``set_result`` declared that are inert data, copied flat beside the notebook
+    #: (``<notebook>_files/result/``); without a declared result, the one archive of the
+    #: files the kernel wrote (``<notebook>_files/work.zip``)
     files: list[Path] = field(default_factory=list)
     #: the data the kernel's code declared with ``set_result`` (JSON), or None
     result: Any = None

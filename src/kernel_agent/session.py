@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .edges.images import BoundedImage, bound_image, from_data_url
+from .edges.images import BoundedImage, from_data_url
 from .edges.safefs import Entry
 from .errors import ConfigError, NotebookError
 from .events import CellOutput
@@ -33,6 +33,7 @@ from .kernel_state.namespace import VariableInfo
 from .llm.view import budget_text, render_cell
 from .notebook import cellmeta as M
 from .notebook.transcript import Transcript
+from .notebook.worker import bound_images
 from .results import CellResult
 from .settings import Settings
 from .workdir import LocalWorkDir, RemoteWorkDir, WorkDir
@@ -273,12 +274,8 @@ class Session:
                 on_output(item.output)
         assert record is not None
         view = state.view(record, vision=True)
-        images = []
-        for url in view.images[:MAX_IMAGES]:
-            parsed = from_data_url(url)
-            bounded = bound_image(*parsed) if parsed else None
-            if bounded is not None:
-                images.append(bounded)
+        parsed = [p for p in map(from_data_url, view.images[:MAX_IMAGES]) if p is not None]
+        images = await asyncio.to_thread(bound_images, parsed)  # as root: unprivileged
         return CellRun(record.result, record.index, view.text, images, record.change, record.note)
 
     async def run_task(

@@ -2,7 +2,7 @@
 
 :class:`WorkDir` is the one small interface the file tools of
 :class:`~kernel_agent.session.Session`, the HTTP service's file routes and the MCP server's
-``list_files``/``read_file``/``write_file`` go through. Two implementations:
+``list_files``/``read_file``/``write_file`` go through. Three implementations:
 
 - :class:`LocalWorkDir`: a directory on this host (a local kernel's private work dir), through
   :mod:`kernel_agent.edges.safefs` (no link followed, atomic writes, bounded walks);
@@ -10,7 +10,9 @@
   channels (:class:`~kernel_agent.remote.transfer.KernelFiles`): names are checked here before
   anything is asked for (:func:`~kernel_agent.remote.names.check_name`: no dot names, no
   ``..``, no control characters), every answer is bounded and checked, and a read lands in a
-  private temp file on this host (size and sha256 compared) before a byte is handed on.
+  private temp file on this host (size and sha256 compared) before a byte is handed on;
+- :class:`ArchiveWorkDir`: an ended session's files, the members of the archive delivery
+  wrote beside its notebook, read-only.
 
 It lives beside ``session.py`` rather than in ``remote/`` or ``service/``: the session owns it,
 both front ends use it, and the local half has nothing remote about it.
@@ -22,10 +24,12 @@ import asyncio
 import contextlib
 import os
 import tempfile
-from collections.abc import AsyncIterable, Callable
+import zipfile
+from collections.abc import AsyncIterable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from .edges.archive import members_of
 from .edges.safefs import (
     Entry,
     list_beneath,
@@ -39,7 +43,7 @@ from .errors import ConfigError, KernelAgentError, UnsafePath
 if TYPE_CHECKING:
     from .remote.work import RemoteWork
 
-__all__ = ["WorkDir", "LocalWorkDir", "RemoteWorkDir"]
+__all__ = ["WorkDir", "LocalWorkDir", "RemoteWorkDir", "ArchiveWorkDir"]
 
 
 class WorkDir(Protocol):
@@ -247,3 +251,83 @@ class RemoteWorkDir:
     async def usage(self) -> int:
         async with self._lock():
             return await self.work.kernel.usage(100_000)
+
+
+class ArchiveWorkDir:
+    """The files of an ended session: the members of the archive delivery wrote
+    (:mod:`kernel_agent.edges.archive`), read-only. ``max_open_bytes`` bounds a download."""
+
+    local = False
+
+    def __init__(self, archive: Path, max_open_bytes: int = 50 * 1024 * 1024) -> None:
+        self.archive = archive
+        self.max_open_bytes = max_open_bytes
+
+    @contextlib.contextmanager
+    def _zip(self) -> Iterator[zipfile.ZipFile | None]:
+        """The archive (no link followed), or None when there is none."""
+        try:
+            fd = open_beneath(self.archive.parent, self.archive.name)
+        except (FileNotFoundError, UnsafePath):
+            yield None
+            return
+        with os.fdopen(fd, "rb") as fh:
+            try:
+                archive = zipfile.ZipFile(fh)
+            except zipfile.BadZipFile:
+                raise ConfigError(f"{self.archive.name} is not a readable archive") from None
+            with archive:
+                yield archive
+
+    def _infos(self) -> list[zipfile.ZipInfo]:
+        with self._zip() as archive:
+            return [] if archive is None else members_of(archive)
+
+    async def list(self, max_entries: int = 500, max_depth: int = 4) -> list[Entry]:
+        infos = [i for i in self._infos() if i.filename.count("/") < max_depth]
+        return [Entry(i.filename, "file", i.file_size) for i in infos[:max_entries]]
+
+    def _copy(self, path: str, limit: int, too_big: str) -> tuple[int, int]:
+        """(fd, size) of a private copy of member ``path`` (already unlinked)."""
+        with self._zip() as archive:
+            if archive is None:
+                raise _missing(path)
+            info = next((i for i in members_of(archive) if i.filename == path), None)
+            if info is None:
+                if any(i.filename.startswith(path.rstrip("/") + "/") for i in archive.infolist()):
+                    raise ConfigError(f"{path} is a directory")
+                raise _missing(path)
+            if info.file_size > limit:
+                raise ConfigError(too_big)
+            fd, name = tempfile.mkstemp(prefix="kernel-agent-member-")
+            os.unlink(name)
+            size = 0
+            with archive.open(info) as src:
+                while size <= limit and (block := src.read(1 << 20)):
+                    os.write(fd, block)  # a regular file of ours: written whole
+                    size += len(block)
+            if size > limit:
+                os.close(fd)
+                raise ConfigError(too_big)
+            os.lseek(fd, 0, os.SEEK_SET)
+        return fd, size
+
+    async def read(self, path: str, limit: int) -> bytes:
+        too_big = f"{path} is larger than {limit // 1024} KB; read it from a cell instead"
+        fd, _ = await asyncio.to_thread(self._copy, path, limit, too_big)
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read(limit + 1)
+
+    async def open(self, path: str) -> tuple[int, int]:
+        bound = self.max_open_bytes
+        too_big = f"{path} is over the {bound} byte download bound"
+        return await asyncio.to_thread(self._copy, path, bound, too_big)
+
+    async def write(self, path: str, chunks: AsyncIterable[bytes], mode: int = 0o644) -> int:
+        raise ConfigError("the session has ended: its files are read-only")
+
+    async def delete(self, path: str) -> None:
+        raise ConfigError("the session has ended: its files are read-only")
+
+    async def usage(self) -> int:
+        return sum(i.file_size for i in self._infos())

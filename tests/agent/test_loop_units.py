@@ -8,6 +8,7 @@ kernel does.
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -163,8 +164,9 @@ def test_files_in_a_private_work_dir_are_delivered_beside_the_notebook(fake_llm,
     fake_llm.enqueue(run_cell("df.to_csv('result.csv')"), text("Saved."))
     executor = FakeExecutor(cwd=view, kernel_cwd=work)
     result, events = run(fake_llm, tmp_path, executor, levers="none", cwd=view)
-    assert [p.name for p in result.files] == ["result.csv"]
-    assert result.files[0].read_text() == "a,b\n1,2\n"
+    assert [p.name for p in result.files] == ["work.zip"]  # one archive: content
+    with zipfile.ZipFile(result.files[0]) as zf:
+        assert zf.read("result.csv") == b"a,b\n1,2\n"
     assert any(isinstance(e, Notice) and "1 file(s)" in e.text for e in events)
     assert str(work) in fake_llm.requests[0]["messages"][0]["content"]  # where code runs
 

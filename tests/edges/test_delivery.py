@@ -1,23 +1,24 @@
-"""Files the kernel writes come back beside the notebook: regular files only, no links, no setuid."""
+"""What the kernel writes comes back as content: one archive, and declared data files loose."""
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
-import stat
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 from fake_openai import run_cell, text
 
-from kernel_agent.edges.delivery import DeliveryLimits, deliver_work_files
+from kernel_agent.edges.delivery import DATA_SUFFIXES, DeliveryLimits, deliver, loose_name
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def test_only_the_kernels_own_regular_files_are_delivered(tmp_path: Path) -> None:
+def test_the_kernels_own_regular_files_come_back_in_one_archive(tmp_path: Path) -> None:
     work = tmp_path / "w"
     (work / "sub").mkdir(parents=True)
     (work / "out.csv").write_text("a,b\n")
@@ -29,17 +30,65 @@ def test_only_the_kernels_own_regular_files_are_delivered(tmp_path: Path) -> Non
     (work / "sublink").symlink_to(tmp_path)
     nb = tmp_path / "out" / "run.ipynb"
     nb.parent.mkdir()
-    delivered, skipped = deliver_work_files(work, nb, DeliveryLimits(max_file_bytes=1000))
-    folder = nb.parent / "run_files" / "work"
-    assert sorted(p.relative_to(folder).as_posix() for p in delivered) == [
-        "out.csv",
-        "sub/plot.png",
-        "suid",
+    found = deliver(work, nb, limits=DeliveryLimits(max_file_bytes=1000))
+    assert found.archive == nb.parent / "run_files" / "work.zip" and found.changed
+    assert sorted(found.members) == ["out.csv", "sub/plot.png", "suid"]
+    assert sorted(p.name for p in (nb.parent / "run_files").iterdir()) == ["work.zip"]
+    with zipfile.ZipFile(found.archive) as zf:
+        assert zf.read("sub/plot.png") == b"png"
+        assert {i.external_attr >> 16 for i in zf.infolist()} == {0o100644}  # no setuid
+    assert any("big.bin" in s for s in found.notes) and found.loose == []
+    assert "3 file(s) the kernel wrote are in the archive" in (found.notice() or "")
+    again = deliver(work, nb, limits=DeliveryLimits(max_file_bytes=1000))
+    assert not again.changed and again.members == found.members  # unchanged: kept as it was
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["out/table.csv", "plot.PNG", "report.pdf", "a.b.parquet", "données.tsv", "page.html"],
+)
+def test_declared_data_files_come_back_flat(name: str) -> None:
+    assert loose_name(name) == name.rsplit("/", 1)[-1]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "conftest.py", "helper.pyc", "mod.so", "x.cpython-311-x86_64-linux-gnu.so", "a.pth",
+        "sitecustomize.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml",
+        "package.json", "r/HEAD", "r/config", "Makefile", ".envrc", ".csv", "-rf.csv",
+        "model.pkl", "book.xlsm", "a\nb.csv", "x.json", "ci.yml", "pom.xml", "work.zip",
+        "__init__.py", "data", "AGENTS.md", "CLAUDE.md", "CMakeLists.txt", "requirements.txt",
+    ],
+)  # fmt: skip
+def test_anything_else_declared_stays_in_the_archive(name: str) -> None:
+    assert loose_name(name) is None
+
+
+def test_no_data_suffix_is_one_python_imports() -> None:
+    importable = {s.rsplit(".", 1)[-1] for s in importlib.machinery.all_suffixes()}
+    assert importable and not DATA_SUFFIXES & importable
+
+
+def test_declared_files_land_flat_and_the_rest_is_named(tmp_path: Path) -> None:
+    work = tmp_path / "w"
+    (work / "out").mkdir(parents=True)
+    (work / "out" / "table.csv").write_text("n\n1\n")
+    (work / "table.csv").write_text("other\n")  # the same flat name: stays in the archive
+    (work / "conftest.py").write_text("raise SystemExit\n")
+    nb = tmp_path / "run.ipynb"
+    declared = ["out/table.csv", "table.csv", "conftest.py"]
+    found = deliver(work, nb, declared=declared)
+    assert found.loose == [tmp_path / "run_files" / "result" / "table.csv"]
+    assert found.loose[0].read_text() == "n\n1\n"
+    assert found.notes == [
+        "2 declared file(s) are not plain data files and stay only in work.zip: "
+        "table.csv, conftest.py"
     ]
-    assert not stat.S_IMODE((folder / "suid").stat().st_mode) & stat.S_ISUID
-    assert not (folder / "link").exists() and any("big.bin" in s for s in skipped)
-    again, _ = deliver_work_files(work, nb, DeliveryLimits(max_file_bytes=1000))
-    assert again == []  # unchanged files are not copied twice
+    assert found.archive is not None and "conftest.py" in found.members
+    # an unsandboxed kernel wrote in the user's own dir: no archive, the data file loose
+    bare = deliver(work, tmp_path / "b.ipynb", declared=["out/table.csv"], archive=False)
+    assert bare.archive is None and [p.name for p in bare.loose] == ["table.csv"]
 
 
 def test_a_run_delivers_what_the_kernel_wrote(fake_llm, tmp_path: Path) -> None:  # noqa: ANN001
@@ -55,6 +104,9 @@ def test_a_run_delivers_what_the_kernel_wrote(fake_llm, tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert data["files"] == [str(nb.parent / "r_files" / "work" / "result.csv")]
-    assert Path(data["files"][0]).read_text() == "x,y\n1,2\n"
+    archive = nb.parent / "r_files" / "work.zip"
+    assert data["files"] == [str(archive)]
+    assert f"are in the archive {archive}" in proc.stderr  # the CLI says where they are
+    with zipfile.ZipFile(archive) as zf:
+        assert zf.read("result.csv") == b"x,y\n1,2\n"
     assert not (tmp_path / "result.csv").exists()  # the user's dir was never written

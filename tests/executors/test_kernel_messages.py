@@ -191,3 +191,19 @@ def test_a_tool_call_flood_keeps_a_bounded_record() -> None:
     records, left_out = asyncio.run(flood())
     assert len(records) == 50
     assert left_out == {"unrecorded": 100 * 64 - 50}
+
+
+def test_forged_user_expressions_are_bounded_before_they_are_kept() -> None:
+    # a reply's answers stay in the cell's result for the run: one the host would never
+    # parse (over 200,000 characters), or more answers than it asks, is not kept
+    from kernel_agent.executors.messages import MAX_EXPRESSIONS, user_expressions
+
+    big = {"status": "ok", "data": {"text/plain": "x" * 30_000_000}, "metadata": {}}
+    deep = {"status": "ok", "data": {"text/plain": "1"}, "metadata": {"m": [[0] * 10] * 100_000}}
+    fine = {"status": "ok", "data": {"text/plain": "'{}'"}, "metadata": {}}
+    kept, malformed = user_expressions({"user_expressions": {"ns": big, "deep": deep, "ok": fine}})
+    assert kept == {"ok": fine} and malformed
+    many = {f"e{i}": fine for i in range(10_000)}
+    kept, malformed = user_expressions({"user_expressions": many})
+    assert len(kept) == MAX_EXPRESSIONS and malformed
+    assert user_expressions({"user_expressions": {"ns": fine}}) == ({"ns": fine}, False)

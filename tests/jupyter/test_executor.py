@@ -8,7 +8,7 @@ import asyncio
 import time
 
 import pytest
-from lab_server import LabServer, write_notebook
+from lab_server import LabServer, as_the_user, write_notebook
 
 from kernel_agent.errors import AuthRefused, GatewayError, JupyterError, KernelDied, Unreachable
 from kernel_agent.jupyter.executor import AsyncNotebookExecutor
@@ -51,26 +51,18 @@ async def until(check, timeout: float = 15.0):
 
 def test_cells_run_in_the_notebooks_own_kernel_and_land_in_its_document(lab):
     write_notebook(lab.root / "work" / "a.ipynb", "x = 41")
-    kernel_id = lab.open_session("work/a.ipynb")  # the user opened it in JupyterLab
-    # the user ran their cell: the notebook's kernel holds x
-    user = executor(lab)
+    # the user opened it in JupyterLab and ran their cell: the notebook's kernel holds x
+    kernel_id = as_the_user(lab, "work/a.ipynb", "x = 41")
 
     async def main():
-        await user.start()
-        await user.execute("x = 41")  # (as the user: our executor reaches the same kernel)
-        await user.shutdown()
         agent = executor(lab)
         await agent.start()
         assert agent.kernel_id == kernel_id  # the session's kernel, not a new one
         other = await replica(lab, "work/a.ipynb")
-        seen = []
         result = await agent.execute(
             "import time\nprint('first', flush=True)\ntime.sleep(1.5)\nprint(x + 1)",
             timeout=30,
         )
-        # while it ran, another client saw the cell and its first output stream in
-        cells = other.cells()
-        seen.append(cells[-1])
         await agent.shutdown()
         await asyncio.sleep(0.5)
         final = other.cells()
@@ -81,8 +73,8 @@ def test_cells_run_in_the_notebooks_own_kernel_and_land_in_its_document(lab):
     assert result.status == "ok"
     assert result.outputs[0]["text"] == "first\n42\n"  # x came from the user's cell
     mine = [c for c in final if c.get("metadata", {}).get("kernel_agent")]
-    assert len(mine) >= 1
-    cell = mine[-1]
+    assert len(mine) == 1 and final[0]["source"] == "x = 41"
+    cell = mine[0]
     assert (
         cell["source"].startswith("import time")
         and cell["execution_count"] == result.execution_count

@@ -174,3 +174,17 @@ def test_undecodable_image_differs():
 def test_tolerance_is_validated():
     with pytest.raises(ValueError):
         ImageTolerance(fraction=1.5)
+
+
+def test_normalising_a_long_token_is_linear() -> None:
+    # a kept output can be 1 M characters with no blank in it (an evalue, a minified JSON):
+    # the ipykernel-path pattern was tried from every position of it (hours for 250 K)
+    import time
+
+    from kernel_agent.notebook.compare import normalize_text
+
+    started = time.monotonic()
+    for text in ("v" * 250_000, "a1" * 125_000, "/x" * 125_000 + "ipykernel_1/2.py"):
+        normalize_text(text)
+    assert time.monotonic() - started < 3
+    assert normalize_text("at /tmp/ipykernel_12/34.py, (ipykernel_5/6.py") == "at <cell>, (<cell>"

@@ -235,7 +235,10 @@ def test_oversized_text_plain_is_cut_and_other_mime_dropped_with_note() -> None:
     data = c.outputs[0].data
     assert "image/png" not in data
     assert data["text/html"] == "<b>ok</b>"
-    assert "[kernel-agent: omitted oversized image/png (5,005 characters)]" in data["text/plain"]
+    assert (
+        "[kernel-agent: omitted oversized image/png (more than 1,000 characters)]"
+        in data["text/plain"]
+    )
     assert "output truncated, 2,000 characters omitted" in data["text/plain"]
 
 
@@ -251,7 +254,7 @@ def test_oversized_update_is_bounded_too() -> None:
         max_chars=1_000,
     )
     assert c.outputs[0].data == {
-        "text/plain": "[kernel-agent: omitted oversized image/png (5,000 characters)]"
+        "text/plain": "[kernel-agent: omitted oversized image/png (more than 1,000 characters)]"
     }
 
 

@@ -15,6 +15,7 @@ import random
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -106,15 +107,14 @@ def test_cli_file_reaches_the_gateway_kernel_and_its_files_come_back(fake_llm, t
     kernel_cwd = Path(printed[1])
     assert client not in (kernel_cwd, *kernel_cwd.parents)
     assert gateway.workdir not in (kernel_cwd, *kernel_cwd.parents)
-    # the work dir's new file, and the declared result file, came back by copy
-    doubled = client / "run_files" / "work" / "out" / "doubled.csv"
-    assert doubled.read_text().splitlines()[1:] == [f"{v},{2 * v}" for v in values]
-    assert (client / "run_files" / "result" / "out" / "doubled.csv").read_bytes() == (
-        doubled.read_bytes()
-    )
-    assert sorted(out["files"]) == [str(client / "run_files" / "result" / "out" / "doubled.csv")]
-    # the inputs are not delivered back, and the gateway's own dir got nothing
-    assert not (client / "run_files" / "work" / "data.csv").exists()
+    # the work dir's new file came back in the archive, the declared data file loose and flat
+    with zipfile.ZipFile(client / "run_files" / "work.zip") as zf:
+        doubled = zf.read("out/doubled.csv")
+        assert "data.csv" not in zf.namelist()  # the inputs are not delivered back
+    assert doubled.decode().splitlines()[1:] == [f"{v},{2 * v}" for v in values]
+    assert (client / "run_files" / "result" / "doubled.csv").read_bytes() == doubled
+    assert out["files"] == [str(client / "run_files" / "result" / "doubled.csv")]
+    # the gateway's own dir got nothing
     assert not (gateway.workdir / "data.csv").exists()
     # the model is told where the kernel runs, and the data preview saw the uploaded file
     assert f"working directory `{kernel_cwd}`" in fake_llm.requests[0]["messages"][0]["content"]
@@ -157,11 +157,24 @@ def test_a_big_file_streams_in_chunks_both_ways_and_survives_a_restart(
             await session.restart()  # a fresh process: back in the same work dir
             r2 = await session.execute("import os\nprint(os.getcwd(), os.listdir('.'))")
             got = await session.files.deliver(tmp_path / "nb.ipynb")
+            pulled = []  # delivered again: the unchanged file is taken from the archive
+            download = session.files.kernel.download
+            session.files.kernel.download = lambda name, *a, **kw: (  # type: ignore[method-assign]
+                pulled.append(name) or download(name, *a, **kw)
+            )
+            again = await session.files.deliver(tmp_path / "nb.ipynb")
+            assert pulled == [] and again.members == ["copy.bin"] and not again.changed
+            await session.execute(  # the same name and size, one byte changed: pulled again
+                "b = open('copy.bin', 'rb').read()\n"
+                "open('copy.bin', 'wb').write(bytes([b[0] ^ 1]) + b[1:])"
+            )
+            changed = await session.files.deliver(tmp_path / "nb.ipynb")
+            assert pulled == ["copy.bin"] and changed.changed
             return work, r, r2, got
         finally:
             await session.shutdown()
 
-    work, r, r2, (delivered, notes) = asyncio.run(go())
+    work, r, r2, got = asyncio.run(go())
     for _ in range(100):  # shut down for good: the kernel removed its work dir on exit
         if not os.path.exists(work):
             break
@@ -172,8 +185,11 @@ def test_a_big_file_streams_in_chunks_both_ways_and_survives_a_restart(
     raw = blob.read_bytes()
     assert r.outputs[0].text.split() == [str(len(raw)), hashlib.sha256(raw).hexdigest()]
     assert r2.outputs[0].text.startswith(work + " ")
-    assert delivered == [tmp_path / "nb_files" / "work" / "copy.bin"] and notes == []
-    assert delivered[0].read_bytes() == raw[::-1]
+    assert got.archive == tmp_path / "nb_files" / "work.zip" and got.notes == []
+    assert got.members == ["copy.bin"]  # blob.bin is the input, as sent: not delivered back
+    with zipfile.ZipFile(got.archive) as zf:
+        flipped = raw[::-1]
+        assert zf.read("copy.bin") == bytes([flipped[0] ^ 1]) + flipped[1:]
 
 
 def test_an_upload_the_kernel_stores_wrongly_is_an_error_and_is_removed(tmp_path, gateway):

@@ -293,7 +293,14 @@ def test_sigterm_finalises_and_a_restart_lists_sessions_as_ended(tmp_path: Path)
         assert nb.cells[0].outputs[0]["text"] == "wrote\n"
         assert http.get(f"/v1/sessions/{sid}/notebook", params={"clean": "true"}).status_code == 200
         assert http.get(f"/v1/sessions/{sid}/files/result.txt").content == b"42"
+        listed_files = http.get(f"/v1/sessions/{sid}/files").json()["files"]
+        assert [(f["path"], f["kind"], f["size"]) for f in listed_files] == [
+            ("result.txt", "file", 2)
+        ]  # the members of the archive the kernel's files were kept in
+        assert http.get(f"/v1/sessions/{sid}/files/missing.txt").status_code == 404
         assert http.post(f"/v1/sessions/{sid}/execute", json={"code": "1"}).status_code == 409
+    kept = state / "sessions" / sid
+    assert [p.name for p in (kept / "notebook_files").iterdir()] == ["work.zip"]
 
 
 def test_without_a_token_only_loopback(tmp_path: Path) -> None:

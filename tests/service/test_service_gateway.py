@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import random
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -172,10 +173,10 @@ def test_gateway_pool_upload_execute_download_run(
             assert len(gateway_kernels(gateway)) == 2
         assert srv.stop() == 0, srv.log
     # finalised on SIGTERM: the kernel's files were pulled beside the notebook, checked
-    work = state / "sessions" / sid / "notebook_files" / "work"
-    assert (work / "out" / "total.txt").read_text() == f"total={sum(values)}"
-    assert (work / "out" / "tripled.csv").is_file()
-    assert not (work / "pw").exists()  # a link is not a file
+    with zipfile.ZipFile(state / "sessions" / sid / "notebook_files" / "work.zip") as zf:
+        assert zf.read("out/total.txt").decode() == f"total={sum(values)}"
+        assert "out/tripled.csv" in zf.namelist()
+        assert "pw" not in zf.namelist()  # a link is not a file
     assert gateway_kernels(gateway) == set()  # every kernel, pooled or not, was shut down
 
 

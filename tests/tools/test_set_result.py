@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -49,13 +50,18 @@ def test_result_and_files_reach_the_run_result_and_the_notebook(fake_llm, tmp_pa
         ),
         text("done"),
     )
-    result, _ = run(fake_llm, tmp_path)
+    result, events = run(fake_llm, tmp_path)
     assert result.status == "ok", result.answer
     assert result.result == {"total": 5, "rows": [1, 4]}
     names = sorted(p.relative_to(result.notebook.parent).as_posix() for p in result.files)
     stem = result.notebook.stem
-    assert names == [f"{stem}_files/result/notes.txt", f"{stem}_files/result/out/table.csv"]
-    assert (result.notebook.parent / names[1]).read_text() == "n,sq\n1,1\n2,4\n"
+    assert names == [f"{stem}_files/result/table.csv"]  # flat; notes.txt is not a data file
+    assert (result.notebook.parent / names[0]).read_text() == "n,sq\n1,1\n2,4\n"
+    said = [e.text for e in events if isinstance(e, Notice)]
+    assert any("1 declared file(s) are not plain data files and stay only in work.zip: "
+               "notes.txt" in t for t in said), said  # fmt: skip
+    with zipfile.ZipFile(result.notebook.parent / f"{stem}_files" / "work.zip") as zf:
+        assert sorted(zf.namelist()) == ["notes.txt", "out/table.csv"]  # and in the archive
     assert result.cells[0].outputs == []  # set_result returns None
     nb = nbformat.read(result.notebook, as_version=4)
     assert nb.metadata["kernel_agent"]["result"] == {
@@ -136,7 +142,7 @@ def test_a_run_asked_for_a_result_is_told_once(fake_llm, tmp_path):
 
 def test_format_json_prints_result_and_files(fake_llm, tmp_path):
     fake_llm.enqueue(
-        run_cell("open('a.txt', 'w').write('A')\nset_result([1, 2, 3], files=['a.txt'])"),
+        run_cell("open('a.csv', 'w').write('A')\nset_result([1, 2, 3], files=['a.csv'])"),
         text("done"),
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "KERNEL_AGENT_"))}
@@ -170,7 +176,7 @@ def test_format_json_prints_result_and_files(fake_llm, tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["result"] == [1, 2, 3]
-    assert out["files"] == [str(tmp_path / "run_files" / "result" / "a.txt")]
-    assert (tmp_path / "run_files" / "result" / "a.txt").read_text() == "A"
+    assert out["files"] == [str(tmp_path / "run_files" / "result" / "a.csv")]
+    assert (tmp_path / "run_files" / "result" / "a.csv").read_text() == "A"
     system = fake_llm.requests[0]["messages"][0]["content"]
     assert "call `set_result(...)`" in system

@@ -1,9 +1,10 @@
 """The end of a run: its summary, the kernel's files beside the notebook, ``set_result``'s data and
 files, the clean notebook and its verification.
 
-What the kernel wrote is hostile: local files are copied by :mod:`kernel_agent.edges.delivery`
-(bounded, links never followed), a remote kernel's come over its channels
-(:mod:`kernel_agent.remote.work`). A failure here costs a notice, never the answer.
+What the kernel wrote is hostile: it comes back as content, one archive beside the notebook
+and ``set_result``'s inert data files (:func:`kernel_agent.edges.delivery.deliver`); a remote
+kernel's files come over its channels first (:mod:`kernel_agent.remote.work`). A failure here
+costs a notice, never the answer.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..errors import KernelAgentError, one_line
 from ..events import Event, Notice, RunResult
 
 if TYPE_CHECKING:
+    from ..edges.delivery import Delivery
     from ..executors.base import AsyncExecutor
     from ..kernel_state import KernelState
     from ..remote.work import RemoteWork
@@ -67,21 +69,26 @@ async def hand_over(
     """
     notebook = state.transcript.path
     remote = remote_files(state.executor)
-    found = await _deliver_remote(remote, notebook) if remote else _deliver(state, notebook)
+    declared = list(host.result.files) if host.result.declared else []
+    found: Delivery | Notice | None
+    if remote is not None:
+        found = await _deliver_remote(remote, notebook, declared)
+    else:
+        found = _deliver(state, notebook, declared)
     if isinstance(found, Notice):
         yield found
     elif found is not None:
-        notice = _delivered(result, notebook, *found, run_meta)
-        if notice is not None:
-            yield notice
-    if host.result.declared:  # set_result's data, and its files beside the notebook
+        if host.result.declared:  # set_result's files: the inert data ones, loose
+            result.files = found.loose
+        elif found.archive is not None:
+            result.files = [found.archive]
+        if found.changed:
+            run_meta(files=found.members)
+        text = found.notice()
+        if text is not None:
+            yield Notice(text, "warning" if found.notes else "info")
+    if host.result.declared:
         result.result = host.result.data
-        if remote is not None:
-            result.files, left_out = await _deliver_result_remote(remote, host, notebook)
-        else:
-            result.files, left_out = host.deliver(notebook)
-        if left_out:
-            yield Notice(f"result files left out: {'; '.join(left_out[:3])}", "warning")
     if settings.clean_notebook:
         try:
             result.clean_notebook = clean = state.write_clean()
@@ -97,50 +104,23 @@ async def hand_over(
             yield Notice(f"no clean notebook: {one_line(exc)}", "warning")
 
 
-def _deliver(state: KernelState, notebook: Path) -> tuple[list[Path], list[str]] | None:
-    """Copy the files the kernel wrote in its private work dir beside the notebook."""
-    from ..edges.delivery import deliver_work_files
+def _deliver(state: KernelState, notebook: Path, declared: list[str]) -> Delivery | None:
+    """Archive the files the kernel wrote in its private work dir beside the notebook."""
+    from ..edges.delivery import deliver
 
     work, executor = state.executor.kernel_cwd, state.executor
-    if work is None or work == executor.cwd:
-        return None  # no private work dir: the kernel wrote in the user's own
-    return deliver_work_files(work, notebook)
+    if work is None:
+        return None
+    if work == executor.cwd:  # no private work dir: the kernel wrote in the user's own
+        return deliver(work, notebook, declared=declared, archive=False) if declared else None
+    return deliver(work, notebook, declared=declared)
 
 
 async def _deliver_remote(
-    remote: RemoteWork, notebook: Path
-) -> tuple[list[Path], list[str]] | Notice:
+    remote: RemoteWork, notebook: Path, declared: list[str]
+) -> Delivery | Notice:
     """Pull the files a remote kernel wrote in its work dir beside the notebook."""
     try:
-        return await remote.deliver(notebook)
+        return await remote.deliver(notebook, declared)
     except KernelAgentError as exc:  # the answer is not lost for want of the files
         return Notice(f"no files from the remote kernel: {exc}", "warning")
-
-
-async def _deliver_result_remote(
-    remote: RemoteWork, host: HostSide, notebook: Path
-) -> tuple[list[Path], list[str]]:
-    declared = host.result
-    try:
-        return await remote.deliver_result(declared.files, notebook, declared.limits.max_file_bytes)
-    except KernelAgentError as exc:
-        return [], [str(exc)]
-
-
-def _delivered(
-    result: RunResult,
-    notebook: Path,
-    delivered: list[Path],
-    skipped: list[str],
-    run_meta: Callable[..., Any],
-) -> Notice | None:
-    result.files = delivered
-    if delivered:
-        run_meta(files=[p.name for p in delivered])
-    if not delivered and not skipped:
-        return None
-    where = notebook.with_name(f"{notebook.stem}_files") / "work"
-    text = f"{len(delivered)} file(s) the kernel wrote are in {where}"
-    if skipped:
-        text += f"; left out: {'; '.join(skipped[:3])}"
-    return Notice(text, "warning" if skipped else "info")

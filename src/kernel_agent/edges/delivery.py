@@ -1,28 +1,69 @@
-"""Files the kernel wrote come back to the user by explicit delivery, never by a shared dir.
+"""What a kernel wrote comes back to the user as content, never as configuration.
 
 A sandboxed kernel writes only into its own work dir, which lives under a root-only
-directory and goes away with the kernel. After each run the host copies the regular
-files the kernel made there (not the links to the user's files, not links at all)
-into ``<notebook>_files/work/``, reading them with no-follow semantics and writing
-them with a plain mode: no setuid bit, no planted link, no file larger than the
-bound, and at most so many of them.
+directory and goes away with the kernel; a gateway kernel's files are pulled into a private
+staging dir first (:mod:`kernel_agent.remote.work`). :func:`deliver` is the one way any of
+them comes beside the notebook, for all three paths (a local run's work dir, ``set_result``'s
+files, a remote kernel's files):
 
-What comes back is content, never configuration: nothing under a name that starts
-with ``.`` at any depth (a delivered ``report/.git/config`` with ``core.fsmonitor``
-would run the kernel's command as whoever next runs ``git status`` there, root
-included). What is left out, for a dot name, for depth, for count or for size, is
-said in the notes, never dropped silently.
+- **everything** the kernel wrote goes into one archive, ``<notebook>_files/work.zip``
+  (:mod:`kernel_agent.edges.archive`). No tool acts on a file inside a zip by itself: a bare
+  git repository (``HEAD``, ``config`` with ``core.fsmonitor``, ``objects/``, ``refs/``),
+  a ``conftest.py``, a ``pytest.ini``, an unchecked-hash ``__pycache__/*.pyc``, a ``.pth``,
+  a package with ``__init__.py``: none of them is live there, whatever it is called;
+- the files ``set_result(files=[...])`` **declared** also come back loose, in
+  ``<notebook>_files/result/``, but only as inert data (:func:`loose_name`): flat (the
+  basename only, so no directory layout, hence no repository, package or ``__pycache__``),
+  a name that starts with a letter or digit (no dot file, no option-like ``-name``), and a
+  suffix from :data:`DATA_SUFFIXES`: formats of tables, arrays, images, audio, video and
+  documents that no tool reads as its own configuration or imports as code, whatever their
+  stem. Any other declared file stays only in the archive, and a note says so.
+
+Reads never follow a link (a planted link to ``/etc/shadow`` is left out), the archive's
+members are regular files with mode 0644 (no setuid survives), and the count, each file and
+the total are bounded. What is left out (dot names, depth, count, size, a refused name) is
+said in the notes, never dropped silently. Dot-named paths stay out of the archive: hidden
+tool state (caches, settings) the kernel made is noise, not results.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UnsafePath
-from .safefs import Walk, copy_out, read_beneath, walk_beneath
+from .archive import member_name, pack
+from .safefs import Walk, read_beneath, walk_beneath, write_beneath
 
-__all__ = ["DeliveryLimits", "deliver_work_files"]
+__all__ = ["DATA_SUFFIXES", "Delivery", "DeliveryLimits", "deliver", "loose_name"]
+
+ARCHIVE = "work.zip"
+LOOSE_DIR = "result"
+
+#: Suffixes of a declared file that may come back loose. Data, media and documents: no tool
+#: reads a file of these formats as its own configuration or instructions by a fixed name (as
+#: git, pytest, tox, npm, deno, docker compose or maven read ``config``, ``*.ini``, ``*.cfg``,
+#: ``*.toml``, ``*.json``, ``*.yml``, ``*.xml``; as cmake, pip and coding agents read
+#: ``CMakeLists.txt``, ``requirements.txt``, ``AGENTS.md``: so no ``.txt`` or ``.md``
+#: either), none is code or a container of code for the tool that opens it (no
+#: ``.py``/``.pyc``/``.so``, no pickle, no macro-enabled office format), and Python imports
+#: none of them (a test checks them against ``importlib.machinery.all_suffixes()``). A run's
+#: structured result is ``set_result``'s ``data``, not a JSON file.
+DATA_SUFFIXES = frozenset(
+    {
+        # tables and arrays
+        "csv", "tsv", "dat", "log", "jsonl", "ndjson", "geojson",
+        "parquet", "feather", "arrow", "npy", "npz", "h5", "hdf5", "nc", "xlsx",
+        "sqlite", "db",
+        # images
+        "png", "jpg", "jpeg", "gif", "webp", "bmp", "tif", "tiff", "svg",
+        # documents
+        "pdf", "html", "htm", "docx", "pptx", "rtf",
+        # audio and video
+        "wav", "mp3", "ogg", "flac", "mp4", "webm",
+    }
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -33,51 +74,121 @@ class DeliveryLimits:
     max_depth: int = 8
 
 
-def deliver_work_files(
-    work: Path, notebook: Path, limits: DeliveryLimits = DeliveryLimits()
-) -> tuple[list[Path], list[str]]:
-    """Copy the kernel's own files from ``work`` beside ``notebook``.
+def loose_name(rel: str) -> str | None:
+    """The flat name declared file ``rel`` gets in ``result/``; None if it is not inert data."""
+    base = rel.rsplit("/", 1)[-1]
+    try:
+        member_name(base, max_depth=1)
+    except UnsafePath:
+        return None
+    stem, dot, suffix = base.rpartition(".")
+    if not dot or not stem or not base[0].isalnum() or suffix.lower() not in DATA_SUFFIXES:
+        return None
+    return base
 
-    Returns ``(delivered paths, notes on what was left out)``; the notes on whole
-    groups (dot names, depth, count) come first. Files whose content is already
-    delivered unchanged are not copied again.
-    """
-    dest_parent = notebook.parent
-    folder = f"{notebook.stem}_files/work"
-    walk = walk_beneath(
-        work, max_entries=limits.max_files * 10, max_depth=limits.max_depth, skip_dot=True
-    )
-    delivered: list[Path] = []
-    skipped = _walk_notes(walk, limits)
-    total = 0
-    for entry in walk.entries:
-        if entry.kind != "file":
+
+@dataclass
+class Delivery:
+    """What :func:`deliver` put beside the notebook."""
+
+    #: ``<notebook>_files/work.zip`` when it holds the kernel's files, else None
+    archive: Path | None = None
+    #: the names inside it
+    members: list[str] = field(default_factory=list)
+    #: the declared files that came back loose, in ``<notebook>_files/result/``
+    loose: list[Path] = field(default_factory=list)
+    #: what was left out, and why (group notes first)
+    notes: list[str] = field(default_factory=list)
+    #: False when the archive was already there with the same members
+    changed: bool = False
+
+    def notice(self) -> str | None:
+        """One line for the user: where the files are, and what was left out."""
+        parts = []
+        if self.archive is not None and self.changed:
+            parts.append(
+                f"{len(self.members)} file(s) the kernel wrote are in the archive {self.archive} "
+                "(content: extract it as you would a download)"
+            )
+        if self.loose:
+            parts.append(f"{len(self.loose)} declared data file(s) in {self.loose[0].parent}")
+        if self.notes:
+            parts.append(f"left out: {'; '.join(self.notes[:3])}")
+        return "; ".join(parts) or None
+
+
+def deliver(
+    work: Path,
+    notebook: Path,
+    *,
+    declared: Sequence[str] = (),
+    archive: bool = True,
+    limits: DeliveryLimits = DeliveryLimits(),
+) -> Delivery:
+    """Bring the kernel's files from ``work`` beside ``notebook``: all of them in the archive
+    (unless ``archive`` is False: an unsandboxed kernel wrote in the user's own dir), and the
+    ``declared`` ones (paths relative to ``work``) that are inert data loose."""
+    folder = f"{notebook.stem}_files"
+    out = Delivery()
+    if archive:
+        walk = walk_beneath(
+            work, max_entries=limits.max_files * 10, max_depth=limits.max_depth, skip_dot=True
+        )
+        out.notes = _walk_notes(walk, limits)
+        packed = pack(
+            work, [e.path for e in walk.entries if e.kind == "file"],
+            notebook.parent, f"{folder}/{ARCHIVE}",
+            max_files=limits.max_files, max_file_bytes=limits.max_file_bytes,
+            max_total_bytes=limits.max_total_bytes, max_depth=limits.max_depth,
+        )  # fmt: skip
+        out.notes += packed.notes
+        out.members, out.changed = packed.names, packed.changed
+        if packed.names:
+            out.archive = notebook.parent / folder / ARCHIVE
+    inert: set[str] = set()
+    kept: list[str] = []
+    for rel in declared:
+        flat = loose_name(rel)
+        if flat is None or flat in inert:
+            kept.append(rel)
             continue
-        if len(delivered) >= limits.max_files:
-            skipped.insert(0, f"more than {limits.max_files} files")
-            break
-        if entry.size > limits.max_file_bytes or total + entry.size > limits.max_total_bytes:
-            skipped.append(f"{entry.path} ({entry.size} bytes) is over the size bound")
-            continue
-        target = dest_parent / folder / entry.path
         try:
-            if target.is_file() and not target.is_symlink() and target.stat().st_size == entry.size:
-                if target.read_bytes() == read_beneath(work, entry.path, limit=entry.size):
-                    continue
-            total += copy_out(work, entry.path, dest_parent, f"{folder}/{entry.path}",
-                              limit=limits.max_file_bytes)  # fmt: skip
-        except (OSError, UnsafePath) as exc:
-            skipped.append(f"{entry.path}: {exc}")
+            data = read_beneath(work, rel, limit=limits.max_file_bytes)
+            target = notebook.parent / folder / LOOSE_DIR / flat
+            if not _same(target, data):
+                write_beneath(notebook.parent, f"{folder}/{LOOSE_DIR}/{flat}", data)
+        except FileNotFoundError:
+            out.notes.append(f"{rel}: not among the kernel's files")
             continue
-        delivered.append(target)
-    return delivered, skipped
+        except (OSError, UnsafePath) as exc:
+            out.notes.append(f"{rel}: {exc}")
+            continue
+        inert.add(flat)
+        out.loose.append(target)
+    if kept:
+        where = ARCHIVE if out.archive is not None else "the kernel's work dir"
+        out.notes.append(
+            f"{len(kept)} declared file(s) are not plain data files and stay only in {where}: "
+            + _some(kept)
+        )
+    return out
+
+
+def _same(target: Path, data: bytes) -> bool:
+    try:
+        return (
+            target.stat().st_size == len(data)
+            and read_beneath(target.parent, target.name, limit=len(data)) == data
+        )
+    except (OSError, UnsafePath):
+        return False
 
 
 def _walk_notes(walk: Walk, limits: DeliveryLimits) -> list[str]:
     notes = []
     if walk.dot_count:
         notes.append(
-            f"{walk.dot_count} dot-named path(s), configuration rather than content: "
+            f"{walk.dot_count} dot-named path(s), hidden state rather than results: "
             + _some(walk.dot_names, walk.dot_count)
         )
     if walk.too_deep:
@@ -89,5 +200,5 @@ def _walk_notes(walk: Walk, limits: DeliveryLimits) -> list[str]:
 
 def _some(names: list[str], count: int | None = None, shown: int = 3) -> str:
     count = len(names) if count is None else count
-    text = ", ".join(names[:shown])
+    text = ", ".join(repr(n)[1:-1][:80] for n in names[:shown])
     return text + (f" and {count - shown} more" if count > shown else "")

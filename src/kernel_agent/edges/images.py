@@ -9,6 +9,10 @@ header and refuses past :data:`MAX_PIXELS` (:class:`ImageTooLarge`) before any p
 decoded, and lets no Pillow exception or warning out but as ``ValueError``/``OSError``.
 Pillow's own process-wide ``Image.MAX_IMAGE_PIXELS`` is left alone: kernel-agent also
 runs inside a user's kernel (``%%agent``), whose images are none of its business.
+
+When kernel-agent runs as root, the host decodes a kernel's images only in the
+unprivileged worker of :mod:`kernel_agent.notebook.worker` (verify's comparison, the
+images a session sends a model): a decoder bug there runs as a uid that owns nothing.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar
 
 from ..errors import KernelStartError
+from ..notebook.bounds import RunBudget, sane_count
 from ..notebook.outputs import DisplayMap, OutputCollector
 from ..results import CellError, CellResult, CellStatus
 from .base import OutputCallback, check_timeout
@@ -49,7 +50,7 @@ def take_reply(collector: OutputCollector, content: dict[str, Any]) -> str:
     expressions, malformed = user_expressions(content)
     collector.user_expressions = expressions
     count = content.get("execution_count")
-    valid_count = isinstance(count, int) and not isinstance(count, bool) and count >= 0
+    valid_count = sane_count(count) is not None
     if collector.execution_count is None and valid_count:
         collector.execution_count = count
     status = content.get("status", "ok")
@@ -101,6 +102,8 @@ class KernelProtocolExecutor(ABC):
         #: The kernel's language_info (from kernel_info_reply); empty until started.
         self.language_info: dict[str, Any] = {}
         self.display_map: DisplayMap = {}
+        #: what all the cells of this executor's kernel(s) may keep, restarts included
+        self.run_budget = RunBudget.for_outputs(max_output_chars)
         #: code run silently after every (re)start: the host bridge's kernel-side helpers
         self.init_code: str | None = None
         #: called with each comm message the kernel publishes while a cell runs
@@ -194,7 +197,9 @@ class KernelProtocolExecutor(ABC):
         if not self._connected:
             await self.start()
         restarted_while_idle = await self._before_cell()
-        collector = OutputCollector(self.max_output_chars, self.display_map, on_output)
+        collector = OutputCollector(
+            self.max_output_chars, self.display_map, on_output, run_budget=self.run_budget
+        )
         started = now()
         content = execute_content(code, user_expressions=user_expressions)
         msg_id = await self._send_request("execute_request", content)
@@ -304,7 +309,7 @@ class KernelProtocolExecutor(ABC):
             code=code,
             status=status,
             execution_count=collector.execution_count,
-            outputs=collector.outputs,
+            outputs=collector.finish(),
             error=error,
             started=started,
             ended=now(),

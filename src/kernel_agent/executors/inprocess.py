@@ -53,6 +53,7 @@ from nbformat import NotebookNode
 
 from ..errors import ConfigError, KernelError
 from ..kernel_state.namespace import NAMESPACE_EXPRESSION, VariableInfo, parse_summary
+from ..notebook.bounds import RunBudget
 from ..notebook.outputs import DisplayMap, OutputCollector
 from ..results import CellError, CellResult
 from ..syncify import call_in_consumer
@@ -94,6 +95,7 @@ class InProcessExecutor:
         self.store_history = store_history
         self.max_output_chars = max_output_chars
         self.display_map: DisplayMap = {}
+        self.run_budget = RunBudget.for_outputs(max_output_chars)
         self.kernelspec: dict[str, Any] = dict(PYTHON_KERNELSPEC)
         self.language_info: dict[str, Any] = _language_info(shell)
         self._thread = threading.get_ident()
@@ -189,7 +191,9 @@ class InProcessExecutor:
         shell = self.shell
         self._count += 1
         count = self._count
-        collector = OutputCollector(self.max_output_chars, self.display_map, on_output)
+        collector = OutputCollector(
+            self.max_output_chars, self.display_map, on_output, run_budget=self.run_budget
+        )
         sink = _Sink(collector, count)
         sink.feed("execute_input", {"code": code, "execution_count": count})
         saved_exec_result = getattr(shell.displayhook, "exec_result", None)
@@ -227,7 +231,7 @@ class InProcessExecutor:
             code=code,
             status=status,  # type: ignore[arg-type]
             execution_count=count,
-            outputs=collector.outputs,
+            outputs=collector.finish(),
             error=error,
             started=started,
             ended=ended,

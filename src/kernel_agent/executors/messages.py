@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["checked", "user_expressions"]
+from ..notebook.bounds import json_size
+
+__all__ = ["checked", "user_expressions", "MAX_EXPRESSIONS", "MAX_EXPRESSION_SIZE"]
+
+#: the answers a reply may carry (the host asks for a few), and the size of each as
+#: JSON: one longer than the host would ever parse (200,000 characters) is not kept
+MAX_EXPRESSIONS = 16
+MAX_EXPRESSION_SIZE = 250_000
 
 
 def checked(msg: Any) -> dict[str, Any] | None:
@@ -43,11 +50,19 @@ def checked(msg: Any) -> dict[str, Any] | None:
 
 
 def user_expressions(content: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-    """A reply's ``user_expressions`` as ``{name: dict}``, and whether any part was malformed."""
+    """A reply's ``user_expressions`` as ``{name: dict}``, and whether any part was malformed
+    (the wrong shape, or more or larger answers than the host ever reads)."""
     raw = content.get("user_expressions")
     if raw is None:
         return {}, False
     if not isinstance(raw, dict):
         return {}, True
-    kept = {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, dict)}
+    kept = {
+        k: v
+        for k, v in list(raw.items())[:MAX_EXPRESSIONS]
+        if isinstance(k, str)
+        and len(k) <= 200
+        and isinstance(v, dict)
+        and json_size(v, MAX_EXPRESSION_SIZE) <= MAX_EXPRESSION_SIZE
+    }
     return kept, len(kept) != len(raw)

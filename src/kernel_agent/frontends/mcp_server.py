@@ -516,34 +516,47 @@ class BearerAuth:
 
 
 async def serve_http(
-    session: Session, *, host: str, port: int, token: str | None, heartbeat_s: float = 5.0
+    session: Session,
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    heartbeat_s: float = 5.0,
+    limits: Any = None,
+    log_level: str = "WARNING",
 ) -> None:
-    """Serve streamable HTTP at ``http://host:port/mcp``; ``token`` None means no auth."""
-    import uvicorn
+    """Serve streamable HTTP at ``http://host:port/mcp``; ``token`` None means no auth.
 
+    The server is :func:`~kernel_agent.frontends.httpd.build_server`'s (timeouts, a cap on
+    connections); :class:`~kernel_agent.frontends.mcp_sessions.SessionCap` bounds the MCP
+    sessions."""
     from ..edges.webguard import HostGuard, is_loopback_host
-    from .httpd import StoppingServer
+    from .httpd import build_server as http_server
+    from .mcp_sessions import MCP_IDLE_S, MCP_SESSIONS, SessionCap
 
     await session.start()
     try:
         if session.isolation.warning:
             _say(session.isolation.warning)
         server = build_server(session, heartbeat_s=heartbeat_s, transport="http")
-        app: Any = server.streamable_http_app(host=host, streamable_http_path="/mcp")
+        app: Any = server.streamable_http_app(
+            host=host, streamable_http_path="/mcp", session_idle_timeout=MCP_IDLE_S,
+            max_sessions=MCP_SESSIONS + 8,
+        )  # fmt: skip
+        app = SessionCap(app, path="/mcp", total=MCP_SESSIONS)
         if token is not None:
             app = BearerAuth(app, token)
         # Host and Origin for every bind address, not only the ones the SDK knows
         app = HostGuard(app, loopback_only=is_loopback_host(host), same_origin=False)
-        config = uvicorn.Config(
-            app, host=host, port=port, log_level="warning", lifespan="on",
-            timeout_graceful_shutdown=3,
-        )  # fmt: skip
 
         async def interrupt() -> None:  # a cell running at SIGTERM stops, and is recorded
             if session.executor is not None:
                 await session.interrupt()
 
-        web = StoppingServer(config, on_stop=interrupt)
+        web = http_server(
+            app, host=host, port=port, limits=limits, on_stop=interrupt, graceful_s=3,
+            log_level=log_level,
+        )  # fmt: skip
         shown = f"[{host}]" if ":" in host else host
         _say(
             f"serving on http://{shown}:{port}/mcp "

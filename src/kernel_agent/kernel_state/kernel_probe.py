@@ -69,6 +69,7 @@ LIBRARIES: dict[str, str] = {**DATA_STACK, **OTHER_LIBRARIES}
 
 #: the longest probe answer read (the kernel's; a preview is ~3,000 characters)
 _MAX_PROBE_CHARS = 65_536
+_MAX_LINE_CHARS = 2_000
 
 
 def library_probe_expression(libraries: Mapping[str, str] = LIBRARIES) -> str:
@@ -106,7 +107,8 @@ def describe_libraries(found: Mapping[str, str], libraries: Mapping[str, str] = 
     line = "Importable in the kernel: " + (", ".join(have) or "none of the usual libraries")
     if missing:
         line += "; not installed: " + ", ".join(missing)
-    return line + "."
+    # the kernel's answer: at most 100 names, and this line for the model bounded again
+    return (line if len(line) <= _MAX_LINE_CHARS else line[: _MAX_LINE_CHARS - 4] + " ...") + "."
 
 
 _PREVIEW_SOURCE = r'''

@@ -129,14 +129,18 @@ class VariableInfo:
             extra += f", columns {', '.join(self.columns)}"
         if self.value is not None:
             extra += f" = {self.value}"
-        return f"{self.name} ({self.type}{extra})"
+        line = f"{self.name} ({self.type}{extra})"
+        return line if len(line) <= MAX_SHORT_CHARS else line[: MAX_SHORT_CHARS - 5] + " ...)"
 
 
 def parse_summary(user_expression_result: dict[str, Any] | None) -> dict[str, VariableInfo] | None:
     """Turn the kernel's answer to :data:`NAMESPACE_EXPRESSION` into VariableInfo objects.
 
     The answer is the kernel's (it can forge it): None for one of the wrong shape or
-    size; a variable whose entry has the wrong shape is left out.
+    size; a variable whose entry has the wrong shape, or whose name is longer than
+    :data:`MAX_NAME_CHARS`, is left out. Each variable's line for the model
+    (:meth:`VariableInfo.short`) is at most :data:`MAX_SHORT_CHARS`, and the summary
+    stops at :data:`MAX_SUMMARY_CHARS` of them in all, whatever the kernel reports.
     """
     if not isinstance(user_expression_result, dict) or user_expression_result.get("status") != "ok":
         return None
@@ -144,14 +148,27 @@ def parse_summary(user_expression_result: dict[str, Any] | None) -> dict[str, Va
     if not isinstance(raw, dict):
         return None
     out: dict[str, VariableInfo] = {}
+    total = 0
     for name, info in list(raw.items())[:_MAX_VARIABLES]:
-        variable = _variable(name, info)
+        variable = _variable(name, info) if len(name) <= MAX_NAME_CHARS else None
         if variable is not None:
+            total += len(variable.short()) + 2
+            if total > MAX_SUMMARY_CHARS:
+                break
             out[name] = variable
     return out
 
 
 _MAX_VARIABLES = 200
+#: a variable whose name is longer is left out of the summary (a name is never cut: the
+#: model would use a name that does not exist)
+MAX_NAME_CHARS = 64
+#: one variable's line for the model (its shape, value and columns are cut to fit)
+MAX_SHORT_CHARS = 400
+#: all the variables' lines of one summary
+MAX_SUMMARY_CHARS = 16_000
+#: the "Variables new: ..." note under a cell
+MAX_NOTE_CHARS = 1_500
 
 
 def _short(value: Any, limit: int = 80) -> str | None:
@@ -199,14 +216,21 @@ def diff_namespaces(
 def describe(
     before: dict[str, VariableInfo], after: dict[str, VariableInfo], limit: int = 12
 ) -> str:
-    """One or two lines for the model: what the cell defined or changed."""
+    """One or two lines for the model: what the cell defined or changed, in at most
+    :data:`MAX_NOTE_CHARS` characters (then "and N more")."""
     new, changed, removed = diff_namespaces(before, after)
     parts = []
-    for label, items in (("new", new), ("changed", changed)):
-        if items:
-            shown = ", ".join(v.short() for v in items[:limit])
-            more = f" and {len(items) - limit} more" if len(items) > limit else ""
-            parts.append(f"{label}: {shown}{more}")
-    if removed:
-        parts.append("removed: " + ", ".join(removed[:limit]))
+    room = MAX_NOTE_CHARS
+    for label, items in (("new", new), ("changed", changed), ("removed", removed)):
+        if not items:
+            continue
+        shown: list[str] = []
+        for item in items[:limit]:
+            text = item if isinstance(item, str) else item.short()
+            if len(text) + 2 > room:
+                break
+            shown.append(text)
+            room -= len(text) + 2
+        more = f" and {len(items) - len(shown)} more" if len(items) > len(shown) else ""
+        parts.append(f"{label}: {', '.join(shown)}{more}")
     return "; ".join(parts)

@@ -36,7 +36,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -101,7 +100,6 @@ RENDER_FLAGS = (
 RENDER_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 _REFRESH = re.compile(r"(<meta\b[^>]*?)\bhttp-equiv(?=\s*=\s*[\"']?\s*refresh)", re.I)
-_NOBODY = 65534
 _SANDBOX_FAILED = re.compile(r"no usable sandbox|sandbox.*(fail|not|unable)", re.I)
 # runs as the caller, before setpriv: put the DevTools pipe on fds 3 and 4
 _TRAMPOLINE = (
@@ -216,7 +214,9 @@ def _render(html: str, timeout: float, action: Any) -> Rendered:
         )
     deadline = time.monotonic() + timeout
     page = with_csp(html)
-    with _render_user() as uid:
+    from ..sandbox.uids import leased_user
+
+    with leased_user("Chromium") as uid:
         try:
             return _render_once(binary, uid, page, deadline, action, sandbox=True)
         except BrowserSandboxUnavailable as exc:  # never root here: keep the uid
@@ -229,27 +229,6 @@ def _render(html: str, timeout: float, action: Any) -> Rendered:
             rendered = _render_once(binary, uid, page, deadline, action, sandbox=False)
             rendered.sandboxed = False
             return rendered
-
-
-@contextlib.contextmanager
-def _render_user() -> Iterator[int]:
-    """The uid to render as: -1 (ourselves) unless we are root; then a leased one."""
-    if os.geteuid() != 0:
-        yield -1
-        return
-    from ..sandbox.uids import lease_uid
-
-    try:
-        lease = lease_uid()
-    except OSError as exc:
-        log.info("no uid to lease for Chromium (%s); rendering as nobody", exc)
-        yield _NOBODY
-        return
-    try:
-        yield lease.uid
-    finally:
-        _kill_uid(lease.uid)  # leased to us alone: nothing of it may outlive the render
-        lease.release()
 
 
 def _render_once(
@@ -375,15 +354,12 @@ def _high_fd(fd: int) -> int:
 
 
 def _drop_to(uid: int) -> list[str]:
-    if uid < 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        raise ExportError("setpriv (util-linux) is needed to render as an unprivileged user")
-    return [
-        setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
-        "--inh-caps=-all", "--bounding-set=-all", "--",
-    ]  # fmt: skip
+    from ..sandbox.uids import drop_argv
+
+    try:
+        return drop_argv(uid)
+    except OSError as exc:
+        raise ExportError(str(exc)) from None
 
 
 def _render_env(profile: Path) -> dict[str, str]:
@@ -421,17 +397,3 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(5)
-
-
-def _kill_uid(uid: int) -> None:
-    """SIGKILL every process of ``uid`` (a leased uid: only our render used it)."""
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:  # status, not the dir's owner: a non-dumpable process's dir is root's
-            with open(f"{entry.path}/status", encoding="ascii", errors="replace") as fh:
-                uids = next((line.split()[1:] for line in fh if line.startswith("Uid:")), [])
-            if str(uid) in uids:
-                os.kill(int(entry.name), signal.SIGKILL)
-        except (OSError, ValueError):
-            continue

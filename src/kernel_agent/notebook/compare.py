@@ -58,7 +58,8 @@ _SUBSTITUTIONS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"Cell In\s?\[\s*\d*\s*\]"), "Cell In[N]"),
     (re.compile(r"Input In \[\s*\d*\s*\]"), "Input In [N]"),
     (re.compile(r"<ipython-input-\d+-[0-9a-f]+>"), "<ipython-input>"),
-    (re.compile(r"[^\s'\"(]*ipykernel_\d+[/\\]\d+\.py"), "<cell>"),
+    # tried only where a token starts: from every position it was quadratic in a long token
+    (re.compile(r"(?:(?<=[\s'\"(])|^)[^\s'\"(]*ipykernel_\d+[/\\]\d+\.py", re.M), "<cell>"),
     (
         re.compile(
             r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"

@@ -1,9 +1,15 @@
 """Export a notebook to HTML, Markdown or PDF, with where it came from on top.
 
+nbconvert runs in :mod:`kernel_agent.notebook.worker`: as root, in a process of a leased
+unprivileged uid that is handed the notebook's JSON and can read no private file. What
+it embeds is what the notebook holds (outputs, attachments), and a markdown cell's
+image file only under the rules of :mod:`kernel_agent.notebook.convert`.
+
 - **html**: one self-contained file. Output images are ``data:`` URIs and
-  ``embed_images`` inlines images referenced from markdown cells, so nothing is
-  written beside it. (The page still names the CDN scripts nbconvert's template
-  uses for MathJax and require.js; without a network they just do not load.)
+  images referenced from markdown cells are inlined when those rules allow (else left
+  as a reference), so nothing is written beside it. (The page still names the CDN
+  scripts nbconvert's template uses for MathJax and require.js; without a network they
+  just do not load.)
 - **markdown**: ``NAME.md`` plus its images as files in ``NAME_md_files/`` beside it
   (data URIs are stripped by most Markdown renderers, GitHub's among them). Not
   ``NAME_files/``: that is where a run keeps its images, ``work/`` and ``result/``.
@@ -21,6 +27,7 @@ pair this is); a notebook without that metadata is exported as it is.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import copy
 import html as html_lib
@@ -36,9 +43,10 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell
 
 from ..edges.safefs import remove_beneath, write_beneath
-from ..errors import ConfigError, ExportError, UnsafePath, one_line
+from ..errors import ConfigError, ExportError, UnsafePath
 from ..events import tokens_text
 from . import cellmeta as M
+from . import worker
 from .nbio import read_notebook
 from .transcript import _atomic_write_text
 
@@ -92,41 +100,37 @@ def export_notebook(
     return out
 
 
-def notebook_html(path: str | Path, *, provenance: bool = True) -> str:
-    """The notebook at ``path`` as one self-contained HTML page (what ``to="html"`` writes)."""
+def notebook_html(
+    path: str | Path, *, provenance: bool = True, nb: NotebookNode | None = None
+) -> str:
+    """The notebook at ``path`` as one self-contained HTML page (what ``to="html"`` writes).
+
+    ``nb`` is the notebook when the caller read it (with its own bounds); else it is read.
+    """
     path = Path(path)
-    nb = read_notebook(path)
+    nb = read_notebook(path) if nb is None else nb
     return _html(with_provenance(nb, path) if provenance else nb, path)
 
 
 # ------------------------------------------------------------------ formats
-def _resources(nb_path: Path) -> dict[str, Any]:
-    return {"metadata": {"name": nb_path.stem, "path": str(nb_path.resolve().parent)}}
+def _request(nb: NotebookNode, nb_path: Path, **more: Any) -> dict[str, Any]:
+    """What the worker is handed: the notebook's JSON and where it lives (no file)."""
+    return {"nb": nb, "dir": str(nb_path.resolve().parent), "name": nb_path.stem, **more}
 
 
 def _html(nb: NotebookNode, nb_path: Path) -> str:
-    from nbconvert import HTMLExporter
-
-    exporter = HTMLExporter(template_name="lab", embed_images=True)
-    body, resources = exporter.from_notebook_node(nb, resources=_resources(nb_path))
-    if resources.get("outputs"):  # nothing may live outside the file
-        raise ExportError(f"HTML export of {nb_path.name} produced external files")
-    return body
+    return str(worker.call("html", _request(nb, nb_path)))
 
 
 def _markdown(nb: NotebookNode, nb_path: Path, out: Path) -> None:
-    from nbconvert import MarkdownExporter
-
     # not NAME_files/: a run's own files (its images, work/ and result/) live there
     files_dir = f"{out.stem}_md_files"
-    resources = _resources(nb_path)
-    resources.update(output_files_dir=files_dir, unique_key=out.stem)
-    body, resources = MarkdownExporter().from_notebook_node(nb, resources=resources)
-    outputs: dict[str, bytes] = resources.get("outputs") or {}
+    answer = worker.call("markdown", _request(nb, nb_path, files_dir=files_dir, key=out.stem))
+    outputs = {str(k): base64.b64decode(v) for k, v in dict(answer["outputs"]).items()}
     _remove_earlier_images(out.parent, files_dir, out.stem)
     for name, data in outputs.items():
         write_beneath(out.parent, name, data)  # names come from the notebook: no links, no ..
-    _atomic_write_text(out, body)
+    _atomic_write_text(out, str(answer["body"]))
 
 
 def _remove_earlier_images(parent: Path, files_dir: str, stem: str) -> None:
@@ -180,13 +184,7 @@ def _pdf(nb: NotebookNode, nb_path: Path, out: Path, preferred: PdfEngine) -> No
         out.parent.mkdir(parents=True, exist_ok=True)
         write_beneath(out.parent, out.name, data)
         return
-    from nbconvert import PDFExporter, WebPDFExporter
-
-    exporter = WebPDFExporter() if engine == "webpdf" else PDFExporter()
-    try:
-        data, _ = exporter.from_notebook_node(nb, resources=_resources(nb_path))
-    except Exception as exc:
-        raise ExportError(f"PDF export with {engine} failed: {one_line(exc)}") from None
+    data = base64.b64decode(worker.call("pdf", _request(nb, nb_path, engine=engine)))
     out.parent.mkdir(parents=True, exist_ok=True)
     write_beneath(out.parent, out.name, data)
 
@@ -215,7 +213,7 @@ def with_provenance(nb: NotebookNode, nb_path: Path | None = None) -> NotebookNo
 
 def provenance_markdown(nb: NotebookNode, nb_path: Path | None = None) -> str | None:
     """The provenance header as Markdown, or None for a notebook kernel-agent did not make."""
-    run = nb.metadata.get(M.NAMESPACE) or {}
+    run = M.run_meta(nb.metadata)  # every field of its type, or left out
     if not run:
         return None
     rows: list[tuple[str, str]] = []
@@ -233,7 +231,7 @@ def provenance_markdown(nb: NotebookNode, nb_path: Path | None = None) -> str | 
     times = [run.get(k) for k in ("model_time_s", "kernel_time_s")]
     if all(isinstance(t, (int, float)) for t in times):
         rows.append(("Time", f"model {times[0]:.1f} s, kernel {times[1]:.1f} s"))
-    if isinstance(run.get("budget"), dict):
+    if run.get("budget"):
         rows.append(("Budget", _budget_text(run["budget"])))
     if run.get("started"):
         rows.append(("Started", str(run["started"])))
@@ -245,7 +243,7 @@ def provenance_markdown(nb: NotebookNode, nb_path: Path | None = None) -> str | 
     kernel = nb.metadata.get("kernelspec") or {}
     if kernel:
         rows.append(("Kernel", str(kernel.get("display_name") or kernel.get("name"))))
-    if isinstance(run.get("sandbox"), dict) and run["sandbox"]:
+    if run.get("sandbox"):
         rows.append(("Sandbox", _flat(run["sandbox"])))
     rows.append(("Verify", _verify_text(run.get("verify"))))
     if run.get("transcript"):

@@ -16,7 +16,7 @@ from nbformat import NotebookNode
 
 from ..errors import NotebookError, one_line
 
-__all__ = ["read_notebook", "validate_notebook"]
+__all__ = ["read_notebook", "parse_notebook", "validate_notebook"]
 
 
 def read_notebook(path: str | Path) -> NotebookNode:
@@ -30,6 +30,11 @@ def read_notebook(path: str | Path) -> NotebookNode:
         raise NotebookError(f"{path} is not a Jupyter notebook (not UTF-8 text)") from None
     except OSError as exc:
         raise NotebookError(f"cannot read notebook {path}: {exc.strerror or exc}") from None
+    return parse_notebook(text, path)
+
+
+def parse_notebook(text: str, path: str | Path = "notebook") -> NotebookNode:
+    """A notebook from its JSON text, validated (as :func:`read_notebook`)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

@@ -13,13 +13,19 @@ outputs of one cell the way a Jupyter front end would:
 - a cell keeps at most ``max_cell_chars`` characters and ``max_outputs`` outputs in
   all: a head and a tail of outputs, with one note saying how much was dropped
   between them (a stream switch opens a new output, so bounding each is not enough);
+- every field an output keeps is bounded before it is kept (an error's ``ename``,
+  ``evalue`` and ``traceback``, ``metadata``, the execution count), and the whole
+  output is then measured as it will be serialised (:func:`~.bounds.json_size`): one
+  over the per-output bound becomes a note. A display update is charged once per
+  output it lands in; a :class:`~.bounds.RunBudget` shared by a run's cells bounds
+  them all (:meth:`OutputCollector.finish` charges a cell to it), and once it is spent
+  a cell keeps only ``max_chars // 50`` characters and a note of what it omitted;
 - what the kernel sends is hostile: a message of the wrong shape is dropped and
   counted (:attr:`OutputCollector.malformed`), never raised, and a note says so.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections import deque
 from collections.abc import Callable
@@ -29,6 +35,16 @@ from nbformat import NotebookNode
 from nbformat.v4 import output_from_msg
 
 from ..results import CellError
+from .bounds import (
+    MAX_METADATA_CHARS,
+    RunBudget,
+    bounded_metadata,
+    cut_lines,
+    cut_text,
+    json_size,
+    sane_count,
+    truncation_marker,
+)
 
 __all__ = [
     "OutputCollector",
@@ -37,6 +53,7 @@ __all__ = [
     "DisplayMap",
     "MAX_DISPLAY_NODES",
     "LOST_END_NOTE",
+    "MAX_METADATA_CHARS",
 ]
 
 DisplayMap = dict[str, list[NotebookNode]]
@@ -48,6 +65,9 @@ _LINE_CAP = 65536
 _JSON_MIME = re.compile(r"^application/(.*\+)?json$")
 #: outputs the display map keeps patchable, across cells (an update rewrites each one)
 MAX_DISPLAY_NODES = 32
+_MAX_NAME = 200  # an error's ename
+_MAX_DISPLAY_ID = 256
+_STREAM_NAMES = ("stdout", "stderr")
 
 
 def resolve_control_chars(text: str) -> str:
@@ -67,10 +87,6 @@ def resolve_control_chars(text: str) -> str:
     if "\r" not in text:
         return text
     return "\n".join(line[line.rfind("\r", 0, len(line) - 1) + 1 :] for line in text.split("\n"))
-
-
-def truncation_marker(omitted: int) -> str:
-    return f"\n[kernel-agent: output truncated, {omitted:,} characters omitted]\n"
 
 
 class _BoundedText:
@@ -160,10 +176,22 @@ class OutputCollector:
         *,
         max_cell_chars: int | None = None,
         max_outputs: int = 1000,
+        run_budget: RunBudget | None = None,
     ) -> None:
         self.max_chars = max_chars
-        #: characters kept for the whole cell (default 8 x ``max_chars``)
+        #: characters kept for the whole cell (default 8 x ``max_chars``), at most
+        #: what is left of the run's budget
         self.max_cell_chars = 8 * max_chars if max_cell_chars is None else max_cell_chars
+        self.run_budget = run_budget
+        #: whether the run's budget, not the cell's, sets this cell's bound
+        self.run_short = run_budget is not None and run_budget.left < self.max_cell_chars
+        if run_budget is not None:
+            # once the run's budget is spent a cell still keeps a little, so the model
+            # is never blind: a run keeps its budget plus this floor per later cell
+            floor = min(self.max_cell_chars, max_chars // 50)
+            self.max_cell_chars = min(self.max_cell_chars, max(run_budget.left, floor))
+        #: one output (serialised, all fields) past this becomes a note
+        self.max_output_size = 3 * max_chars + 65536
         self.max_outputs = max(2, max_outputs)
         self.execution_count: int | None = None
         self.error: CellError | None = None
@@ -184,6 +212,11 @@ class OutputCollector:
         self._omitted_outputs = self._omitted_chars = 0
         self._live_chars = 0
         self._live_stopped = False
+        # display updates charged to this cell (once per output they land in)
+        self._patched_chars = 0
+        # characters refused past the cell's or the run's budget, and those charged
+        self._refused_chars = 0
+        self._charged = 0
 
     @property
     def outputs(self) -> list[NotebookNode]:
@@ -193,12 +226,33 @@ class OutputCollector:
             node.text = buffer.text
         outputs = list(self._head)
         if self._omitted_outputs:
-            outputs.append(_note(omitted_note(self._omitted_outputs, self._omitted_chars)))
+            note = omitted_note(self._omitted_outputs, self._omitted_chars, self.run_short)
+            outputs.append(_note(note))
         outputs.extend(node for node, _ in self._tail)
+        if self._refused_chars:
+            outputs.append(_note(refused_note(self._refused_chars, self.run_short)))
         if self.malformed:
             outputs.append(_note(malformed_note(self.malformed)))
         outputs.extend(_note(text) for text in self.notes)
         return outputs
+
+    @property
+    def kept_chars(self) -> int:
+        """The characters this cell keeps (its outputs and the updates it applied)."""
+        open_chars = 0
+        if self._open is not None:
+            open_chars = json_size(self._open[1].text)
+        return self._head_chars + self._tail_chars + self._patched_chars + open_chars
+
+    def finish(self) -> list[NotebookNode]:
+        """The cell's outputs, its open stream closed and what it keeps charged to the run."""
+        self._close_stream()
+        if self.run_budget is not None:
+            # what was shown live is kept too by whoever listens (serve's event log)
+            kept = max(self.kept_chars, min(self._live_chars, self.max_cell_chars // 2))
+            self.run_budget.charge(kept - self._charged)
+            self._charged = kept
+        return self.outputs
 
     def feed(self, msg: dict[str, Any]) -> None:
         """Take one iopub message (already deserialized, as jupyter_client gives it).
@@ -216,14 +270,15 @@ class OutputCollector:
         if not isinstance(msg_type, str) or not isinstance(content, dict):
             raise TypeError("not a message")
         if msg_type == "execute_input":
-            self.execution_count = _count(content.get("execution_count"))
+            self.execution_count = sane_count(content.get("execution_count"))
         elif msg_type == "clear_output":
             if content.get("wait"):
                 self._clear_pending = True
             else:
                 self._clear()
         elif msg_type == "update_display_data":
-            self._update_display(_checked_bundle(content))
+            bundle = self._bounded("display_data", _checked_bundle(content))
+            self._update_display(_display_id(content), bundle)
         elif msg_type in _OUTPUT_TYPES:
             _check_output(msg_type, content)
             if self._clear_pending:
@@ -263,7 +318,13 @@ class OutputCollector:
     def _account(self, node: NotebookNode, size: int) -> None:
         """Count ``size`` characters for ``node`` (the newest output); drop old tail outputs."""
         if self._head and self._head[-1] is node:
-            self._head_chars += size
+            if self._head_chars + size <= self.max_cell_chars // 2:
+                self._head_chars += size
+                return
+            self._head.pop()  # over the head's share: it is the tail's first output
+            self._tail.append((node, size))
+            self._tail_chars += size
+            self._trim()
         elif self._tail and self._tail[-1][0] is node:
             self._tail[-1] = (node, size)
             self._tail_chars += size
@@ -271,9 +332,10 @@ class OutputCollector:
 
     def _trim(self) -> None:
         """Drop the tail's oldest outputs past its share of characters and outputs."""
-        budget, half = self.max_cell_chars - self.max_cell_chars // 2, self.max_outputs // 2
+        budget = max(0, self.max_cell_chars - self.max_cell_chars // 2 - self._patched_chars)
+        half = self.max_outputs // 2
         gone: set[int] = set()
-        while len(self._tail) > 1 and (self._tail_chars > budget or len(self._tail) > half):
+        while self._tail and (self._tail_chars > budget or len(self._tail) > half):
             old, old_size = self._tail.popleft()
             self._tail_chars -= old_size
             self._omitted_outputs += 1
@@ -288,7 +350,14 @@ class OutputCollector:
             node, buffer = self._open
             node.text = buffer.text
             self._open = None
-            self._account(node, len(node.text))
+            size = json_size(node, self.max_output_size)
+            if size > self.max_output_size:
+                # short lines or escapes make text this long serialised: keep less of it
+                shorter = _BoundedText(max(1, len(node.text) * self.max_output_size // size // 2))
+                shorter.append(node.text)
+                node.text = shorter.text
+                size = json_size(node)
+            self._account(node, size)
 
     # -------------------------------------------------------------- outputs
     def _add(self, msg_type: str, msg: dict[str, Any]) -> None:
@@ -296,24 +365,45 @@ class OutputCollector:
         if msg_type == "stream":
             self._add_stream(content["name"], content.get("text", ""))
             return
-        node = output_from_msg({"header": {"msg_type": msg_type}, "content": content})
+        bounded = self._bounded(msg_type, content)
+        node = output_from_msg({"header": {"msg_type": msg_type}, "content": bounded})
         if msg_type == "execute_result":
-            self.execution_count = _count(content.get("execution_count"), self.execution_count)
-            node.execution_count = _count(node.get("execution_count"))
-        if msg_type == "error":
+            self.execution_count = sane_count(node.execution_count, self.execution_count)
+        size = json_size(node, self.max_output_size)
+        if size > self.max_output_size:  # a field nothing above bounds: not kept
+            node = _note(oversized_note(self.max_output_size))
+            size = json_size(node)
+        elif msg_type == "error":
             self.error = CellError(node.ename, node.evalue, list(node.traceback))
-        if "data" in node:
-            self._bound_data(node)
-        display_id = (content.get("transient") or {}).get("display_id")
+        display_id = _display_id(content)
         self._close_stream()
-        if isinstance(display_id, str) and display_id:
+        if display_id and node.output_type != "stream":
             # as in Jupyter: a new display with a known id also updates the earlier ones
-            self._patch_display(display_id, node)
+            self._patch_display(display_id, node, size)
             self._remember(display_id, node)
         self._place(node)
-        size = _size(node)
         self._account(node, size)
         self._notify(node, size)
+
+    def _bounded(self, msg_type: str, content: dict[str, Any]) -> dict[str, Any]:
+        """A new content holding only the fields nbformat keeps of ``content``, each
+        bounded: what no field of a kernel's message may make the host keep more of."""
+        if msg_type == "error":
+            return {
+                "ename": cut_text(content["ename"], _MAX_NAME),
+                "evalue": cut_text(content["evalue"], self.max_chars // 4),
+                "traceback": cut_lines(content.get("traceback", []), self.max_chars // 2),
+            }
+        data = self._bound_data(dict(content.get("data", {})))
+        metadata, dropped = bounded_metadata(content.get("metadata", {}))
+        if dropped:
+            note = f"[kernel-agent: omitted output metadata of more than {dropped:,} characters]"
+            plain = data.get("text/plain", "")
+            data["text/plain"] = f"{plain}\n{note}" if isinstance(plain, str) and plain else note
+        bounded: dict[str, Any] = {"data": data, "metadata": metadata}
+        if msg_type == "execute_result":
+            bounded["execution_count"] = sane_count(content.get("execution_count"))
+        return bounded
 
     def _add_stream(self, name: str, chunk: str) -> None:
         if self._open is None or self._open[0].name != name:
@@ -339,40 +429,57 @@ class OutputCollector:
                 del self.display_map[oldest]
             total -= 1
 
-    def _update_display(self, content: dict[str, Any]) -> None:
-        display_id = (content.get("transient") or {}).get("display_id") or ""
-        if not isinstance(display_id, str) or not self.display_map.get(display_id):
+    def _update_display(self, display_id: str, content: dict[str, Any]) -> None:
+        if not display_id or not self.display_map.get(display_id):
             return
         patch = output_from_msg({"header": {"msg_type": "display_data"}, "content": content})
-        self._bound_data(patch)
-        self._patch_display(display_id, patch)
-        self._notify(patch, _size(patch))
+        size = json_size(patch, self.max_output_size)
+        if size > self.max_output_size:
+            self._refused_chars += size
+            return
+        if self._patch_display(display_id, patch, size):
+            self._notify(patch, size)
 
-    def _patch_display(self, display_id: str, patch: NotebookNode) -> None:
-        for node in self.display_map.get(display_id, []):
+    def _patch_display(self, display_id: str, patch: NotebookNode, size: int) -> bool:
+        """Give every output shown under ``display_id`` the data and metadata of
+        ``patch``, charging ``size`` once per output to this cell; refuse the update
+        (and count it) when the cell's share for updates cannot pay for every copy."""
+        targets = self.display_map.get(display_id, [])
+        cost = size * len(targets)
+        if not targets:
+            return False
+        if self._patched_chars + cost > self.max_cell_chars // 2:
+            self._refused_chars += cost
+            return False
+        self._patched_chars += cost
+        for node in targets:
             node.data = patch.data
             node.metadata = patch.metadata
+        self._trim()
+        return True
 
-    def _bound_data(self, node: NotebookNode) -> None:
+    def _bound_data(self, data: dict[str, Any]) -> dict[str, Any]:
         """Cut text/plain to ``max_chars``; drop other MIME data past ``max_chars`` in all."""
         dropped = []
-        sizes = {mime: _value_size(value) for mime, value in node.data.items()}
+        sizes = {mime: json_size(value, self.max_chars) for mime, value in data.items()}
         others = sum(size for mime, size in sizes.items() if mime not in _TEXT_MIMES)
         for mime in sorted(sizes, key=sizes.__getitem__, reverse=True):
-            size, value = sizes[mime], node.data[mime]
+            size, value = sizes[mime], data[mime]
             if mime in _TEXT_MIMES and isinstance(value, str):
                 if size > self.max_chars:
                     bounded = _BoundedText(self.max_chars)
                     bounded.append(value)
-                    node.data[mime] = bounded.text
+                    data[mime] = bounded.text
             elif size > self.max_chars or others > self.max_chars:
-                del node.data[mime]
+                del data[mime]
                 others -= size
-                dropped.append(f"{mime} ({size:,} characters)")
+                shown = min(size, self.max_chars)
+                dropped.append(f"{cut_text(mime, 80)} (more than {shown:,} characters)")
         if dropped:
             note = f"[kernel-agent: omitted oversized {', '.join(dropped)}]"
-            plain = node.data.get("text/plain", "")
-            node.data["text/plain"] = f"{plain}\n{note}" if plain else note
+            plain = data.get("text/plain", "")
+            data["text/plain"] = f"{plain}\n{note}" if isinstance(plain, str) and plain else note
+        return data
 
     def _notify(self, node: NotebookNode, size: int) -> None:
         if self._on_output is None or self._live_stopped:
@@ -394,11 +501,13 @@ LOST_END_NOTE = (
 )
 
 
-def omitted_note(outputs: int, chars: int) -> str:
-    return (
-        f"[kernel-agent: {outputs:,} outputs ({chars:,} characters) omitted here: "
-        "a cell keeps the head and the tail of its outputs]\n"
+def omitted_note(outputs: int, chars: int, run_spent: bool = False) -> str:
+    why = (
+        "the run's output budget is spent"
+        if run_spent
+        else "a cell keeps the head and the tail of its outputs"
     )
+    return f"[kernel-agent: {outputs:,} outputs ({chars:,} characters) omitted here: {why}]\n"
 
 
 def malformed_note(count: int) -> str:
@@ -416,32 +525,28 @@ def _note(text: str) -> NotebookNode:
     return NotebookNode(output_type="stream", name="stderr", text=text)
 
 
-def _value_size(value: Any) -> int:
-    return len(value) if isinstance(value, str) else len(json.dumps(value))
+def refused_note(chars: int, run_spent: bool) -> str:
+    whose = "the run's output budget is spent" if run_spent else "past the cell's output budget"
+    return f"[kernel-agent: {chars:,} characters of output omitted: {whose}]\n"
 
 
-def _size(node: NotebookNode) -> int:
-    """About how many characters ``node`` adds to a notebook."""
-    if node.output_type == "stream":
-        return len(node.get("text", ""))
-    if node.output_type == "error":
-        return sum(len(line) for line in node.get("traceback", ())) + len(node.get("evalue", ""))
-    return sum(_value_size(value) for value in node.get("data", {}).values()) + len(
-        json.dumps(node.get("metadata", {}))
-    )
+def oversized_note(limit: int) -> str:
+    return f"[kernel-agent: an output of more than {limit:,} characters was omitted]\n"
 
 
-def _count(value: Any, default: int | None = None) -> int | None:
-    """An execution count as nbformat wants it (a non-negative int), else ``default``."""
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    return default
+def _display_id(content: dict[str, Any]) -> str:
+    """A message's display id if it is a sane one (a short string), else ""."""
+    transient = content.get("transient") or {}
+    display_id = transient.get("display_id") if isinstance(transient, dict) else None
+    if isinstance(display_id, str) and 0 < len(display_id) <= _MAX_DISPLAY_ID:
+        return display_id
+    return ""
 
 
 def _check_output(msg_type: str, content: dict[str, Any]) -> None:
     """Raise TypeError unless ``content`` makes a valid nbformat output of ``msg_type``."""
     if msg_type == "stream":
-        if not isinstance(content.get("name"), str) or not isinstance(content.get("text", ""), str):
+        if content.get("name") not in _STREAM_NAMES or not isinstance(content.get("text", ""), str):
             raise TypeError("stream")
     elif msg_type == "error":
         traceback = content.get("traceback", [])

@@ -3,7 +3,8 @@
 :func:`verify_notebook` (blocking) and :func:`async_verify_notebook` run every code
 cell with nbclient in a new kernel of the notebook's kernelspec (or ``kernel_name``),
 compare each cell's new outputs with the stored ones through
-:func:`kernel_agent.notebook.compare.compare_outputs`, and return a :class:`VerifyReport`
+:func:`kernel_agent.notebook.compare.compare_outputs` (as root, in one unprivileged
+worker process: :mod:`kernel_agent.notebook.worker`), and return a :class:`VerifyReport`
 with a result per code cell and the first cell that differs.
 
 The kernel can be put in the sandbox the agent uses: pass the same ``launcher``
@@ -18,6 +19,7 @@ A cell that times out or a kernel that dies ends the run: that cell is an
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import shutil
 import time
@@ -31,7 +33,10 @@ from nbformat import NotebookNode
 
 from ..errors import KernelNotFound, KernelStartError, VerifyMismatch, one_line
 from ..sandbox.env import kernel_environment
-from .compare import ImageTolerance, compare_outputs
+from . import worker
+from .cellmeta import cell_meta, run_meta_for_writing
+from .cellmeta import run_meta as run_record
+from .compare import ImageTolerance
 from .nbio import read_notebook
 from .transcript import write_notebook_atomic
 
@@ -187,7 +192,6 @@ async def async_verify_notebook(
     (names, exact versions); ``never`` refuses with :class:`~kernel_agent.errors.InstallError`
     before any kernel starts; ``ask`` calls ``ask_install("a==1 b==2")``.
     """
-    from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     path = Path(path)
@@ -197,7 +201,7 @@ async def async_verify_notebook(
     if not name:
         raise KernelNotFound(f"{path} names no kernel (no metadata.kernelspec); pass --kernel NAME")
     python = (nb.metadata.get("language_info") or {}).get("name", "python") == "python"
-    run_meta = dict(nb.metadata.get("kernel_agent") or {})
+    run_meta = run_record(nb.metadata)
     pins = None
     if python:  # before anything starts: refused installs refuse the whole verify
         from ..tools.installs import InstallPolicy, check_rerun
@@ -209,7 +213,7 @@ async def async_verify_notebook(
     km = _kernel_manager(name, kernel_manager_factory)
     workdir = Path(cwd) if cwd is not None else path.resolve().parent
     executed = copy.deepcopy(nb)
-    client = NotebookClient(
+    client = _bounded_client(
         executed,
         km=km,
         kernel_name=name,
@@ -248,6 +252,7 @@ async def async_verify_notebook(
         for n, (i, c) in enumerate(code, start=1)
     ]
     report = VerifyReport(path, name, checks, tolerance, executed=executed)
+    ran: list[CellCheck] = []  # run to the end: compared once the kernel is gone
     began = time.perf_counter()
     started = False
     try:
@@ -273,13 +278,12 @@ async def async_verify_notebook(
                 except DeadKernelError:
                     check.status = "error"
                     report.error = f"the kernel died while running {check.label}"
+                client.finish_cell(cell, check.index)
                 check.seconds = time.perf_counter() - t0
                 if report.error is not None:
                     check.problems = [report.error]
                     break
-                result = compare_outputs(nb.cells[check.index].outputs, cell.outputs, tolerance)
-                check.status = "same" if result.same else "differs"
-                check.problems, check.diff = result.problems, result.diff
+                ran.append(check)
     except Exception as exc:
         if started:
             raise
@@ -289,12 +293,35 @@ async def async_verify_notebook(
         if site is not None:
             launcher.extra_ro_paths = mounts
             shutil.rmtree(site, ignore_errors=True)
+    pairs = [(nb.cells[c.index].outputs, executed.cells[c.index].outputs) for c in ran]
+    for check, (same, problems, diff) in zip(
+        ran, await asyncio.to_thread(compare_all, pairs, tolerance), strict=True
+    ):
+        check.status = "same" if same else "differs"
+        check.problems, check.diff = problems, diff
     report.total_s = time.perf_counter() - began
     if write is not None:
-        executed.metadata.setdefault("kernel_agent", {})["verify"] = report.to_metadata()
+        run_meta_for_writing(executed.metadata)["verify"] = report.to_metadata()
         write_notebook_atomic(executed, write)
         report.written = Path(write)
     return report
+
+
+def compare_all(
+    pairs: list[tuple[Any, Any]], tolerance: ImageTolerance
+) -> list[tuple[bool, list[str], list[str]]]:
+    """Each (stored, re-executed) outputs pair compared: (same, problems, diff).
+
+    Both sides are a kernel's bytes (images Pillow decodes): as root this runs in one
+    unprivileged worker process for the whole notebook (:mod:`.worker`).
+    """
+    if not pairs:
+        return []
+    request = {
+        "pairs": [[list(a), list(b)] for a, b in pairs],
+        "tolerance": [tolerance.fraction, tolerance.mean, tolerance.pixel_threshold],
+    }
+    return [(bool(s), list(p), list(d)) for s, p, d in worker.call("compare", request)]
 
 
 def verify_notebook(path: str | Path, **kwargs: Any) -> VerifyReport:
@@ -307,11 +334,58 @@ def verify_notebook(path: str | Path, **kwargs: Any) -> VerifyReport:
 def record_verdict(path: str | Path, report: VerifyReport) -> None:
     """Store ``report.to_metadata()`` as ``metadata.kernel_agent.notebook.verify`` of ``path``."""
     nb = read_notebook(path)
-    nb.metadata.setdefault("kernel_agent", {})["verify"] = report.to_metadata()
+    run_meta_for_writing(nb.metadata)["verify"] = report.to_metadata()
     write_notebook_atomic(nb, path)
 
 
 # ----------------------------------------------------------------- helpers
+_COLLECTED = frozenset(
+    ("stream", "display_data", "execute_result", "error", "clear_output", "update_display_data")
+)
+
+
+def _bounded_client(nb: Any, **kwargs: Any) -> Any:
+    """An nbclient ``NotebookClient`` whose cells keep what a run's cells keep: every
+    output message of a cell goes through an :class:`OutputCollector` (one display map
+    and one :class:`RunBudget` for the notebook), and forged execution counts are
+    dropped. The re-run's kernel runs someone's code: its outputs are bounded as a
+    run's are, and compared with outputs that were bounded the same way."""
+    from nbclient import NotebookClient
+
+    from .bounds import RunBudget, sane_count
+    from .outputs import DisplayMap, OutputCollector
+
+    class BoundedClient(NotebookClient):
+        def __init__(self, nb: Any, **kwargs: Any) -> None:
+            super().__init__(nb, **kwargs)
+            self.display_map_bounded: DisplayMap = {}
+            self.run_budget = RunBudget.for_outputs(1_000_000)
+            self.collectors: dict[int, OutputCollector] = {}
+
+        def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
+            content = msg.get("content")
+            if msg.get("msg_type") in _COLLECTED:
+                collector = self.collectors.get(cell_index)
+                if collector is None:
+                    collector = OutputCollector(
+                        display_map=self.display_map_bounded, run_budget=self.run_budget
+                    )
+                    self.collectors[cell_index] = collector
+                collector.feed(msg)
+                return None
+            if isinstance(content, dict) and "execution_count" in content:
+                count = sane_count(content["execution_count"])
+                msg = {**msg, "content": {**content, "execution_count": count}}
+            return super().process_message(msg, cell, cell_index)
+
+        def finish_cell(self, cell: Any, cell_index: int) -> None:
+            collector = self.collectors.pop(cell_index, None)
+            cell.outputs = collector.finish() if collector is not None else []
+            cell.execution_count = sane_count(cell.get("execution_count"))
+
+    return BoundedClient(nb, **kwargs)
+
+
 def _tolerance(value: ImageTolerance | float | None) -> ImageTolerance:
     if value is None:
         return ImageTolerance()
@@ -343,13 +417,15 @@ def _kernel_manager(name: str, factory: Callable[[str], Any] | None) -> Any:
 
 def _original_seconds(cell: NotebookNode) -> float | None:
     """The execution time recorded in the notebook: kernel-agent's, else nbclient's."""
-    meta = cell.get("metadata", {})
-    recorded = (meta.get("kernel_agent") or {}).get("exec_s")
-    if isinstance(recorded, (int, float)):
+    recorded = cell_meta(cell).get("exec_s")
+    if isinstance(recorded, (int, float)) and not isinstance(recorded, bool):
         return float(recorded)
-    timing = meta.get("execution") or {}
+    meta = cell.get("metadata")
+    timing = meta.get("execution") if isinstance(meta, dict) else None
+    if not isinstance(timing, dict):
+        return None
     start, end = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
-    if start and end:
+    if isinstance(start, str) and isinstance(end, str):
         try:
             delta = datetime.fromisoformat(end.replace("Z", "+00:00")) - datetime.fromisoformat(
                 start.replace("Z", "+00:00")

@@ -13,24 +13,36 @@ Content-Security-Policy that runs no script and loads nothing, inside a sandboxe
 frame. Requests whose ``Host`` is not a loopback name are refused (DNS rebinding), and so
 are cross-origin ones (:class:`~kernel_agent.edges.webguard.HostGuard`). A notebook whose
 metadata has the wrong shapes is listed as "unreadable", never a 500.
+
+Notebooks are read with :func:`~kernel_agent.observe.runs.read_bounded` (a regular file of
+the directory itself, no link, at most ``MAX_NOTEBOOK_BYTES``) and rendered by nbconvert
+in an unprivileged worker (:mod:`kernel_agent.notebook.worker`). The rendered pages are
+kept in a :class:`RenderCache` bounded by count and bytes, one version per notebook.
 """
 
 from __future__ import annotations
 
 import asyncio
 import html
+import os
+import stat
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from fastapi import FastAPI
-from fastapi.responses import FileResponse, HTMLResponse, Response
+from fastapi.responses import HTMLResponse, Response, StreamingResponse
 
+from ..edges.safefs import open_beneath
 from ..edges.webguard import NOTEBOOK_CSP, HostGuard
-from .runs import Bar, RunInfo, list_runs, read_run, timeline
+from ..errors import TooLarge, UnsafePath
+from .runs import Bar, RunInfo, list_runs, read_bounded, read_run, timeline
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "RenderCache"]
 
 _PAGE_CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
@@ -177,11 +189,70 @@ def _detail(run: RunInfo, nb: dict[str, Any], clean: bool) -> str:
     )
 
 
-def create_app(directory: Path) -> FastAPI:
+class RenderCache:
+    """Rendered pages by (path, inode, size, mtime): least recently used out first, past
+    ``entries`` pages or ``max_bytes`` characters; a new version of a notebook replaces
+    its old one."""
+
+    def __init__(self, entries: int = 16, max_bytes: int = 256 << 20) -> None:
+        self.entries, self.max_bytes = entries, max_bytes
+        self._pages: OrderedDict[tuple[str, int, int, int], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def size(self) -> int:
+        return sum(len(page) for page in self._pages.values())
+
+    def get(self, key: tuple[str, int, int, int]) -> str | None:
+        with self._lock:
+            page = self._pages.get(key)
+            if page is not None:
+                self._pages.move_to_end(key)
+            return page
+
+    def put(self, key: tuple[str, int, int, int], page: str) -> None:
+        with self._lock:
+            for old in [k for k in self._pages if k[0] == key[0]]:
+                del self._pages[old]  # one version per notebook
+            if len(page) > self.max_bytes:
+                return
+            self._pages[key] = page
+            total = self.size
+            while len(self._pages) > self.entries or total > self.max_bytes:
+                _, gone = self._pages.popitem(last=False)
+                total -= len(gone)
+
+    def __len__(self) -> int:
+        return len(self._pages)
+
+
+def _chunks(fd: int) -> Iterator[bytes]:
+    with os.fdopen(fd, "rb") as fh:
+        while chunk := fh.read(1 << 16):
+            yield chunk
+
+
+def _render(path: Path) -> str:
+    """The notebook at ``path`` as HTML (bounded read, no link, nbconvert unprivileged)."""
+    from ..errors import KernelAgentError
+    from ..notebook.export import notebook_html
+    from ..notebook.nbio import parse_notebook
+
+    try:
+        text = read_bounded(path).decode("utf-8")
+        return notebook_html(path, nb=parse_notebook(text, path.name))
+    except TooLarge as exc:
+        return f"<p>This notebook is not shown: {html.escape(str(exc))}.</p>"
+    except (KernelAgentError, OSError, ValueError) as exc:  # a notebook anyone wrote: no 500
+        return f"<p>This notebook is unreadable: {html.escape(type(exc).__name__)}.</p>"
+
+
+def create_app(directory: Path, cache: RenderCache | None = None) -> FastAPI:
     """The app over ``directory`` (read at each request: new runs appear on reload)."""
     directory = Path(directory).resolve()
     app = FastAPI(title="kernel-agent observe", docs_url=None, redoc_url=None, openapi_url=None)
-    rendered: dict[tuple[str, int, int], str] = {}
+    rendered = cache if cache is not None else RenderCache()
+    rendering = asyncio.Lock()
 
     app.add_middleware(HostGuard, loopback_only=True, same_origin=True)
 
@@ -192,8 +263,12 @@ def create_app(directory: Path) -> FastAPI:
         path = directory / name
         if clean:
             path = path.with_name(name[: -len(".ipynb")] + ".clean.ipynb")
-        if path.is_symlink() or not path.is_file() or path.parent != directory:
+        try:
+            st = os.lstat(path)
+        except OSError:
             return None
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or path.parent != directory:
+            return None  # a link, a device, a FIFO, a hard link to a file elsewhere
         return path
 
     def missing(name: str) -> HTMLResponse:
@@ -224,24 +299,31 @@ def create_app(directory: Path) -> FastAPI:
         path = find(name, clean)
         if path is None:
             return missing(name)
-        stat = path.stat()
-        key = (str(path), stat.st_mtime_ns, stat.st_size)
-        if key not in rendered:
-            from ..notebook.export import notebook_html
-
-            try:
-                rendered[key] = await asyncio.to_thread(notebook_html, path)
-            except Exception as exc:  # noqa: BLE001 - a notebook anyone wrote: say so, no 500
-                rendered[key] = (
-                    f"<p>This notebook is unreadable: {html.escape(type(exc).__name__)}.</p>"
-                )
-        return HTMLResponse(rendered[key], headers={"Content-Security-Policy": NOTEBOOK_CSP})
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return missing(name)
+        key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+        async with rendering:  # a few at a time; the same page asked twice is made once
+            page = rendered.get(key)
+            if page is None:
+                page = await asyncio.to_thread(_render, path)
+                rendered.put(key, page)
+        return HTMLResponse(page, headers={"Content-Security-Policy": NOTEBOOK_CSP})
 
     @app.get("/runs/{name}/ipynb")
     async def notebook_file(name: str, clean: bool = False) -> Response:
         path = find(name, clean)
         if path is None:
             return missing(name)
-        return FileResponse(path, media_type="application/x-ipynb+json", filename=path.name)
+        try:  # the file itself, never through a link swapped in since find()
+            fd = open_beneath(directory, path.name)
+        except (OSError, UnsafePath):
+            return missing(name)
+        return StreamingResponse(
+            _chunks(fd),
+            media_type="application/x-ipynb+json",
+            headers={"Content-Disposition": f"attachment; filename*=UTF-8''{quote(path.name)}"},
+        )
 
     return app

@@ -5,15 +5,29 @@ has a ``kernel_agent`` section. :func:`list_runs` reads them as plain JSON (no
 validation: a directory of many notebooks lists quickly); :func:`timeline` turns the
 per-cell metadata (``gen_s``: the model's time for the reply that asked for the cell,
 ``exec_s``: the kernel's time) into a waterfall of bars.
+
+The directory may hold anyone's files. A notebook is read only as a regular file directly
+in it, opened without following a link (``O_NOFOLLOW``, beneath the directory's fd: a
+link is not listed, whatever it points at, nor a file with a second name elsewhere), and
+only up to :data:`MAX_NOTEBOOK_BYTES` (a larger one is listed as "unreadable" from its
+``stat``, never read). The listing keeps what it read by (path, inode, size, mtime) in a
+bounded cache, so a reload re-reads only what changed. The run's metadata is read through
+:func:`~kernel_agent.notebook.cellmeta.run_meta`: every field of its type, or left out.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..edges.safefs import open_beneath
+from ..errors import TooLarge, UnsafePath
 from ..events import tokens_text
 from ..notebook.cellmeta import (
     EXEC_S,
@@ -25,11 +39,24 @@ from ..notebook.cellmeta import (
     STEP,
     TOKENS,
     cell_meta,
+    run_meta,
 )
 
-__all__ = ["Bar", "RunInfo", "list_runs", "read_run", "timeline"]
+__all__ = [
+    "Bar",
+    "RunInfo",
+    "list_runs",
+    "read_run",
+    "read_bounded",
+    "timeline",
+    "MAX_NOTEBOOK_BYTES",
+]
 
 _CLEAN = ".clean.ipynb"
+#: the largest notebook observe reads (the size a run's own notebook is bounded to)
+MAX_NOTEBOOK_BYTES = 100 << 20
+#: how many notebooks' summaries the listing keeps between requests
+_LISTED = 4096
 
 
 @dataclass
@@ -66,49 +93,40 @@ class Bar:
     note: str = ""
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def read_bounded(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
+    """The bytes of regular file ``path`` (never through a link), at most ``limit``.
+
+    :class:`~kernel_agent.errors.TooLarge` past ``limit`` (known from ``fstat``, before any
+    read); ``OSError``/:class:`~kernel_agent.errors.UnsafePath` for a link, a FIFO, a
+    device, or a file with another name elsewhere (a hard link: it may be anyone's file).
+    """
+    fd = open_beneath(path.parent, path.name)  # O_NOFOLLOW, O_NONBLOCK, S_ISREG
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if st.st_nlink != 1:
+            raise UnsafePath(f"{path.name} has {st.st_nlink} links (a file from elsewhere?)")
+        if st.st_size > limit:
+            raise TooLarge(f"over {limit >> 20} MB")
+        data = fh.read(limit + 1)  # it may have grown since
+    if len(data) > limit:
+        raise TooLarge(f"over {limit >> 20} MB")
+    return data
+
+
+def _read_json(path: Path) -> dict[str, Any] | str:
+    """The notebook's JSON, or why it cannot be read."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
+        data = json.loads(read_bounded(path))
+    except TooLarge as exc:
+        return str(exc)
+    except (OSError, UnsafePath, ValueError, UnicodeDecodeError, RecursionError):
+        return "not a JSON notebook"
+    return data if isinstance(data, dict) else "not a JSON notebook"
 
 
 def _count(value: Any) -> int | None:
     """A token count from metadata anyone may have written: an int, or None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _usage(value: Any) -> dict[str, Any]:
-    """The ``usage`` metadata with only well-typed fields (counts are ints, source a str)."""
-    if not isinstance(value, dict):
-        return {}
-    out: dict[str, Any] = {}
-    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
-        if _count(value.get(key)) is not None:
-            out[key] = value[key]
-    if isinstance(value.get("source"), str):
-        out["source"] = value["source"]
-    if isinstance(value.get("reported"), bool):
-        out["reported"] = value["reported"]
-    return out
-
-
-def _budget(value: Any) -> dict[str, Any]:
-    """The ``budget`` metadata with ``limits`` a dict of numbers and ``stopped_by`` a str."""
-    if not isinstance(value, dict):
-        return {}
-    limits = value.get("limits")
-    out: dict[str, Any] = {
-        "limits": {
-            str(k): v
-            for k, v in (limits.items() if isinstance(limits, dict) else ())
-            if isinstance(v, (int, float)) and not isinstance(v, bool)
-        }
-    }
-    if isinstance(value.get("stopped_by"), str):
-        out["stopped_by"] = value["stopped_by"]
-    return out if out["limits"] or "stopped_by" in out else {}
 
 
 def _unreadable(path: Path, why: str) -> RunInfo:
@@ -117,25 +135,24 @@ def _unreadable(path: Path, why: str) -> RunInfo:
 
 def _info(path: Path, nb: dict[str, Any]) -> RunInfo | None:
     metadata = nb.get("metadata")
-    run = metadata.get(NAMESPACE) if isinstance(metadata, dict) else None
-    if not isinstance(run, dict):
+    if not isinstance(metadata, dict) or not isinstance(metadata.get(NAMESPACE), dict):
         return None
+    run = run_meta(metadata)  # every field of its type (cellmeta's one reader)
     code = [c for c in _cells(nb) if c.get("cell_type") == "code" and not cell_meta(c).get(REPLAY)]
-    usage = _usage(run.get("usage"))
-    verify: dict[str, Any] = run["verify"] if isinstance(run.get("verify"), dict) else {}
-    budget = _budget(run.get("budget"))
+    usage = run.get("usage") or {}
+    budget = run.get("budget") or {}
     clean = path.with_name(path.name[: -len(".ipynb")] + _CLEAN)
 
     def number(key: str) -> float | None:
         value = run.get(key)
-        return float(value) if isinstance(value, (int, float)) else None
+        return float(value) if value is not None else None
 
     return RunInfo(
         name=path.name,
         path=path,
-        task=str(run.get("task") or ""),
-        model=str(run.get("model") or ""),
-        status=str(run.get("status") or "running"),
+        task=run.get("task", ""),
+        model=run.get("model", ""),
+        status=run.get("status") or "running",
         cells=len(code),
         tokens=tokens_text(usage) if usage else "",
         total_tokens=usage.get("total_tokens"),
@@ -143,11 +160,19 @@ def _info(path: Path, nb: dict[str, Any]) -> RunInfo | None:
         model_time_s=number("model_time_s"),
         kernel_time_s=number("kernel_time_s"),
         cost=number("cost"),
-        verify=str(verify.get("verdict") or ""),
-        started=str(run.get("started") or ""),
-        clean=clean if clean.is_file() else None,
-        budget=budget,
+        verify=(run.get("verify") or {}).get("verdict", ""),
+        started=run.get("started", ""),
+        clean=clean if _regular(clean) else None,
+        budget=budget if budget.get("limits") or "stopped_by" in budget else {},
     )
+
+
+def _regular(path: Path) -> bool:
+    """A regular file itself (a link to one is not)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _cells(nb: dict[str, Any]) -> list[dict[str, Any]]:
@@ -155,32 +180,61 @@ def _cells(nb: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for c in cells if isinstance(c, dict)] if isinstance(cells, list) else []
 
 
+_listed: OrderedDict[tuple[Any, ...], RunInfo | None] = OrderedDict()
+_listing = threading.Lock()  # one listing at a time: concurrent loads wait, then hit the cache
+
+
 def list_runs(directory: Path) -> list[RunInfo]:
     """The runs in ``directory`` (not below it), newest first. A notebook that cannot be
-    read as a run (not JSON, shapes no writer makes) is listed as "unreadable"."""
-    runs = []
-    for path in sorted(directory.glob("*.ipynb")):
-        if path.name.endswith(_CLEAN) or not path.is_file():
-            continue
-        nb = _read_json(path)
-        if nb is None:
-            runs.append(_unreadable(path, "not a JSON notebook"))
-            continue
+    read as a run (not JSON, shapes no writer makes, too large) is listed as "unreadable";
+    links and anything not a regular file are not listed."""
+    with _listing:
+        runs = [info for info in map(_summary, _candidates(directory)) if info is not None]
+    runs.sort(key=lambda r: (r.started, r.name), reverse=True)
+    return runs
+
+
+def _candidates(directory: Path) -> list[tuple[Path, os.stat_result]]:
+    out = []
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if not entry.name.endswith(".ipynb") or entry.name.endswith(_CLEAN):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)  # a link is a link, never its target
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+                out.append((directory / entry.name, st))
+    return sorted(out)
+
+
+def _summary(found: tuple[Path, os.stat_result]) -> RunInfo | None:
+    path, st = found
+    clean = path.with_name(path.name[: -len(".ipynb")] + _CLEAN)
+    key = (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, _regular(clean))
+    if key in _listed:
+        _listed.move_to_end(key)
+        return _listed[key]
+    nb = _read_json(path)
+    if isinstance(nb, str):
+        info: RunInfo | None = _unreadable(path, nb)
+    else:
         try:
             info = _info(path, nb)
         except Exception as exc:  # noqa: BLE001 - one odd notebook never hides the others
             info = _unreadable(path, type(exc).__name__)
-        if info is not None:
-            runs.append(info)
-    runs.sort(key=lambda r: (r.started, r.name), reverse=True)
-    return runs
+    _listed[key] = info
+    while len(_listed) > _LISTED:
+        _listed.popitem(last=False)
+    return info
 
 
 def read_run(path: Path) -> tuple[RunInfo, dict[str, Any]] | None:
     """A run's summary and its notebook as JSON, or None if it is not a run."""
     nb = _read_json(path)
-    if nb is None:
-        return _unreadable(path, "not a JSON notebook"), {}
+    if isinstance(nb, str):
+        return _unreadable(path, nb), {}
     try:
         info = _info(path, nb)
     except Exception as exc:  # noqa: BLE001 - shapes no writer makes: say so

@@ -2,7 +2,7 @@
 
 The host cannot open a remote kernel's file while its cell runs, so the names are
 checked here (the same rules as a remote work dir's files: :mod:`.names`) and the
-files themselves when they are pulled after the run (:meth:`.work.RemoteWork.deliver_result`).
+files themselves when they are pulled after the run (:meth:`.work.RemoteWork.deliver`).
 """
 
 from __future__ import annotations

@@ -5,25 +5,31 @@
 - after every (re)start, :meth:`RemoteWork.ready` makes the kernel a private work dir
   (found again after a restart), runs it there, and uploads the inputs that are not
   there already (``--file``, and the top-level data files of an explicit ``--cwd``);
-- after a run, :meth:`RemoteWork.deliver` lists the kernel's work dir and pulls its
-  files into ``<notebook>_files/work/``, and :meth:`RemoteWork.deliver_result` pulls
-  ``set_result``'s files into ``<notebook>_files/result/``, like local delivery
-  (:mod:`kernel_agent.edges.delivery`), with the remote side treated as hostile exactly like
-  a local sandbox: links, dot names at any depth, non-regular files, setuid bits and
-  absurd names are refused with notes; count, per-file and total bytes are bounded.
+- after a run, :meth:`RemoteWork.deliver` lists the kernel's work dir, pulls its files
+  into a private staging dir on this host and hands that to local delivery
+  (:func:`kernel_agent.edges.delivery.deliver`): one archive ``<notebook>_files/work.zip``,
+  and ``set_result``'s inert data files loose in ``<notebook>_files/result/``. The remote
+  side is treated as hostile exactly like a local sandbox: links, dot names at any depth,
+  non-regular files, setuid bits and absurd names are refused with notes; count, per-file
+  and total bytes are bounded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import stat
+import tempfile
+import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..edges.delivery import DeliveryLimits
-from ..edges.safefs import open_beneath
+from ..edges.archive import members_of
+from ..edges.delivery import ARCHIVE, Delivery, DeliveryLimits, deliver
+from ..edges.safefs import open_beneath, remove_beneath, write_stream_beneath
 from ..errors import ConfigError, GatewayError, KernelAgentError, UnsafePath
 from ..executors.base import AsyncExecutor
 from ..settings import Settings
@@ -147,88 +153,79 @@ class RemoteWork:
             log.info("sent %d file(s) to the kernel's %s", len(self.inputs), self.work)
 
     # ---------------------------------------------------------------- delivery
-    async def deliver(self, notebook: Path) -> tuple[list[Path], list[str]]:
-        """Pull the kernel's own files beside ``notebook``: (delivered paths, notes)."""
-        folder = f"{notebook.stem}_files/work"
-        delivered: list[Path] = []
+    async def deliver(self, notebook: Path, declared: Sequence[str] = ()) -> Delivery:
+        """Pull the kernel's own files into a private staging dir on this host, then bring
+        them beside ``notebook`` as local delivery does (:func:`~kernel_agent.edges.delivery.
+        deliver`: one archive, ``declared``'s inert data files loose)."""
         notes: list[str] = []
         dots: list[str] = []
-        total = 0
         deep: list[str] = []
+        pulled = total = 0
         entries = await self.kernel.listing(self._max_entries, self.limits.max_depth)
-        for entry in entries:
-            if _hidden(entry.path):  # the dot rule, as local delivery
-                dots.append(entry.path)
-                continue
-            if entry.kind == "dir":
-                if entry.path.count("/") + 1 >= self.limits.max_depth:
-                    deep.append(entry.path)
-                continue
-            if len(delivered) >= self.limits.max_files:
-                notes.insert(0, f"more than {self.limits.max_files} files")
-                break
-            why = self._refusal(entry, total)
-            if why is not None:
-                notes.append(why)
-                continue
-            target = notebook.parent / folder / entry.path
-            try:
-                if await self._unchanged(entry, notebook.parent, f"{folder}/{entry.path}"):
-                    continue  # an input sent at start, or a file delivered before
-                total += await self.kernel.download(
-                    entry.path, notebook.parent, f"{folder}/{entry.path}", size=entry.size
-                )
-            except (OSError, KernelAgentError) as exc:
-                notes.append(f"{entry.path!r:.80}: {exc}")
-                continue
-            delivered.append(target)
+        with contextlib.ExitStack() as stack:
+            earlier = _earlier_archive(notebook, stack)
+            stage = stack.enter_context(tempfile.TemporaryDirectory(prefix="kernel-agent-pull-"))
+            for entry in entries:
+                if _hidden(entry.path):  # the dot rule, as local delivery
+                    dots.append(entry.path)
+                    continue
+                if entry.kind == "dir":
+                    if entry.path.count("/") + 1 >= self.limits.max_depth:
+                        deep.append(entry.path)
+                    continue
+                if pulled >= self.limits.max_files:
+                    notes.insert(0, f"more than {self.limits.max_files} files")
+                    break
+                why = self._refusal(entry, total)
+                if why is not None:
+                    notes.append(why)
+                    continue
+                try:
+                    if entry.path not in declared and await self._input(entry):
+                        continue  # an input sent at start: the user's own file
+                    if earlier is None or not await self._reuse(entry, earlier, stage):
+                        await self.kernel.download(entry.path, stage, entry.path,
+                                                   size=entry.size)  # fmt: skip
+                    total += entry.size
+                except (OSError, KernelAgentError) as exc:
+                    notes.append(f"{entry.path!r:.80}: {exc}")
+                    continue
+                pulled += 1
+            found = deliver(Path(stage), notebook, declared=declared, limits=self.limits)
         group = []
         if dots:
             group.append(
-                f"{len(dots)} dot-named path(s), configuration rather than content: " + _some(dots)
+                f"{len(dots)} dot-named path(s), hidden state rather than results: " + _some(dots)
             )
         if deep:
             group.append(f"what is below {self.limits.max_depth} directory levels: {_some(deep)}")
         if len(entries) >= self._max_entries:
             group.append(f"everything past the first {self._max_entries} entries")
-        return delivered, group + notes
+        found.notes = group + notes + found.notes
+        return found
 
-    async def deliver_result(
-        self, names: list[str], notebook: Path, max_file_bytes: int
-    ) -> tuple[list[Path], list[str]]:
-        """Pull ``set_result``'s files into ``<notebook>_files/result/``: (paths, notes)."""
-        if not names:
-            return [], []
-        folder = f"{notebook.stem}_files/result"
-        listed = {
-            e.path: e for e in await self.kernel.listing(self._max_entries, self.limits.max_depth)
-        }
-        out: list[Path] = []
-        notes: list[str] = []
-        for name in names:
-            entry = listed.get(name)
-            if entry is None:
-                notes.append(f"{name!r:.80}: not in the kernel's work dir")
-                continue
-            why = self._refusal(entry, 0, max_file_bytes)
-            if why is not None:
-                notes.append(why)
-                continue
-            try:
-                await self.kernel.download(
-                    name, notebook.parent, f"{folder}/{name}", size=entry.size
-                )
-            except (OSError, KernelAgentError) as exc:
-                notes.append(f"{name!r:.80}: {exc}")
-                continue
-            out.append(notebook.parent / folder / name)
-        return out, notes
+    async def _reuse(self, entry: RemoteEntry, earlier: zipfile.ZipFile, stage: str) -> bool:
+        """Stage ``entry`` from the archive an earlier delivery wrote, when that holds the same
+        bytes as the kernel's file (size and sha256): no transfer for an unchanged file."""
+        info = next((i for i in members_of(earlier) if i.filename == entry.path), None)
+        if info is None or info.file_size != entry.size:
+            return False
+        digest = hashlib.sha256()
+        try:
+            with earlier.open(info) as src, write_stream_beneath(stage, entry.path) as dst:
+                while block := src.read(1 << 20):
+                    digest.update(block)
+                    dst.write(block)
+        except (OSError, UnsafePath, zipfile.BadZipFile, ValueError):
+            return False  # not readable as it was written: pulled again
+        if await self.kernel.digest(entry.path) == (entry.size, digest.hexdigest()):
+            return True
+        remove_beneath(stage, entry.path)  # changed since: never archive the old bytes
+        return False
 
-    async def _unchanged(self, entry: RemoteEntry, root: Path, rel: str) -> bool:
-        """True when ``entry`` is an input as sent, or already delivered to ``root/rel``."""
+    async def _input(self, entry: RemoteEntry) -> bool:
+        """True when ``entry`` is an input as it was sent at start."""
         known = self.uploaded.get(entry.path)
-        if known is None or known[0] != entry.size:
-            known = _local_digest(root, rel)
         if known is None or known[0] != entry.size:
             return False
         return await self.kernel.digest(entry.path) == known
@@ -250,6 +247,20 @@ class RemoteWork:
         return None
 
 
+def _earlier_archive(notebook: Path, stack: contextlib.ExitStack) -> zipfile.ZipFile | None:
+    """The archive an earlier delivery wrote beside ``notebook`` (no link followed; closed with
+    ``stack``), or None."""
+    try:
+        fd = open_beneath(notebook.parent, f"{notebook.stem}_files/{ARCHIVE}")
+    except (OSError, UnsafePath):
+        return None
+    fh = stack.enter_context(os.fdopen(fd, "rb"))
+    try:
+        return stack.enter_context(zipfile.ZipFile(fh))
+    except (OSError, zipfile.BadZipFile):
+        return None
+
+
 def _some(names: list[str], shown: int = 3) -> str:
     text = ", ".join(repr(n)[1:-1][:80] for n in names[:shown])
     return text + (f" and {len(names) - shown} more" if len(names) > shown else "")
@@ -261,17 +272,3 @@ def _hidden(path: str) -> bool:
     if any(part in ("", ".", "..") for part in parts):
         return False  # not a dot file: a name trying to escape, refused by check_name
     return any(part.startswith(".") for part in parts)
-
-
-def _local_digest(root: Path, rel: str) -> tuple[int, str] | None:
-    """(size, sha256) of the regular file ``root/rel`` (no link followed), or None."""
-    try:
-        fd = open_beneath(root, rel)
-    except (OSError, UnsafePath):
-        return None
-    digest, size = hashlib.sha256(), 0
-    with os.fdopen(fd, "rb") as fh:
-        while block := fh.read(1 << 20):
-            digest.update(block)
-            size += len(block)
-    return size, digest.hexdigest()

@@ -10,6 +10,12 @@ directory. The kernel holds no such fd; the agent does, for the kernel's life, a
 the kernel loses it with the agent (a crashed agent frees its uids). The range is
 large and the pick random, so a uid is rarely handed out again soon after.
 
+The same leases serve every process that handles what a kernel made without root's
+powers (Chromium's renders, the exporter and comparer of
+:mod:`kernel_agent.notebook.worker`): :func:`leased_user` leases one for a block,
+:func:`drop_argv` is the ``setpriv`` prefix that becomes it, and :func:`kill_uid`
+ends whatever of it is left.
+
 Lock files no one holds are removed (:func:`prune_leases`, once per process, at the
 first lease). That is safe because a lease counts only if, once locked, its fd is
 still the file at that name: a lease that locked a file just pruned tries again.
@@ -20,19 +26,38 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import logging
 import os
 import pwd
 import secrets
+import shutil
+import signal
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["UidLease", "lease_uid", "prune_leases", "uid_range", "UID_BASE", "UID_COUNT"]
+__all__ = [
+    "UidLease",
+    "lease_uid",
+    "leased_user",
+    "drop_argv",
+    "kill_uid",
+    "prune_leases",
+    "uid_range",
+    "UID_BASE",
+    "UID_COUNT",
+    "NOBODY",
+]
+
+log = logging.getLogger(__name__)
 
 #: the preferred range: far above any account, below 2**31 (some tools sign uids)
 UID_BASE = 1_900_000_000
 UID_COUNT = 1_000_000
 _SMALL_RANGE = 4096  # when the user namespace we live in maps fewer uids
+#: the uid used when none can be leased
+NOBODY = 65534
 
 
 def _mapped_ranges(uid_map: str | None = None) -> list[tuple[int, int]]:
@@ -150,3 +175,51 @@ def lease_uid(attempts: int = 64) -> UidLease:
             continue
         return UidLease(uid, uid, fd, folder / str(uid))
     raise OSError(f"no free uid in {first}..{first + count - 1} after {attempts} tries")
+
+
+@contextlib.contextmanager
+def leased_user(purpose: str) -> Iterator[int]:
+    """The uid to run ``purpose`` as: -1 (ourselves) unless we are root; then a leased
+    one (``nobody`` when none can be leased), whose processes are killed at the end."""
+    if os.geteuid() != 0:
+        yield -1
+        return
+    try:
+        lease = lease_uid()
+    except OSError as exc:
+        log.info("no uid to lease for %s (%s); running it as nobody", purpose, exc)
+        yield NOBODY
+        return
+    try:
+        yield lease.uid
+    finally:
+        kill_uid(lease.uid)  # leased to us alone: nothing of it may outlive the block
+        lease.release()
+
+
+def drop_argv(uid: int) -> list[str]:
+    """The ``setpriv`` prefix that runs a command as ``uid`` (and gid) with no groups, no
+    capabilities and ``no_new_privs``; [] for -1 (stay ourselves). OSError without setpriv."""
+    if uid < 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        raise OSError("setpriv (util-linux) is needed to run as an unprivileged user")
+    return [
+        setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
+        "--inh-caps=-all", "--bounding-set=-all", "--",
+    ]  # fmt: skip
+
+
+def kill_uid(uid: int) -> None:
+    """SIGKILL every process of ``uid`` (a leased uid: only our own work used it)."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:  # status, not the dir's owner: a non-dumpable process's dir is root's
+            with open(f"{entry.path}/status", encoding="ascii", errors="replace") as fh:
+                uids = next((line.split()[1:] for line in fh if line.startswith("Uid:")), [])
+            if str(uid) in uids:
+                os.kill(int(entry.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue

@@ -18,6 +18,7 @@ import hmac
 import json
 import os
 import secrets
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -26,20 +27,40 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from ..edges.webguard import DOWNLOAD_HEADERS, NOTEBOOK_CSP, HostGuard, is_loopback_host
-from ..errors import ConfigError, KernelAgentError, ServiceError, TooBusy, UnsafePath
+from ..errors import (
+    ConfigError,
+    KernelAgentError,
+    KernelNotFound,
+    ServiceError,
+    TooBusy,
+    UnsafePath,
+)
 from ..version import __version__
 from .manager import ServiceConfig, SessionManager
-from .runs import cell_json, sse
+from .runs import HostedRun, cell_json, sse
 from .web import COOKIE
 
-__all__ = ["create_app", "COOKIE", "MAX_TIMEOUT_S", "MAX_TTL_S"]
+__all__ = [
+    "create_app",
+    "COOKIE",
+    "MAX_TIMEOUT_S",
+    "MAX_TTL_S",
+    "FOLLOWERS_PER_RUN",
+    "FOLLOWERS_PER_CLIENT",
+]
 
 _OPEN_PATHS = ("/healthz", "/login")
 #: the longest a request may ask a cell to run, and a session to idle (finite, bounded)
 MAX_TIMEOUT_S = 24 * 3600.0
 MAX_TTL_S = 30 * 24 * 3600.0
+#: event streams at most of one run, and of one client address (over all runs)
+FOLLOWERS_PER_RUN = 8
+FOLLOWERS_PER_CLIENT = 32
+_PIECE = 64 * 1024
 
 
 class SessionCreate(BaseModel):
@@ -176,6 +197,7 @@ def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> 
     app.state.config = config
     cookie = cookie_value(config.token or "", secrets.token_bytes(32))
     app.state.cookie = cookie
+    app.state.followers = _Followers()
 
     @app.middleware("http")
     async def auth(request: Request, call_next: Any) -> Response:
@@ -218,8 +240,17 @@ def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> 
 
     @app.exception_handler(KernelAgentError)
     async def agent_error(request: Request, exc: KernelAgentError) -> JSONResponse:
-        status = 400 if isinstance(exc, (ConfigError, UnsafePath)) else 500
-        return JSONResponse({"error": str(exc)}, status_code=status)
+        client = isinstance(exc, (ConfigError, UnsafePath, KernelNotFound))
+        return JSONResponse({"error": str(exc)}, status_code=400 if client else 500)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        """Unknown routes and methods: 404/405 in the API's shape."""
+        return JSONResponse({"error": str(exc.detail)}, exc.status_code, exc.headers)
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request: Request, exc: ClientDisconnect) -> Response:
+        return Response(status_code=499)  # nobody reads it; no traceback in the log
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -331,16 +362,18 @@ def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> 
             "accept", "text/event-stream"
         ) and "application/json" in request.headers.get("accept", ""):
             return JSONResponse(run.info(), status_code=202)
-        return _stream(run, 0)
+        return _stream(run, 0, request)
 
     @app.get("/v1/sessions/{sid}/runs/{run_id}")
     async def get_run(sid: str, run_id: str) -> dict[str, Any]:
         return manager.run(sid, run_id).info()
 
     @app.get("/v1/sessions/{sid}/runs/{run_id}/events")
-    async def follow_run(sid: str, run_id: str, start: int = 0) -> StreamingResponse:
+    async def follow_run(
+        sid: str, run_id: str, request: Request, start: int = 0
+    ) -> StreamingResponse:
         """The run's events as SSE from event ``start`` on, live until it ends."""
-        return _stream(manager.run(sid, run_id), max(0, start))
+        return _stream(manager.run(sid, run_id), max(0, start), request)
 
     # -------------------------------------------------------------------- notebook
     @app.get("/v1/sessions/{sid}/notebook")
@@ -366,15 +399,58 @@ def create_app(config: ServiceConfig, manager: SessionManager | None = None) -> 
     return app
 
 
-def _stream(run: Any, start: int) -> StreamingResponse:
+class _Followers:
+    """Who follows which run's events: at most :data:`FOLLOWERS_PER_RUN` streams of one
+    run and :data:`FOLLOWERS_PER_CLIENT` of one client address, else 429. Each stream
+    sends a run's shared frames in pieces of :data:`_PIECE` bytes, so the server's flow
+    control holds about one piece per stream; one that stops reading is dropped by the
+    server's reader timeout (``frontends/httpd.py``)."""
+
+    def __init__(self) -> None:
+        self.by_client: Counter[str] = Counter()
+
+    def take(self, run: HostedRun, client: str) -> None:
+        if run.followers >= FOLLOWERS_PER_RUN:
+            raise TooBusy(f"{run.followers} streams follow this run already", retry_after=5)
+        if self.by_client[client] >= FOLLOWERS_PER_CLIENT:
+            raise TooBusy(f"{FOLLOWERS_PER_CLIENT} event streams are open from here", 5)
+        run.followers += 1
+        self.by_client[client] += 1
+
+    def give_back(self, run: HostedRun, client: str) -> None:
+        run.followers -= 1
+        self.by_client[client] -= 1
+        if self.by_client[client] <= 0:
+            del self.by_client[client]
+
+
+class _EventStream(StreamingResponse):
+    def __init__(self, body: AsyncIterator[bytes], release: Any, **kw: Any) -> None:
+        super().__init__(body, **kw)
+        self._release = release
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
+
+
+def _stream(run: HostedRun, start: int, request: Request) -> StreamingResponse:
+    followers: _Followers = request.app.state.followers
+    client = request.client.host if request.client else ""
+    followers.take(run, client)
+
     async def frames() -> AsyncIterator[bytes]:
         yield sse("run", json.dumps({"id": run.id, "task": run.task}))
-        async for item in run.follow(start):
-            yield sse("event", json.dumps(item))
+        async for frame in run.follow(start):
+            for at in range(0, len(frame), _PIECE):
+                yield frame[at : at + _PIECE]
         yield sse("result", json.dumps(run.info()))
 
-    return StreamingResponse(
+    return _EventStream(
         frames(),
+        lambda: followers.give_back(run, client),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "X-Run-Id": run.id},
     )

@@ -45,9 +45,9 @@ class Hosted:
     usage: tuple[float, int] | None = None
 
     @property
-    def files_dir(self) -> Path:
-        """Where the kernel's files are kept once the session has ended."""
-        return self.notebook.parent / f"{self.notebook.stem}_files" / "work"
+    def files_archive(self) -> Path:
+        """Where the kernel's files are kept once the session has ended: one archive."""
+        return self.notebook.parent / f"{self.notebook.stem}_files" / "work.zip"
 
     @property
     def clean_notebook(self) -> Path:

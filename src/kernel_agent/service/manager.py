@@ -5,11 +5,11 @@ private work dir, its transcript) plus what the service knows about it: when it
 was last used, its TTL, its runs. Everything the HTTP layer does is one call here.
 
 Ending a session (TTL, SIGTERM, a server that stops) *finalises* it: the files the
-kernel wrote are copied out of its work dir beside the notebook, the clean notebook
-is written, and the kernel stops. DELETE is different: the kernel stops and its work
-dir goes, and the session leaves the index. A small JSON index in the state dir
-lists every session, so after a restart the ones that were live show as ended with
-their notebooks and files still downloadable.
+kernel wrote are archived beside the notebook (one ``work.zip``: content, whose members the
+file routes then serve, read-only), the clean notebook is written, and the kernel stops.
+DELETE is different: the kernel stops and its work dir goes, and the session leaves the
+index. A small JSON index in the state dir lists every session, so after a restart the ones
+that were live show as ended with their notebooks and files still downloadable.
 """
 
 from __future__ import annotations
@@ -24,16 +24,16 @@ import stat
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import Deleted, Ended, NotFound, Stopping, TooBusy, TooLarge, UnsafePath
 from ..sandbox.room import remove_tree
 from ..session import CellRun, Session
 from ..settings import Settings
-from ..workdir import LocalWorkDir, WorkDir
+from ..workdir import ArchiveWorkDir, WorkDir
 from .hosted import Hosted, code_cells, count_cells
 from .limits import Limiter
 from .pool import WarmPool
@@ -42,6 +42,7 @@ from .runs import HostedRun, event_json
 __all__ = ["ServiceConfig", "Hosted", "SessionManager"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: how long the walk of a work dir's files counts for uploads (the kernel writes meanwhile)
 _USAGE_TTL_S = 5.0
@@ -85,6 +86,7 @@ class SessionManager:
         self._culler: asyncio.Task[None] | None = None
         self._starting = 0
         self._closed = False
+        self._cull_wake = asyncio.Event()
 
     @property
     def base_settings(self) -> Settings:
@@ -189,6 +191,7 @@ class SessionManager:
             sandbox=self._public(session.isolation.note),
         )
         self.sessions[sid] = hosted
+        self._cull_wake.set()
         self._save_index()
         return hosted
 
@@ -249,9 +252,9 @@ class SessionManager:
             await asyncio.to_thread(shutil.rmtree, folder, True)
 
     async def finalise(self, hosted: Hosted, status: str, reason: str) -> None:
-        """End ``hosted``, keeping everything: files copied beside the notebook, the clean
+        """End ``hosted``, keeping everything: files archived beside the notebook, the clean
         notebook written, the kernel stopped."""
-        from ..edges.delivery import deliver_work_files
+        from ..edges.delivery import deliver
         from ..executors.gateway import AsyncGatewaySession
 
         await self._cancel_runs(hosted)
@@ -270,12 +273,12 @@ class SessionManager:
                 # a private work dir on this host (a gateway kernel's has none here: never
                 # the server's own --cwd)
                 with contextlib.suppress(Exception):
-                    deliver_work_files(work, hosted.notebook)
+                    deliver(work, hosted.notebook)
             elif remote is not None and remote.work is not None:
                 # a gateway kernel's own work dir: pulled over its channels, checked
                 with contextlib.suppress(Exception):
-                    _, notes = await remote.deliver(hosted.notebook)
-                    for note in notes:
+                    found = await remote.deliver(hosted.notebook)
+                    for note in found.notes:
                         log.info("session %s: not kept: %s", hosted.id, note)
             with contextlib.suppress(Exception):
                 session.write_clean()
@@ -300,9 +303,20 @@ class SessionManager:
                     await run.task_handle
 
     async def _cull_forever(self) -> None:
-        interval = self.config.cull_interval or min(30.0, self.config.session_ttl / 4)
+        """Wake at the next expiry (or when a session is created), at most ``cull_interval``
+        apart: a session's own short TTL ends it on time, not at the server's pace."""
+        longest = self.config.cull_interval or min(30.0, self.config.session_ttl / 4)
         while True:
-            await asyncio.sleep(max(0.05, interval))
+            now = time.time()
+            due = [
+                h.last_active + h.ttl - now
+                for h in self.sessions.values()
+                if h.session is not None and not h.busy and not h.inflight
+            ]
+            wait = min([longest, *due])
+            self._cull_wake.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._cull_wake.wait(), max(0.05, wait + 0.01))
             await self.cull()
 
     async def cull(self) -> list[str]:
@@ -310,7 +324,8 @@ class SessionManager:
         now = time.time()
         expired = [
             h for h in self.sessions.values()
-            if h.session is not None and h.busy == 0 and now - h.last_active > h.ttl
+            if h.session is not None and h.busy == 0 and not h.inflight
+            and now - h.last_active > h.ttl
         ]  # fmt: skip
         for hosted in expired:
             await self.finalise(hosted, "expired", f"idle for more than {hosted.ttl:g} s")
@@ -328,28 +343,39 @@ class SessionManager:
         finally:
             hosted.busy -= 1
             hosted.last_active = time.time()
+            self._cull_wake.set()
 
     async def execute(self, sid: str, code: str, timeout: float | None) -> CellRun:
         """Run one cell. Cancelling the caller (a client gone) interrupts the cell and frees
         its slot; DELETE or a stopping server cancels it and the caller gets 410 or 503."""
+        return await self._operation(sid, lambda: self._execute(sid, code, timeout), "the cell ran")
+
+    async def _operation(
+        self, sid: str, work: Callable[[], Coroutine[Any, Any, T]], during: str
+    ) -> T:
+        """Run ``work`` (an execute, an upload) as an operation of session ``sid``: the
+        culler leaves the session alone until it ends (its TTL counts from then on);
+        DELETE, the session's end or a stopping server cancel it (410, 409, 503)."""
         hosted = self.get(sid)
         self.live(sid)
-        work = asyncio.ensure_future(self._execute(sid, code, timeout))
-        hosted.inflight.add(work)
+        task = asyncio.ensure_future(work())
+        hosted.inflight.add(task)
         try:
-            await asyncio.wait({work})
+            await asyncio.wait({task})
         except asyncio.CancelledError:
-            work.cancel()
+            task.cancel()
             raise
         finally:
-            hosted.inflight.discard(work)
-        if work.cancelled():
+            hosted.inflight.discard(task)
+            hosted.last_active = time.time()
+            self._cull_wake.set()  # its TTL counts from now
+        if task.cancelled():
             if hosted.deleted:
-                raise Deleted(f"session {sid} was deleted while the cell ran")
+                raise Deleted(f"session {sid} was deleted while {during}")
             if self._closed:
-                raise Stopping("the server stopped while the cell ran; it was interrupted")
-            raise Ended(f"session {sid} ended while the cell ran")
-        return work.result()
+                raise Stopping(f"the server stopped while {during}; it was interrupted")
+            raise Ended(f"session {sid} ended while {during}")
+        return task.result()
 
     async def _execute(self, sid: str, code: str, timeout: float | None) -> CellRun:
         async with self._busy(sid) as (_, session):
@@ -402,6 +428,14 @@ class SessionManager:
     async def upload(
         self, sid: str, path: str, chunks: AsyncIterable[bytes], declared: int | None
     ) -> int:
+        """Write an upload into the session's work dir; the session stays alive meanwhile,
+        and its end (TTL, DELETE, a stop) cancels the upload (no file is left)."""
+        work = lambda: self._upload(sid, path, chunks, declared)  # noqa: E731
+        return await self._operation(sid, work, "the file was uploaded")
+
+    async def _upload(
+        self, sid: str, path: str, chunks: AsyncIterable[bytes], declared: int | None
+    ) -> int:
         session = self.live(sid)
         hosted = self.get(sid)
         limit = self.config.max_file_bytes
@@ -443,12 +477,10 @@ class SessionManager:
         if hosted.session is not None:
             hosted.last_active = time.time()
             return hosted.session.files
-        return LocalWorkDir(hosted.files_dir)
+        return ArchiveWorkDir(hosted.files_archive)
 
     async def list_files(self, sid: str) -> list[dict[str, Any]]:
         root = self.file_root(sid)
-        if isinstance(root, LocalWorkDir) and not root.root.is_dir():
-            return []
         return [vars(e) for e in await root.list(max_entries=2000, max_depth=16)]
 
     async def open_file(self, sid: str, path: str) -> tuple[int, int]:
@@ -493,7 +525,7 @@ class SessionManager:
             data = json.loads(self.index_path.read_text())
         except (OSError, ValueError):
             return
-        from ..edges.delivery import deliver_work_files
+        from ..edges.delivery import deliver
 
         for entry in data.get("sessions", []):
             try:
@@ -522,7 +554,7 @@ class SessionManager:
                 work = entry.get("work_dir")
                 if work and Path(work).is_dir():
                     with contextlib.suppress(Exception):
-                        deliver_work_files(Path(work), hosted.notebook)
+                        deliver(Path(work), hosted.notebook)
                     _remove_room(Path(work))
             self.sessions[hosted.id] = hosted
         self._save_index()

@@ -1,15 +1,17 @@
 """Agent runs hosted by the service, and the JSON form of cells and events.
 
 A :class:`HostedRun` drives :meth:`Session.run_task` in a task of its own, so a
-client that disconnects does not stop it; every event is kept, and any number of
-followers (the SSE stream that started it, a later ``GET .../events``, the web
-page) read them from the start or from where they are.
+client that disconnects does not stop it; every event is kept, encoded once as its SSE
+frame, and its followers (the SSE stream that started it, a later ``GET .../events``,
+the web page) read those same bytes from the start or from where they are. How many
+may follow, and how much each holds, is bounded by the app (``service/app.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -77,7 +79,9 @@ class HostedRun:
         self.status = "running"  # running | finished | failed | cancelled
         self.error: str | None = None
         self.result: dict[str, Any] | None = None
-        self.events: list[dict[str, Any]] = []
+        #: each event's SSE frame (``event: event``), encoded once for every follower
+        self.frames: list[bytes] = []
+        self.followers = 0
         self.started = time.time()
         self.ended: float | None = None
         self.task_handle: asyncio.Task[None] | None = None
@@ -89,7 +93,7 @@ class HostedRun:
             "task": self.task,
             "status": self.status,
             "error": self.error,
-            "events": len(self.events),
+            "events": len(self.frames),
             "started": self.started,
             "ended": self.ended,
             "result": self.result,
@@ -100,7 +104,7 @@ class HostedRun:
         return self.status != "running"
 
     def push(self, item: dict[str, Any]) -> None:
-        self.events.append(item)
+        self.frames.append(sse("event", json.dumps(item)))
         self._wake.set()
         self._wake = asyncio.Event()
 
@@ -108,13 +112,13 @@ class HostedRun:
         self.status, self.error, self.ended = status, error, time.time()
         self._wake.set()
 
-    async def follow(self, start: int = 0) -> AsyncIterator[dict[str, Any]]:
-        """The events from ``start`` on, live, until the run ends."""
+    async def follow(self, start: int = 0) -> AsyncIterator[bytes]:
+        """The events' SSE frames from ``start`` on, live, until the run ends."""
         index = start
         while True:
             wake = self._wake
-            while index < len(self.events):
-                yield self.events[index]
+            while index < len(self.frames):
+                yield self.frames[index]
                 index += 1
             if self.done:
                 return

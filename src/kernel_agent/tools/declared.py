@@ -4,8 +4,9 @@ Checked when the kernel declares them, so the code hears at once what is refused
 the data must be JSON of bounded size; a file is a relative path inside the kernel's
 work dir, a regular file reached without symlinks, with no component that starts with
 ``.`` (content, not configuration: a ``.git/config`` can run code), under a size bound,
-and at most so many of them. At the end of the run the files are copied beside the notebook
-(``<notebook>_files/result/``) with no-follow reads (:mod:`kernel_agent.edges.safefs`).
+and at most so many of them. At the end of the run they come back as content
+(:func:`kernel_agent.edges.delivery.deliver`): inside the run's archive, and, when a file is
+inert data (a flat name with a data suffix), loose in ``<notebook>_files/result/``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..edges.safefs import copy_out, dot_component, open_beneath, split_relative
+from ..edges.safefs import dot_component, open_beneath, split_relative
 from ..errors import ToolError, UnsafePath
 
 __all__ = ["ResultLimits", "DeclaredResult"]
@@ -78,18 +79,3 @@ class DeclaredResult:
                 f"{self.limits.max_file_bytes} byte bound"
             )
         return rel
-
-    def deliver(self, work: Path, notebook: Path) -> tuple[list[Path], list[str]]:
-        """Copy the declared files beside ``notebook``: (paths, notes on failures)."""
-        folder = f"{notebook.stem}_files/result"
-        out: list[Path] = []
-        notes: list[str] = []
-        for rel in self.files:
-            try:
-                copy_out(work, rel, notebook.parent, f"{folder}/{rel}",
-                         limit=self.limits.max_file_bytes)  # fmt: skip
-            except (OSError, UnsafePath) as exc:
-                notes.append(f"{rel}: {exc}")
-                continue
-            out.append(notebook.parent / folder / rel)
-        return out, notes

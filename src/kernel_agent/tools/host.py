@@ -138,12 +138,6 @@ class HostSide:
         names = frozenset(canonicalize_name(n) for n in self.installer.installed)
         return InstallPolicy("allow", names)
 
-    def deliver(self, notebook: Path) -> tuple[list[Path], list[str]]:
-        work = self._work()
-        if work is None:
-            return [], []
-        return self.result.deliver(work, notebook)
-
     def close(self) -> None:
         self.bridge.close()
         if self.site is not None:

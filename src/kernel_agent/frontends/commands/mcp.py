@@ -13,6 +13,7 @@ from typing import Any
 from ...errors import ConfigError
 from ...jupyter.attach import add_jupyter_options, jupyter_target, warning_line
 from ...settings import add_model_options
+from ..httpd import add_http_options, limits_from_args
 from .run import settings_from_args
 
 __all__ = ["register", "run", "TOKEN_ENV"]
@@ -65,6 +66,7 @@ def register(sub: Any) -> None:
         help="seconds between progress notifications while a cell runs (default 5)",
     )
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    add_http_options(t)
     add_model_options(p)
     add_jupyter_options(p)
     _hide_model_flags(p)
@@ -125,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"port must be between 1 and 65535, got {args.port}")
     if args.no_auth and not args.http:
         raise ConfigError("--no-auth only applies to --http")
+    limits = limits_from_args(args)
     settings = settings_from_args(args)
     token = _token(args) if args.http else None
     import asyncio
@@ -151,7 +154,13 @@ def run(args: argparse.Namespace) -> int:
             await _attach(session)
         if args.http:
             await serve_http(
-                session, host=args.host, port=args.port, token=token, heartbeat_s=args.heartbeat
+                session,
+                host=args.host,
+                port=args.port,
+                token=token,
+                heartbeat_s=args.heartbeat,
+                limits=limits,
+                log_level=args.log_level,
             )
         else:
             await serve_stdio(session, heartbeat_s=args.heartbeat)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
+from ..httpd import add_http_options, build_server, limits_from_args
 
 __all__ = ["register", "run"]
 
@@ -27,6 +28,7 @@ def register(sub: Any) -> None:
         help="where the notebooks are (default ./notebooks)",
     )  # fmt: skip
     p.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (default 8765)")
+    add_http_options(p)
     p.set_defaults(func=run)
 
 
@@ -36,13 +38,10 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"no such directory: {directory}")
     if not 0 < args.port < 65536:
         raise ConfigError(f"port must be between 1 and 65535, got {args.port}")
-    import uvicorn
-
+    limits = limits_from_args(args)
     from ...observe import create_app
 
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(directory), host=HOST, port=args.port, log_level="warning")
-    )
+    server = build_server(create_app(directory), host=HOST, port=args.port, limits=limits)
     print(
         f"kernel-agent observe: http://{HOST}:{args.port}/ (runs in {directory.resolve()}; "
         "read-only; Ctrl-C stops)",

@@ -11,6 +11,7 @@ from typing import Any
 
 from ...errors import ConfigError
 from ...settings import add_model_options
+from ..httpd import add_http_options, limits_from_args
 from .mcp import _is_loopback
 from .run import settings_from_args
 
@@ -95,6 +96,7 @@ def register(sub: Any) -> None:
         help="files per session in MB (default 1024)",
     )
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    add_http_options(p)
     add_model_options(p)
     p.set_defaults(func=run)
 
@@ -144,19 +146,18 @@ def run(args: argparse.Namespace) -> int:
         level=args.log_level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
     config = config_from_args(args)
+    limits = limits_from_args(args)
     import asyncio
     import signal
 
-    import uvicorn
-
     from ...service import create_app
-    from ..httpd import StoppingServer
+    from ..httpd import build_server
 
     app = create_app(config)
-    server = StoppingServer(uvicorn.Config(
-        app, host=args.host, port=args.port, log_level="warning", lifespan="on",
-        timeout_graceful_shutdown=config.stop_grace + 3,
-    ), on_stop=app.state.manager.stopping)  # fmt: skip
+    server = build_server(
+        app, host=args.host, port=args.port, limits=limits, on_stop=app.state.manager.stopping,
+        graceful_s=config.stop_grace + 3, log_level=args.log_level,
+    )  # fmt: skip
     shown = f"[{args.host}]" if ":" in args.host else args.host
     if config.token is None:
         _say("no token: bound to loopback only, and anyone on this machine can run code here")
