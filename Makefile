@@ -39,11 +39,13 @@ eg-venv: $(EG_VENV)/.installed
 # client libraries (pycrdt, jupyter-ydoc, websockets) are kernel-agent's dependencies.
 LAB_VENV ?= .venv-lab
 
-$(LAB_VENV)/.installed:
+$(LAB_VENV)/.installed: pyproject.toml
 	python3 -m venv $(LAB_VENV)
 	$(LAB_VENV)/bin/python -m pip install -q -U pip
 	$(LAB_VENV)/bin/python -m pip install -q 'jupyterlab>=4.2,<5' 'jupyter-collaboration>=3,<6' ipykernel pandas \
-		'jupyter-ai-acp-client>=0.3,<0.4'
+		'jupyter-ai-acp-client>=0.3,<0.4' 'jupyter-ai>=3,<4'
+	# kernel-agent itself, as a JupyterLab user installs it: its persona's entry point
+	$(LAB_VENV)/bin/python -m pip install -q -e .
 	$(LAB_VENV)/bin/jupyter lab --version >/dev/null
 	touch $@
 

@@ -4,9 +4,11 @@
 - limits: ``--sandbox none`` (the rlimit exec wrapper only);
 - bwrap: the default sandbox (limits + bubblewrap, and the uid drop as root).
 
-Kernel start (to kernel_info reply), per-cell round trip of ``pass`` (and its ratio
-to plain), interrupt latency of a Python loop (from the interrupt to the reply),
-and restart time. Medians; a few seconds of work per kernel.
+Kernel start (to kernel_info reply) and the per-cell round trip of ``pass``, each
+with its ratio to plain (the floor, measured in the same run), the interrupt latency
+of a Python loop (from the interrupt to the reply), and restart time. Medians; a few
+seconds of work per kernel. Run it with ``PYTHONPATH`` at two checkouts to compare
+two versions of the sandbox (the ratios, not the seconds, carry across runs).
 
     PYTHONPATH=src python bench/bench_sandbox.py
 """
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import logging
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import warnings
@@ -29,7 +33,7 @@ from kernel_agent.settings import Settings
 warnings.filterwarnings("ignore", category=UnsandboxedKernelWarning)
 logging.getLogger("kernel_agent.sandbox").setLevel(logging.ERROR)
 
-STARTS = 3
+STARTS = 5
 CELLS = 200
 INTERRUPTS = 3
 LOOP_TIMEOUT = 0.5
@@ -70,6 +74,24 @@ def measure(work: Path, launcher: object) -> dict[str, float]:
     }
 
 
+def mount_cost(work: Path, runs: int = 30) -> tuple[float, float]:
+    """Medians (ms) of ``bwrap ... true`` with a plain read-only ``/`` (the floor) and with
+    the kernel's filesystem (the system, this Python and ``work`` bound in), alternating."""
+    from kernel_agent.sandbox.bwrap import filesystem, find_bwrap
+
+    bwrap = find_bwrap() or "bwrap"
+    ns = ["--unshare-all", "--die-with-parent", "--"]
+    floor = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *ns, "true"]
+    bound = [bwrap, *filesystem([work], [], 64), *ns, "true"]
+    times: dict[int, list[float]] = {0: [], 1: []}
+    for _ in range(runs):
+        for i, argv in enumerate((floor, bound)):
+            t = time.perf_counter()
+            subprocess.run(argv, check=True)
+            times[i].append((time.perf_counter() - t) * 1000)
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -80,14 +102,21 @@ def main() -> None:
         }
         print(kernels["bwrap"].status.describe())  # type: ignore[union-attr]
         results = {name: measure(work, launcher) for name, launcher in kernels.items()}
-    base = results["plain"]["cell_ms"]
+        if sys.platform.startswith("linux"):
+            ro, bound = mount_cost(work)
+            print(
+                f"bwrap true: read-only / {ro:.1f} ms (floor), the kernel's bound "
+                f"filesystem {bound:.1f} ms, ratio {bound / ro:.2f}"
+            )
+    floor = results["plain"]
     print(
-        f"{'kernel':8} {'start s':>8} {'cell ms':>8} {'ratio':>6} "
+        f"{'kernel':8} {'start s':>8} {'ratio':>6} {'cell ms':>8} {'ratio':>6} "
         f"{'interrupt ms':>13} {'restart s':>10}"
     )
     for name, r in results.items():
         print(
-            f"{name:8} {r['start_s']:8.2f} {r['cell_ms']:8.2f} {r['cell_ms'] / base:6.2f} "
+            f"{name:8} {r['start_s']:8.2f} {r['start_s'] / floor['start_s']:6.2f} "
+            f"{r['cell_ms']:8.2f} {r['cell_ms'] / floor['cell_ms']:6.2f} "
             f"{r['interrupt_ms']:13.0f} {r['restart_s']:10.2f}"
         )
 

@@ -6,9 +6,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from crossing import SRC
 from nbclient import NotebookClient
-
-SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 def kernel_env() -> dict[str, str]:

@@ -77,6 +77,8 @@ class LabServer:
     proc: subprocess.Popen[bytes] | None = None
     url: str = ""
     port: int = 0
+    #: more environment for the server (and so for what it starts: kernels, personas)
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def root(self) -> Path:
@@ -97,6 +99,7 @@ class LabServer:
             JUPYTER_DATA_DIR=str(self.workdir / "data"),
             PATH=f"{bin_dir}:{env.get('PATH', '')}",
         )
+        env.update(self.env)
         log = open(self.workdir / "lab.log", "ab")
         self.proc = subprocess.Popen(
             [

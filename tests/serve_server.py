@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+from crossing import host_pythonpath
+
 TOKEN = "serve-test-token-0123456789abcdef"
 
 
@@ -49,8 +50,12 @@ def serve(
     state: Path, *extra: str, token: str | None = TOKEN, env: dict[str, str] | None = None
 ) -> Iterator[Server]:
     port = free_port()
-    path = os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH", "")) if p)
-    full_env = {**os.environ, "PYTHONPATH": path, "OPENAI_API_KEY": "sk-fake", **(env or {})}
+    full_env = {
+        **os.environ,
+        "PYTHONPATH": host_pythonpath(),
+        "OPENAI_API_KEY": "sk-fake",
+        **(env or {}),
+    }
     full_env.pop("KERNEL_AGENT_SERVE_TOKEN", None)
     if token:
         full_env["KERNEL_AGENT_SERVE_TOKEN"] = token

@@ -25,9 +25,10 @@ from typing import Any
 
 import httpx2 as httpx
 import pytest
+from crossing import SRC as CHECKOUT_SRC
 
 pytestmark = pytest.mark.timeout(300)
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(CHECKOUT_SRC)  # this checkout's sources, for subprocesses of our uid
 TOKEN = "abuse-test-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 IDLE = 1100

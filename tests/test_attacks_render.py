@@ -388,7 +388,10 @@ def test_without_its_sandbox_chromium_still_renders_unprivileged_and_says_why() 
     require_chromium()
     if os.geteuid() != 0 or PROBLEM is not None:
         pytest.skip("needs root (to become nobody) and bwrap (to take user namespaces away)")
-    src = str(Path(__file__).resolve().parents[1] / "src")
+    from crossing import package_for_others, sandbox_argv
+
+    from kernel_agent.sandbox.mounts import interpreter_paths
+
     code = (
         "import logging; logging.basicConfig(level=logging.WARNING)\n"
         "from kernel_agent.notebook.chromium import render_pdf\n"
@@ -398,13 +401,16 @@ def test_without_its_sandbox_chromium_still_renders_unprivileged_and_says_why() 
     python = next((p for p in (sys.executable, "/usr/bin/python3") if _runs_as_nobody(p)), None)
     if python is None:
         pytest.skip("no Python here that the nobody user may run")
-    proc = subprocess.run(
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-         "env", "-i", "PATH=/usr/bin:/bin", "HOME=/tmp", f"PYTHONPATH={src}",
-         "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-         "--unshare-user", "--disable-userns", "--", python, "-c", code],
-        capture_output=True, text=True, timeout=120, cwd="/",
-    )  # fmt: skip
+    with package_for_others() as site:
+        # Debian's chromium script reads its settings from /etc
+        settings = [p for p in (Path("/etc/chromium.d"), Path("/etc/chromium")) if p.exists()]
+        bwrap = sandbox_argv("bwrap", [site, *interpreter_paths(python), *settings])
+        proc = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+             "env", "-i", "PATH=/usr/bin:/bin", "HOME=/tmp", f"PYTHONPATH={site}",
+             *bwrap, "--unshare-user", "--disable-userns", "--", python, "-c", code],
+            capture_output=True, text=True, timeout=120, cwd="/",
+        )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["%PDF-", "False", "65534"]
     assert "Chromium's sandbox does not start here" in proc.stderr

@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -302,9 +303,13 @@ def test_54_the_work_dir_cannot_fill_the_hosts_disk(tmp_path: Path) -> None:
 # ------------------------------------------------- 2.5: host unix sockets
 @needs_bwrap
 @as_root
-@pytest.mark.parametrize("parent", ["/var/lib", "/srv", "/run", "/var/tmp"])
+@pytest.mark.parametrize("parent", ["/var/lib", "/srv", "/run", "/var/tmp", "/opt", "checkout"])
 def test_25_a_world_writable_host_socket_is_out_of_reach(tmp_path: Path, parent: str) -> None:
-    """The review's SOCKDIR: a 0755 root dir under /var/lib holding a 0777 socket."""
+    """The review's SOCKDIR: a 0755 root dir under /var/lib holding a 0777 socket; and
+    the same anywhere else not bound into the sandbox (/opt, beside this checkout)."""
+    from crossing import CHECKOUT_PARENT
+
+    parent = str(CHECKOUT_PARENT) if parent == "checkout" else parent
     from kernel_agent.executors.kernel import KernelSession
 
     if not os.path.isdir(parent) or os.path.islink(parent):
@@ -333,3 +338,166 @@ def test_25_a_world_writable_host_socket_is_out_of_reach(tmp_path: Path, parent:
         import shutil
 
         shutil.rmtree(sockdir, ignore_errors=True)
+
+
+# ------------------------------------------------- K1: the host's other files
+K1_MARKER = "K1-PLANTED-HOST-FILE"
+K1_PROBE = """\
+import json, os
+seen = {}
+for d in DIRS:
+    try:
+        seen[d] = sorted(os.listdir(d))
+    except OSError as e:
+        seen[d] = type(e).__name__
+read = {}
+for f in FILES:
+    try:
+        read[f] = open(f).read()
+    except OSError as e:
+        read[f] = type(e).__name__
+print(json.dumps({"seen": seen, "read": read}))
+"""
+K1_WORK = """\
+import matplotlib
+matplotlib.use("agg")
+import matplotlib.pyplot as plt, pandas as pd
+frame = pd.read_csv("data.csv")
+plt.plot(frame.x, frame.y)
+plt.savefig("plot.png")
+open("out.txt", "w").write("written")
+print(len(frame), os.path.getsize("plot.png") > 1000, open("out.txt").read())
+"""
+
+
+def _bound(argv: list[str]) -> tuple[set[str], set[str]]:
+    """What a kernel's bwrap command line puts in its filesystem: the trees bound in
+    whole, and every path made (directories, links, mounts, binds)."""
+    trees: set[str] = set()
+    made: set[str] = set()
+    for i, arg in enumerate(argv):
+        if arg in ("--bind", "--ro-bind", "--symlink"):
+            made.add(argv[i + 2])
+            if arg != "--symlink":
+                trees.add(argv[i + 2])
+        elif arg in ("--dir", "--tmpfs", "--dev", "--proc"):
+            made.add(argv[i + 1])
+            if arg != "--dir":
+                trees.add(argv[i + 1])
+    return trees, made
+
+
+@needs_bwrap
+def test_k1_the_kernel_sees_only_what_was_bound_in(tmp_path: Path) -> None:
+    """Listings of the host's other places, and world-readable files planted in fresh
+    directories all over the host: only the bound paths (and the way to them) show."""
+    from crossing import CHECKOUT_PARENT, planted_dirs
+
+    from kernel_agent.executors.kernel import KernelSession
+
+    view = tmp_path / "view"
+    view.mkdir()
+    (view / "data.csv").write_text("x,y\n1,2\n2,4\n")
+    with planted_dirs(K1_MARKER) as planted:
+        assert len(planted) >= 3, planted  # /var/tmp, /opt or /srv, the checkout's parent...
+        dirs = ["/", "/home", "/root", "/opt", "/work", "/srv", "/var", "/etc", "/run",
+                str(CHECKOUT_PARENT), *map(str, planted)]  # fmt: skip
+        files = [str(p / "planted.txt") for p in planted]
+        files += ["/etc/shadow", "/etc/hostname", "/proc/1/environ", str(Path.home() / ".bashrc")]
+        launcher = make_launcher(Settings(cwd=view, home=tmp_path / "h"), view)
+        with KernelSession(cwd=view, launcher=launcher) as k:
+            probe = f"DIRS = {dirs!r}\nFILES = {files!r}\n" + K1_PROBE
+            r = k.execute(probe)
+            work = k.execute("import os\n" + K1_WORK)
+            argv = list(k._manager().kernel_spec.argv)
+    assert r.status == "ok", r.error
+    import json
+
+    found = json.loads(r.outputs[0].text)
+    assert K1_MARKER not in r.outputs[0].text
+    trees, made = _bound(argv)
+
+    def shown(path: str) -> bool:
+        p = Path(path)
+        return (
+            path in made
+            or any(t == "/" or Path(t) in p.parents for t in trees)
+            or any(Path(path) in Path(m).parents for m in made)
+        )
+
+    for folder, entries in found["seen"].items():
+        if isinstance(entries, str):
+            continue  # not there at all
+        stray = [e for e in entries if not shown(os.path.join(folder, e))]
+        assert stray == [], (folder, stray)
+    for folder in planted:
+        assert found["seen"][str(folder)] == "FileNotFoundError"
+    assert all(found["read"][f] in {"FileNotFoundError", "PermissionError"} for f in files)
+    assert found["seen"]["/home"] == "FileNotFoundError" or found["seen"]["/home"] == []
+    assert set(found["seen"]["/"]) <= {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32",
+                                       "proc", "root", "sbin", "sys", "tmp", "usr", "work",
+                                       "opt", "home"}  # fmt: skip
+    # ... and the kernel still has its tools, the view and its work dir
+    assert work.status == "ok", work.error
+    assert work.outputs[0].text == "2 True written\n"
+
+
+@needs_bwrap
+def test_k1_bash_and_its_tools_still_work_on_what_is_bound(tmp_path: Path) -> None:
+    """bash_kernel in the same filesystem: coreutils, awk (an alternatives link), Python."""
+    from kernel_agent.executors.kernel import KernelSession
+
+    view = tmp_path / "view"
+    view.mkdir()
+    (view / "data.csv").write_text("x,y\n1,2\n")
+    launcher = make_launcher(Settings(cwd=view, home=tmp_path / "h"), view)
+    with KernelSession("bash", cwd=view, launcher=launcher) as k:
+        r = k.execute(
+            "awk -F, 'NR==2 {print $2}' data.csv; echo w > out.txt; cat out.txt\n"
+            "ls /home 2>&1 | head -c 40; echo; python3 -c 'print(6 * 7)'"
+        )
+    assert r.status == "ok", r.error
+    lines = r.outputs[0].text.splitlines()
+    assert lines[:2] == ["2", "w"], lines
+    assert "No such file" in lines[2] and lines[3] == "42", lines
+
+
+@needs_bwrap
+def test_k1_the_views_links_show_what_the_kernels_uid_could_reach_and_no_more(
+    tmp_path: Path,
+) -> None:
+    """A view linking data kept elsewhere (world-readable, reachable) still reads it; a
+    link to a world-readable file behind a directory closed to others does not open it,
+    nor does a link to a file the kernel's uid may not read."""
+    from crossing import planted_dirs
+
+    from kernel_agent.executors.kernel import KernelSession
+
+    view = tmp_path / "view"
+    view.mkdir()
+    view.chmod(0o755)
+    with planted_dirs("linked data") as (shared, elsewhere, *_):
+        closed = Path(tempfile.mkdtemp(prefix="closed-", dir=elsewhere))
+        closed.chmod(0o700)
+        (closed / "behind.txt").write_text("BEHIND-A-CLOSED-DIR")
+        (closed / "behind.txt").chmod(0o644)
+        (shared / "private.txt").write_text("PRIVATE-0600")
+        (shared / "private.txt").chmod(0o600)
+        (view / "data").symlink_to(shared)
+        (view / "behind.txt").symlink_to(closed / "behind.txt")
+        (view / "private.txt").symlink_to(shared / "private.txt")
+        launcher = make_launcher(Settings(cwd=view, home=tmp_path / "h"), view)
+        with KernelSession(cwd=view, launcher=launcher) as k:
+            r = k.execute(
+                "for p in ('data/planted.txt', 'behind.txt', 'private.txt'):\n"
+                "    try:\n"
+                "        print(p, open(p).read())\n"
+                "    except OSError as e:\n"
+                "        print(p, type(e).__name__)\n"
+            )
+    assert r.status == "ok", r.error
+    said = r.outputs[0].text.splitlines()
+    assert said[0] == "data/planted.txt linked data"
+    assert said[1] == "behind.txt FileNotFoundError"  # not bound: its dir is closed to others
+    if IS_ROOT:  # the kernel has a uid of its own: the file's mode keeps it out
+        assert said[2] == "private.txt PermissionError"

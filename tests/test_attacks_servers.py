@@ -25,6 +25,7 @@ from typing import Any
 import httpx2 as httpx
 import nbformat
 import pytest
+from crossing import SRC
 from fake_openai import FakeLLM, run_cell, text
 from nbfactory import require_chromium
 from serve_server import TOKEN, free_port, serve
@@ -35,7 +36,6 @@ from kernel_agent.sandbox import bwrap_problem
 pytestmark = pytest.mark.timeout(300)
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 SANDBOXED = bwrap_problem()[0] is None
-SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
 def chromium(url: str, *action: str, budget: int = 8000) -> str:
@@ -178,7 +178,7 @@ def test_mcp_no_auth_on_another_loopback_address_checks_host(tmp_path: Path) -> 
     port = free_port()
     work = tmp_path / "work"
     work.mkdir()
-    env = {**os.environ, "PYTHONPATH": SRC}
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
     env.pop("KERNEL_AGENT_MCP_TOKEN", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "kernel_agent", "mcp", "--http", "--no-auth", "--host",
@@ -279,24 +279,25 @@ def test_delete_or_a_client_gone_mid_cell_frees_its_slot(state: Path) -> None:
 # ------------------------------------------------------ row 17: other sessions' files
 @pytest.mark.skipif(not SANDBOXED, reason="needs bwrap and the sandbox uids (make system-deps)")
 def test_a_kernel_cannot_read_other_sessions_notebooks_or_files() -> None:
-    # a state dir under a world-readable parent (this checkout; the sandbox masks /tmp and
-    # /var/tmp): only its own mode protects it
-    parent = Path(tempfile.mkdtemp(dir=Path(SRC).parent, prefix=".attack-state-"))
-    try:
-        parent.chmod(0o755)
-        (parent / "control.txt").write_text("readable by anyone")
-        (parent / "control.txt").chmod(0o644)
+    # the state dir under world-readable parents all over the host, beside files anyone
+    # may read: the kernel's sandbox shows none of them, and the state dir's own mode
+    # (0700) protects it besides
+    from crossing import planted_dirs
+
+    with planted_dirs("readable by anyone") as parents:
+        parent = parents[0]
         state = parent / "state"
         with serve(state) as srv, httpx.Client(base_url=srv.url, headers=AUTH, timeout=120) as h:
             a, b = new_session(h), new_session(h)
             h.put(f"/v1/sessions/{a}/files/a_upload.csv", content=b"customer-A confidential")
             execute(h, a, "api_secret = 'A-SECRET-42'; print(api_secret)\n"
                     "open('a_result.txt', 'w').write('A result')")  # fmt: skip
+            paths = [str(p / "planted.txt") for p in parents]
+            paths += [str(state / "sessions" / a / "notebook.ipynb"), str(state / "index.json")]
             probe = f"""
 import glob, os
 print('uid', os.getuid())
-print('control', open({str(parent / "control.txt")!r}).read())
-for p in [{str(state / "sessions" / a / "notebook.ipynb")!r}, {str(state / "index.json")!r}]:
+for p in {paths!r}:
     try:
         print('READ', p, open(p).read()[:200])
     except OSError as e:
@@ -304,13 +305,12 @@ for p in [{str(state / "sessions" / a / "notebook.ipynb")!r}, {str(state / "inde
 print('glob', glob.glob({str(state)!r} + '/**', recursive=True))
 """
             out = stdout(execute(h, b, probe))
-            assert "control readable by anyone" in out  # the kernel can read what is readable
+            assert "readable by anyone" not in out  # not even what anyone may read
             assert "uid 0" not in out
-            assert "READ" not in out and "A-SECRET-42" not in out and out.count("refused") == 2
+            assert "READ" not in out and "A-SECRET-42" not in out
+            assert out.count("refused") == len(paths)
             assert "a_upload" not in out
             assert stat.S_IMODE(state.stat().st_mode) == 0o700
-    finally:
-        subprocess.run(["rm", "-rf", str(parent)], check=False)
 
 
 # ---------------------------------------------- rows 25, 26: the upstream key, local models
@@ -429,7 +429,7 @@ def test_login_cookie_is_not_the_token_and_redirects_stay_here(state: Path) -> N
         )
     warn = subprocess.run(
         [sys.executable, "-m", "kernel_agent", "serve", "--token", "argv-token", "--port", "0"],
-        env={**os.environ, "PYTHONPATH": SRC}, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(SRC)}, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert "visible to other users" in warn.stderr
 
@@ -479,7 +479,7 @@ def test_observe_lists_malformed_runs_as_unreadable(tmp_path: Path) -> None:
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "kernel_agent", "observe", str(tmp_path), "--port", str(port)],
-        env={**os.environ, "PYTHONPATH": SRC}, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC)}, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         base = f"http://127.0.0.1:{port}"
@@ -549,7 +549,7 @@ def test_mcp_sigterm_does_not_wait_for_a_long_cell(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     token = "mcp-attack-token-0123456789"
-    env = {**os.environ, "PYTHONPATH": SRC, "KERNEL_AGENT_MCP_TOKEN": token}
+    env = {**os.environ, "PYTHONPATH": str(SRC), "KERNEL_AGENT_MCP_TOKEN": token}
     nb_path = tmp_path / "nb.ipynb"
     proc = subprocess.Popen(
         [sys.executable, "-m", "kernel_agent", "mcp", "--http", "--port", str(port),
@@ -606,7 +606,7 @@ def test_mcp_client_that_drops_its_stream_gives_up_its_cell(tmp_path: Path) -> N
     work = tmp_path / "work"
     work.mkdir()
     token = "mcp-attack-token-0123456789"
-    env = {**os.environ, "PYTHONPATH": SRC, "KERNEL_AGENT_MCP_TOKEN": token}
+    env = {**os.environ, "PYTHONPATH": str(SRC), "KERNEL_AGENT_MCP_TOKEN": token}
     nb_path = tmp_path / "nb.ipynb"
     proc = subprocess.Popen(
         [sys.executable, "-m", "kernel_agent", "mcp", "--http", "--port", str(port),

@@ -12,8 +12,9 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-SRC = REPO / "src"
+from crossing import SRC
+
+REPO = SRC.parent
 PACKAGE = SRC / "kernel_agent"
 
 MAX_TOP_LEVEL = 12

@@ -153,7 +153,9 @@ def test_tracing_is_off_and_not_imported_by_default() -> None:
         "AsyncAgent(Settings.from_env(env={}, model='m', api_key='k')); "
         "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    from crossing import SRC
+
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.stdout.strip() == "[]", out.stderr
 

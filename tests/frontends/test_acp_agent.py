@@ -357,3 +357,53 @@ def test_hostile_outputs_reach_the_client_bounded_escaped_and_fenced(
         assert set(fence) == {"`"} and body.endswith(fence)
         assert body.count(fence) == 2  # nothing inside closes the fence
     assert "characters cut" in content_text(final)
+
+
+# ---------------------------------------------------------------- a notebook per session
+def _link(uri: str) -> Any:
+    return S.ResourceContentBlock(type="resource_link", uri=uri, name="n")
+
+
+@pytest.mark.parametrize(
+    "uri",
+    ["../secret.ipynb", "a/../../b.ipynb", "dir//x.ipynb", "a\x1bb.ipynb", "./x.ipynb"],
+)
+def test_a_prompt_cannot_steer_the_session_outside_the_servers_notebooks(uri: str) -> None:
+    """The link names a server path: anything that is not one is a one-line ConfigError."""
+    from kernel_agent.errors import ConfigError
+    from kernel_agent.frontends.acp_text import notebook_named
+
+    with pytest.raises(ConfigError):
+        notebook_named([acp.text_block("hi"), _link(uri)])
+
+
+def test_only_a_plain_server_path_to_a_notebook_names_it() -> None:
+    from kernel_agent.frontends.acp_text import notebook_named
+
+    assert notebook_named([_link("dir/sales.ipynb")]) == "dir/sales.ipynb"
+    assert notebook_named([_link("/sales.ipynb")]) == "sales.ipynb"
+    # another scheme, another kind of file, an endless URI: not a notebook of this server
+    for uri in ("file:///etc/x.ipynb", "http://evil/x.ipynb", "data.csv", "a" * 2000 + ".ipynb"):
+        assert notebook_named([_link(uri)]) is None, uri
+    assert notebook_named([acp.text_block("see dir/sales.ipynb")]) is None
+
+
+def test_a_session_stays_on_its_first_notebook(tmp_path: Path) -> None:
+    from kernel_agent.errors import ConfigError
+    from kernel_agent.frontends.acp_agent import KernelAgentAcp
+    from kernel_agent.jupyter.attach import JupyterTarget
+    from kernel_agent.settings import Settings
+
+    agent = KernelAgentAcp(
+        Settings.from_env({}), target=JupyterTarget("http://127.0.0.1:9", "", "t")
+    )
+    session_id = asyncio.run(agent.new_session(cwd=str(tmp_path))).session_id
+    entry = agent.sessions[session_id]
+    assert entry.agent is None
+    with pytest.raises(ConfigError, match="which notebook"):
+        agent._bind(entry, session_id, [acp.text_block("no link")])
+    first = agent._bind(entry, session_id, [_link("a.ipynb")])
+    assert entry.target is not None and entry.target.path == "a.ipynb"
+    assert agent._bind(entry, session_id, [acp.text_block("again")]) is first
+    with pytest.raises(ConfigError, match="start a new chat for b.ipynb"):
+        agent._bind(entry, session_id, [_link("b.ipynb")])

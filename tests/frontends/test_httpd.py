@@ -8,9 +8,9 @@ import io
 import logging
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from crossing import SRC as CHECKOUT_SRC  # noqa: E402
 
 from kernel_agent.errors import ConfigError
 from kernel_agent.frontends.httpd import (
@@ -21,7 +21,7 @@ from kernel_agent.frontends.httpd import (
     limits_from_args,
 )
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+SRC = str(CHECKOUT_SRC)  # this checkout's sources, for subprocesses of our uid
 
 
 @pytest.mark.parametrize("fd_limit", [256, 1024, 4096, 20000, 65536])

@@ -25,6 +25,7 @@ import pytest
 
 mcp = pytest.importorskip("mcp")
 import mcp_types as types  # noqa: E402
+from crossing import host_pythonpath  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
@@ -34,7 +35,6 @@ from kernel_agent.frontends.mcp_server import CLEAN_URI, NOTEBOOK_URI, TOOLS  # 
 from kernel_agent.sandbox import bwrap_problem  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 SANDBOXED = bwrap_problem()[0] is None
 SECRET = "sk-server-secret-0123456789"
 TOKEN = "test-token-abcdefghijklmnopqrstuvwxyz"
@@ -43,7 +43,7 @@ CLIENT = types.Implementation(name="pytest-outside-agent", version="9.9.9")
 
 def server_env(**extra: str) -> dict[str, str]:
     """Our environment, this checkout's sources first, and secrets the kernel must never see."""
-    path = os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH", "")) if p)
+    path = host_pythonpath()
     return {**os.environ, "PYTHONPATH": path, "OPENAI_API_KEY": SECRET, **extra}
 
 

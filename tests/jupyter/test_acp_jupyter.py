@@ -7,7 +7,6 @@ import asyncio
 import json
 import os
 import sys
-from pathlib import Path
 
 import pytest
 from fake_openai import run_cell, text
@@ -17,12 +16,13 @@ acp = pytest.importorskip("acp")
 from acp import PROTOCOL_VERSION, text_block  # noqa: E402
 from acp.stdio import spawn_agent_process  # noqa: E402
 from acp_client import RecordingClient  # noqa: E402
+from crossing import SRC as CHECKOUT_SRC  # noqa: E402
 
 from kernel_agent.jupyter.server import JupyterServer  # noqa: E402
 from kernel_agent.jupyter.shared_doc import SharedNotebook  # noqa: E402
 
 pytestmark = pytest.mark.timeout(240)
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+SRC = str(CHECKOUT_SRC)  # this checkout's sources, for subprocesses of our uid
 
 
 @pytest.fixture

@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from crossing import SRC as CHECKOUT_SRC
 from fake_openai import run_cell, text
 from lab_server import LabServer, as_the_user, lab_python, write_notebook
 
 pytestmark = pytest.mark.timeout(240)
 TESTS = Path(__file__).resolve().parents[1]
-SRC = str(TESTS.parent / "src")
+SRC = str(CHECKOUT_SRC)  # this checkout's sources, for subprocesses of our uid
 
 
 def test_a_jupyter_ai_chat_asks_about_a_csv_and_the_answer_arrives(tmp_path, fake_llm):

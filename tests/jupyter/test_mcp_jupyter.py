@@ -15,6 +15,7 @@ from lab_server import LabServer, write_notebook
 
 mcp = pytest.importorskip("mcp")
 import mcp_types as types  # noqa: E402
+from crossing import SRC as CHECKOUT_SRC  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
@@ -22,7 +23,7 @@ from kernel_agent.jupyter.server import JupyterServer  # noqa: E402
 from kernel_agent.jupyter.shared_doc import SharedNotebook  # noqa: E402
 
 pytestmark = pytest.mark.timeout(240)
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+SRC = str(CHECKOUT_SRC)  # this checkout's sources, for subprocesses of our uid
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from crossing import SRC
 
 from kernel_agent.errors import ConfigError, LocalModelError
 from kernel_agent.llm.local_model import (
@@ -41,7 +42,6 @@ from kernel_agent.llm.local_server import AsyncLocalModelServer, LocalModelServe
 from kernel_agent.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
-SRC = REPO / "src"
 
 # -- fakes: small part packages ----------------------------------------------------
 

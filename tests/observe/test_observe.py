@@ -16,9 +16,10 @@ from pathlib import Path
 import httpx2 as httpx
 import nbformat
 import pytest
+from crossing import SRC
 from fake_openai import FakeLLM, run_cell, text
 from nbfactory import require_chromium
-from serve_server import SRC, free_port
+from serve_server import free_port
 
 from kernel_agent.agent import Agent
 from kernel_agent.notebook.chromium import CHROMIUM_FLAGS, find_chromium
@@ -70,7 +71,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
 @pytest.fixture(scope="module")
 def observe(runs: tuple[Path, Path, Path]) -> Iterator[str]:
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": SRC}
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "kernel_agent", "observe", str(runs[0]), "--port", str(port)],
         env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,

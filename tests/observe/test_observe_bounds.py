@@ -23,7 +23,8 @@ from pathlib import Path
 import httpx2 as httpx
 import nbformat
 import pytest
-from serve_server import SRC, free_port
+from crossing import SRC
+from serve_server import free_port
 
 from kernel_agent.observe.app import RenderCache
 from kernel_agent.observe.runs import MAX_NOTEBOOK_BYTES, list_runs
@@ -72,7 +73,7 @@ def observe(scene: Path) -> Iterator[tuple[str, int]]:
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "kernel_agent", "observe", str(scene), "--port", str(port)],
-        env={**os.environ, "PYTHONPATH": SRC}, stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(SRC)}, stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     try:

@@ -307,9 +307,9 @@ def test_without_a_token_only_loopback(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from serve_server import SRC
+    from crossing import SRC
 
-    env = {**os.environ, "PYTHONPATH": SRC}
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
     env.pop("KERNEL_AGENT_SERVE_TOKEN", None)
     proc = subprocess.run([sys.executable, "-m", "kernel_agent", "serve", "--host", "0.0.0.0"],
                           env=env, capture_output=True, text=True, timeout=60)  # fmt: skip

@@ -28,10 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,7 +39,7 @@ import acp
 from acp import schema as S
 
 from ..edges.escapes import visible
-from ..errors import KernelAgentError
+from ..errors import ConfigError, KernelAgentError
 from ..events import (
     Answer,
     CellFinished,
@@ -59,6 +58,7 @@ from ..llm.view import budget_text, render_cell
 from ..results import strip_ansi
 from ..settings import Settings
 from ..version import __version__
+from .acp_text import fenced, fenced_inline, notebook_named, prompt_text
 
 if TYPE_CHECKING:
     from ..agent import AsyncAgent
@@ -67,7 +67,6 @@ if TYPE_CHECKING:
 __all__ = [
     "KernelAgentAcp",
     "AcpUpdates",
-    "fenced",
     "serve_stdio",
     "OUTPUT_CHARS",
     "MESSAGE_CHARS",
@@ -78,8 +77,6 @@ __all__ = [
 OUTPUT_CHARS = 4000
 #: Most characters of one message (a reply's prose, the answer, a notice).
 MESSAGE_CHARS = 20_000
-#: Most characters of a prompt's attached text resources, together.
-ATTACHED_CHARS = 50_000
 #: Seconds between two live updates of a running cell's output.
 LIVE_EVERY_S = 0.5
 
@@ -94,16 +91,6 @@ PERMISSION_OPTIONS = [
 
 #: how a run's status ends an ACP prompt turn
 _STOP_REASONS: dict[str, Any] = {"max_steps": "max_turn_requests", "interrupted": "cancelled"}
-
-_BACKTICKS = re.compile(r"`+")
-
-
-def fenced(text: str, lang: str = "") -> str:
-    """``text`` in a Markdown code fence longer than any backtick run inside it, so a
-    client that renders Markdown shows it as text (no links, images or HTML)."""
-    longest = max((len(m.group()) for m in _BACKTICKS.finditer(text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{lang}\n{text}\n{fence}"
 
 
 def _shown(text: str, budget: int) -> str:
@@ -311,38 +298,16 @@ def _footer(result: RunResult) -> str:
     return "— " + " · ".join(parts)
 
 
-def fenced_inline(text: str) -> str:
-    """``text`` as a Markdown code span (escaped, and backticks cannot end it early)."""
-    text = visible(text)
-    longest = max((len(m.group()) for m in _BACKTICKS.finditer(text)), default=0)
-    ticks = "`" * (longest + 1)
-    return f"{ticks} {text} {ticks}"
-
-
-def prompt_text(blocks: list[Any]) -> str:
-    """The task a prompt asks: its text, attached text resources (bounded), file links."""
-    parts: list[str] = []
-    attached = 0
-    for block in blocks:
-        kind = getattr(block, "type", None)
-        if kind == "text":
-            parts.append(block.text)
-        elif kind == "resource_link":
-            parts.append(f"(attached file: {block.uri})")
-        elif kind == "resource" and isinstance(getattr(block.resource, "text", None), str):
-            text = block.resource.text[: max(0, ATTACHED_CHARS - attached)]
-            attached += len(text)
-            parts.append(f"Attached {block.resource.uri}:\n{fenced(text)}")
-    return "\n\n".join(p for p in parts if p.strip())
-
-
 @dataclass
 class _Entry:
     """One ACP session: its agent (one kernel, one notebook, the conversation so far),
     the prompt running now and the updates of that prompt."""
 
-    agent: AsyncAgent
+    agent: AsyncAgent | None  # None until the first prompt names the notebook
     notebook: Path
+    settings: Settings
+    #: with ``--jupyter-url``: the notebook this session works in
+    target: JupyterTarget | None = None
     seeded: bool = False
     turns: int = 0
     work: asyncio.Task[Any] | None = None
@@ -408,11 +373,17 @@ class KernelAgentAcp:
         session_id = uuid.uuid4().hex
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         notebook = settings.notebook_dir / f"{stamp}-acp-{session_id[:8]}.ipynb"
-        entry = _Entry(self._agent(session_id, settings, notebook), notebook)
-        self.sessions[session_id] = entry
+        target = self.target
+        if target is not None and not target.path:  # the first prompt names the notebook
+            self.sessions[session_id] = _Entry(None, notebook, settings)
+        else:
+            agent = self._agent(session_id, settings, notebook, target)
+            self.sessions[session_id] = _Entry(agent, notebook, settings, target)
         return S.NewSessionResponse(session_id=session_id)
 
-    def _agent(self, session_id: str, settings: Settings, notebook: Path) -> AsyncAgent:
+    def _agent(
+        self, session_id: str, settings: Settings, notebook: Path, target: JupyterTarget | None
+    ) -> AsyncAgent:
         """The session's agent: reused by every prompt, so follow-ups share the kernel and
         the conversation."""
         from ..agent import AsyncAgent
@@ -421,7 +392,7 @@ class KernelAgentAcp:
             return await self._ask(session_id, code, step)
 
         provenance = {"source": "acp", "client": dict(self.client)}
-        executor = self.target.executor(settings) if self.target is not None else None
+        executor = target.executor(settings) if target is not None else None
         return AsyncAgent(
             settings,
             executor=executor,
@@ -440,7 +411,7 @@ class KernelAgentAcp:
         if not task:
             raise acp.RequestError.invalid_params({"details": "the prompt has no text"})
         entry.cancelled = False
-        entry.work = work = asyncio.ensure_future(self._run(session_id, entry, task))
+        entry.work = work = asyncio.ensure_future(self._run(session_id, entry, task, prompt))
         return await work
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
@@ -454,9 +425,11 @@ class KernelAgentAcp:
         if entry is not None:
             if entry.work is not None:
                 entry.work.cancel()
+            if entry.agent is None:
+                return
             executor = entry.agent.executor
             await entry.agent.close()
-            if self.target is not None and executor is not None:
+            if entry.target is not None and executor is not None:
                 await executor.shutdown()  # leaves the notebook's kernel running
 
     async def close(self) -> None:
@@ -497,14 +470,42 @@ class KernelAgentAcp:
             entry.always = True
         return ("run", code) if outcome.option_id.startswith("allow") else ("skip", None)
 
-    async def _run(self, session_id: str, entry: _Entry, task: str) -> S.PromptResponse:
+    def _bind(self, entry: _Entry, session_id: str, prompt: list[Any]) -> AsyncAgent:
+        """The session's agent; with ``--jupyter-url`` and no ``--notebook``, on the
+        notebook its first prompt names (a later prompt cannot move it)."""
+        target = self.target
+        if target is None or target.path:
+            assert entry.agent is not None
+            return entry.agent
+        named = notebook_named(prompt)
+        if entry.agent is not None:
+            assert entry.target is not None
+            if named is not None and named != entry.target.path:
+                raise ConfigError(
+                    f"this chat works in {entry.target.path}: start a new chat for {named}"
+                )
+            return entry.agent
+        if named is None:
+            raise ConfigError(
+                "which notebook? attach it to your message (a link to the .ipynb) or open it"
+            )
+        entry.target = replace(target, path=named)
+        entry.agent = self._agent(session_id, entry.settings, entry.notebook, entry.target)
+        return entry.agent
+
+    async def _run(
+        self, session_id: str, entry: _Entry, task: str, prompt: list[Any]
+    ) -> S.PromptResponse:
         entry.turns += 1
-        where = self.target.path if self.target is not None else ""
-        entry.updates = updates = AcpUpdates(entry.turns, where)
-        agent = entry.agent
         try:
-            if self.target is not None:
-                task = await self._with_notebook(entry, task)
+            agent = self._bind(entry, session_id, prompt)
+        except KernelAgentError as exc:
+            raise acp.RequestError(-32602, f"kernel-agent: {_one_sentence(exc)}") from None
+        where = entry.target.path if entry.target is not None else ""
+        entry.updates = updates = AcpUpdates(entry.turns, where)
+        try:
+            if entry.target is not None:
+                task = await self._with_notebook(entry, agent, task)
             async for event in agent.run(task):
                 updates(event)
                 await self._send(session_id, updates)
@@ -522,18 +523,17 @@ class KernelAgentAcp:
         except KernelAgentError as exc:
             if agent.state is None:  # it never started: the next prompt starts afresh
                 await agent.close()
-                entry.agent = self._agent(session_id, agent.settings, entry.notebook)
+                entry.agent = self._agent(session_id, entry.settings, entry.notebook, entry.target)
             raise acp.RequestError(-32603, f"kernel-agent: {_one_sentence(exc)}") from None
         result = updates.result
         status = result.status if result is not None else "error"
         return S.PromptResponse(stop_reason=_STOP_REASONS.get(status, "end_turn"))
 
-    async def _with_notebook(self, entry: _Entry, task: str) -> str:
+    async def _with_notebook(self, entry: _Entry, agent: AsyncAgent, task: str) -> str:
         """With ``--jupyter-url``: the task with what the open notebook holds; the first
         time, its cells start the transcript (so the clean notebook re-runs from the top)."""
         from ..jupyter.context import notebook_context, record_user_cells, with_context
 
-        agent = entry.agent
         executor: Any = agent.executor
         if executor is None or not executor.language_info:
             await agent.start(task)

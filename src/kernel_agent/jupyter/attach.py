@@ -62,19 +62,24 @@ def add_jupyter_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def jupyter_target(args: argparse.Namespace, notebook: Any) -> JupyterTarget | None:
-    """The target the flags name, or None without ``--jupyter-url``."""
+def jupyter_target(
+    args: argparse.Namespace, notebook: Any, *, per_prompt: bool = False
+) -> JupyterTarget | None:
+    """The target the flags name, or None without ``--jupyter-url``. ``per_prompt``: no
+    ``--notebook`` is fine (``acp``: each session's first prompt names it; path "")."""
     url = getattr(args, "jupyter_url", None)
     if not url:
         return None
     if getattr(args, "gateway_url", None):
         raise ConfigError("--jupyter-url and --gateway-url pick two different kernels: give one")
+    name = args.jupyter_token_env or TOKEN_ENV
+    token = os.environ.get(name) or None
+    if notebook is None and per_prompt:
+        return JupyterTarget(str(url), "", token)
     if notebook is None:
         raise ConfigError(
             "--jupyter-url needs --notebook PATH: the notebook as the server names it"
         )
-    name = args.jupyter_token_env or TOKEN_ENV
-    token = os.environ.get(name) or None
     path = check_notebook_path(
         str(notebook) if not isinstance(notebook, Path) else notebook.as_posix()
     )

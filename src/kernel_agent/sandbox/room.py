@@ -21,6 +21,9 @@ temp dir, holding:
 - ``R/kernel.log``: the kernel's stdout and stderr (never the agent's terminal).
 - ``R/agent``: which agent made the room (pid namespace, pid, start time), so a
   later agent can remove rooms whose agent provably died (:func:`prune_rooms`).
+- ``R/keeper`` (a ``serve`` session's room, :func:`keep_room`): the index of the server
+  that will collect the room's files after its own crash. No other process prunes the
+  room while that index lists its session as live: a crash never loses a session's files.
 
 The host never follows a path inside ``R/w``: it reads from there only through
 :mod:`kernel_agent.edges.safefs`. Nothing outside ``R`` is chowned or chmodded, ever.
@@ -29,6 +32,7 @@ The host never follows a path inside ``R/w``: it reads from there only through
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -47,6 +51,7 @@ __all__ = [
     "make_room",
     "check_view_dir",
     "prune_rooms",
+    "keep_room",
     "agent_stamp",
     "VIEW_LINKS_MAX",
     "CONN_OPEN",
@@ -60,6 +65,9 @@ VIEW_LINKS_MAX = 2000
 CONN_OPEN = 0o1770
 CONN_SEALED = 0o1750
 _PREFIX = "ka-"
+_KEEPER = "keeper"
+#: a server's index larger than this is not read by others' housekeeping: its rooms stay
+_INDEX_MAX = 64 * 1024 * 1024
 _ROOM_NAME = re.compile(rf"{_PREFIX}[0-9a-z_]+$")  # as tempfile.mkdtemp names them
 
 _SYSTEM_DIRS = {
@@ -182,7 +190,8 @@ def prune_rooms(base: str | None = None) -> list[Path]:
     """Remove the rooms (ours, by uid) whose agent has died; the removed ones.
 
     Only a room whose ``agent`` stamp names a process of our pid namespace that is
-    no longer alive (or is another process now, by start time) goes.
+    no longer alive (or is another process now, by start time) goes, and not one a
+    server keeps (:func:`keep_room`) while its index says the session has not ended.
     """
     base = base or _base_dir()
     removed: list[Path] = []
@@ -201,10 +210,56 @@ def prune_rooms(base: str | None = None) -> list[Path]:
             stamp = (root / "agent").read_text(encoding="ascii", errors="replace")
         except OSError:
             continue
-        if _stamp_dead(stamp.strip()):
+        if _stamp_dead(stamp.strip()) and not _kept(root):
             remove_tree(root)
             removed.append(root)
     return removed
+
+
+def keep_room(work: Path, index: Path) -> None:
+    """Leave the room of the work dir ``work`` to the server whose session index is
+    ``index``: after that server dies, :func:`prune_rooms` (in any process) keeps the
+    room while the index lists a session with this work dir as ``live``, so the
+    server's next start delivers its files. ValueError for a path that is no room."""
+    root = work.parent
+    if work.name != "w" or not _ROOM_NAME.match(root.name):
+        raise ValueError(f"{work} is not a kernel's work dir")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+    with os.fdopen(os.open(root / _KEEPER, flags, 0o600), "w", encoding="utf-8") as fh:
+        fh.write(str(index))
+
+
+def _kept(root: Path) -> bool:
+    """Whether the server named in ``root/keeper`` still lists the room's session as
+    live. When that cannot be told (an unreadable or huge index), the room is kept."""
+    try:
+        index = (root / _KEEPER).read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return False  # no server's room
+    except (OSError, ValueError):
+        return True
+    try:
+        with open(index, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size > _INDEX_MAX:
+                return True
+            data = json.loads(fh.read(_INDEX_MAX))
+    except FileNotFoundError:
+        return False  # the server's state is gone: no one will collect the room
+    except OSError:
+        return True
+    except (ValueError, RecursionError):
+        return False  # written whole (renamed into place): the server cannot read it either
+    sessions = data.get("sessions") if isinstance(data, dict) else None
+    if not isinstance(sessions, list):
+        return False
+    work = os.path.realpath(root / "w")
+    return any(
+        isinstance(entry, dict)
+        and entry.get("status") == "live"
+        and isinstance(entry.get("work_dir"), str)
+        and os.path.realpath(entry["work_dir"]) == work
+        for entry in sessions
+    )
 
 
 def remove_tree(root: Path) -> None:

@@ -19,8 +19,9 @@ thread that makes it (libseccomp's default for a foreign architecture), so the f
 cannot be dodged through another ABI.
 
 What seccomp cannot do: look at the path a unix socket ``connect()`` names (it is
-behind a pointer). A host socket outside the masked directories, whose file mode lets
-any user connect, stays reachable (see the README's threat model).
+behind a pointer). A socket inside what the sandbox binds in (the ``--cwd`` view, say),
+whose file mode lets any user connect, stays reachable (see the README's threat model);
+the rest of the host's sockets are not in the sandbox at all (:mod:`.mounts`).
 
 Without ``pyseccomp`` or ``libseccomp`` :func:`filter_bpf` returns None and the
 sandbox runs without the filter; the launcher's status says so.

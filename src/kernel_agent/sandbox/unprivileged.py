@@ -161,7 +161,7 @@ def _confine(
     """The bwrap prefix and the worker's home inside it: a fresh directory on a bwrap
     tmpfs of :data:`TMPFS_MB` (so what it writes is bounded in all), or, without bwrap
     (or not root), no prefix and ``home``, where the interpreter must be one ``uid`` may run."""
-    from .bwrap import ROOT_NAMESPACES, bwrap_problem, masks, mount_plan, sandbox_tmpfs
+    from .bwrap import ROOT_NAMESPACES, bwrap_problem, filesystem
     from .mounts import can_search, interpreter_paths
 
     problem, bwrap, _ = bwrap_problem() if uid >= 0 else ("not root", None, None)
@@ -173,14 +173,15 @@ def _confine(
                 f"({problem})"
             )
         return [], home
-    plan = mount_plan(uid, [*interpreter_paths(sys.executable), *map(Path, ours)])
-    for path in map(Path, ro_paths):
-        if path.exists() and all(can_search(p, uid, set()) for p in path.parents):
-            plan.add(path, writable=False)  # only what the uid could reach on the host anyway
+    ro = [*interpreter_paths(sys.executable), *map(Path, ours)]
+    ro += [  # only what the uid could reach on the host anyway
+        path
+        for path in map(Path, ro_paths)
+        if path.exists() and all(can_search(p, uid, set()) for p in path.parents)
+    ]
     inner = Path("/tmp/work")
     prefix = [
-        bwrap, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
-        *sandbox_tmpfs(TMPFS_MB), *masks(plan.argv()), "--perms", "1777", "--dir", str(inner),
+        bwrap, *filesystem(ro, tmpfs_mb=TMPFS_MB), "--perms", "1777", "--dir", str(inner),
         "--chdir", str(inner), *ROOT_NAMESPACES, "--die-with-parent", "--",
     ]  # fmt: skip
     return prefix, inner

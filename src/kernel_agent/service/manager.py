@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import Deleted, Ended, NotFound, Stopping, TooBusy, TooLarge, UnsafePath
-from ..sandbox.room import remove_tree
+from ..sandbox.room import keep_room, remove_tree
 from ..session import CellRun, Session
 from ..settings import Settings
 from ..workdir import ArchiveWorkDir, WorkDir
@@ -190,6 +190,10 @@ class SessionManager:
             work_dir=str(session.work_dir) if session.files.local else None,
             sandbox=self._public(session.isolation.note),
         )
+        if hosted.work_dir is not None:
+            # the room is ours to collect after a crash: no other process prunes it
+            with contextlib.suppress(OSError, ValueError):
+                keep_room(Path(hosted.work_dir), self.index_path)
         self.sessions[sid] = hosted
         self._cull_wake.set()
         self._save_index()
@@ -563,8 +567,8 @@ class SessionManager:
 def _private_dir(path: Path) -> None:
     """Make ``path`` (and missing parents) a directory only this server's user can enter.
 
-    Kernels run as other uids and see ``/`` read-only: a 0755 state dir would let every
-    session's kernel read every other session's notebooks and files.
+    Kernels run as other uids, and their sandbox does not show the state dir at all (only
+    its ``view``); the mode is the second wall, and the only one for an unsandboxed kernel.
     """
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     if path.stat().st_mode & 0o077:

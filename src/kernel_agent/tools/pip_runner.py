@@ -61,6 +61,10 @@ PIP_NAMES = frozenset(
         "PATH", "LANG", "LANGUAGE", "TZ",
     }
 )  # fmt: skip
+#: what pip's jail shows of ``/etc`` beyond the kernel's: the resolver, and the site-wide
+#: pip config with the files beside it (a ``constraint =`` there names one); a file it
+#: names elsewhere on the host is not in the jail
+NETWORK_FILES = ("/etc/resolv.conf", "/etc/pip.conf", "/etc/xdg/pip")
 #: a pip config file larger than this is not copied
 _MAX_CONFIG = 64 * 1024
 #: at most this much of pip's stderr is kept
@@ -183,24 +187,24 @@ class PipJail:
             assert self.setpriv is not None and ids is not None
             return [self.setpriv, f"--reuid={ids[0]}", f"--regid={ids[1]}", "--clear-groups",
                     "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", *argv]  # fmt: skip
-        from ..sandbox.mounts import MountPlan, can_search, interpreter_paths
+        from ..sandbox.bwrap import binary_paths, filesystem
+        from ..sandbox.mounts import interpreter_paths
 
         assert self.bwrap is not None
-        who = (ids[0], set()) if ids else (os.geteuid(), set(os.getgroups()) | {os.getegid()})
-        plan = MountPlan(lambda p: can_search(p, *who))
-        for path in (*interpreter_paths(sys.executable), *ro_paths):
-            plan.add(path, writable=False)
-        plan.add(site, writable=True)
-        plan.add(scratch, writable=True)
+        # the kernel's filesystem (nothing of the host's beyond the system and this
+        # Python), plus the resolver's and pip's site-wide configuration: pip fetches
+        # from its index, which /etc/pip.conf may name
+        network = [Path(p) for p in NETWORK_FILES if os.path.lexists(p)]
+        ro = [*interpreter_paths(sys.executable), *ro_paths, *network]
         if self.drop is not None and ids is not None:
             namespaces = ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
             inner = self.drop.argv(ids[0], ids[1])
+            ro += binary_paths(self.drop.bwrap)
         else:
             namespaces = ["--unshare-all", "--share-net", "--unshare-user", "--disable-userns"]
             inner = []
         return [
-            self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--perms", "1777", "--tmpfs", "/tmp", *plan.argv(), *namespaces,
+            self.bwrap, *filesystem(ro, [site, scratch]), *namespaces,
             "--die-with-parent", "--chdir", str(scratch), "--", *inner, *argv,
         ]  # fmt: skip
 

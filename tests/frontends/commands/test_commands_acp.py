@@ -38,7 +38,6 @@ def test_help_names_the_protocol_and_approve() -> None:
         (["--max-steps", "0"], "max steps"),
         (["--cell-timeout", "-1"], "cell timeout"),
         (["--notebook", "a.ipynb"], "--notebook needs --jupyter-url"),
-        (["--jupyter-url", "http://127.0.0.1:9"], "needs --notebook"),
     ],
 )
 def test_bad_settings_are_one_line_errors_before_any_protocol(

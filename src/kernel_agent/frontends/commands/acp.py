@@ -34,7 +34,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--notebook",
         type=Path,
-        help="with --jupyter-url: the notebook on the server to work in (as the server names it)",
+        help="with --jupyter-url: the notebook on the server to work in (as the server names "
+        "it); without it, each session's first prompt names its notebook (a resource link)",
     )
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     add_model_options(p)
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
-    target = jupyter_target(args, args.notebook)
+    target = jupyter_target(args, args.notebook, per_prompt=True)
     if target is None and args.notebook is not None:
         from ...errors import ConfigError
 
