@@ -18,13 +18,14 @@ from typing import Any
 
 import nbformat
 import pytest
+from crossing import SRC as CHECKOUT_SRC
 from fake_openai import FakeLLM, error, run_cell, text
 
 acp = pytest.importorskip("acp")
 from acp import schema as S  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+SRC = str(CHECKOUT_SRC)  # this checkout's sources, for subprocesses of our uid
 SECRET = "sk-acp-secret-0123456789"
 
 

@@ -15,12 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from crossing import SRC as CHECKOUT_SRC
 from fake_openai import FakeLLM, run_cell, text
 from lab_server import lab_python
 
 pytestmark = pytest.mark.timeout(180)
 TESTS = Path(__file__).resolve().parents[1]
-SRC = str(TESTS.parent / "src")
+SRC = str(CHECKOUT_SRC)  # this checkout's sources, for subprocesses of our uid
 
 
 def test_a_jupyter_ai_persona_answers_a_csv_question_and_a_follow_up(

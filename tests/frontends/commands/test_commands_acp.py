@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from crossing import SRC as CHECKOUT_SRC
 
 pytestmark = pytest.mark.timeout(60)
-SRC = str(Path(__file__).resolve().parents[3] / "src")
+SRC = str(CHECKOUT_SRC)  # this checkout's sources, for subprocesses of our uid
 
 
 def env() -> dict[str, str]:
