@@ -1,136 +1,356 @@
-"""``kernel-agent acp``: the agent behind the Agent Client Protocol (official ``acp`` SDK).
+"""The Agent Client Protocol front end: kernel-agent as an ACP agent over stdio.
 
-An ACP client (Jupyter AI v3's persona through ``jupyter-ai-acp-client``, Zed, any
-editor) starts ``kernel-agent acp`` and talks JSON-RPC over its stdin/stdout. Each ACP
-session is one :class:`~kernel_agent.agent.AsyncAgent` with one kernel: with
-``--jupyter-url``/``--notebook``, the kernel of the notebook open in JupyterLab (each
-cell appears there as it runs); else a sandboxed kernel of its own, as ``run``'s.
+Editors (Zed) and Jupyter AI v3 (through ``jupyter-ai-acp-client``) drive it. One ACP
+session is one :class:`~kernel_agent.agent.AsyncAgent`: one kernel, started at the
+first prompt, whose view of the user's files is the session's ``cwd``, and one notebook
+(``<cwd>/notebooks/<time>-acp-<id>.ipynb``); prompts in a row share them and the
+conversation (a follow-up sees the earlier variables and questions). A prompt runs the
+agent and its typed events become session updates (:class:`AcpUpdates`):
 
-What the client sees of a prompt (the loop's events, mapped here and nowhere else):
+- the model's streamed text -> agent thought chunks; its prose between cells and the
+  final answer -> agent message chunks; notices -> thoughts (warnings -> messages);
+- each cell -> one tool call, ``pending`` -> ``in_progress`` -> ``completed`` or
+  ``failed``, with its code and a bounded, escaped text of its output (a skipped cell
+  is ``failed`` and says so).
 
-- the model's words as they stream: ``agent_message_chunk`` updates;
-- each cell: a ``tool_call`` (kind ``execute``, the code) that goes ``in_progress``,
-  then ``completed`` or ``failed`` with the cell's text output (bounded);
-- ``--approve``: before each cell, ``session/request_permission`` with run / skip /
-  stop options; a cancelled request stops the run;
-- the answer, if it is not the text just streamed, and the transcript's path;
-- ``session/cancel``: the run stops (the kernel keeps its state); the stop reason is
-  ``cancelled``.
+With ``approve``, each cell is first a permission request (allow once, allow always,
+reject); a reject skips the cell, as ``run --approve`` does. ``session/cancel``
+interrupts the run (a running cell gets a kernel interrupt; the kernel keeps its state)
+and the prompt ends with ``cancelled``. A run that cannot start or reach its model
+ends in a JSON-RPC error whose message is one sentence.
 
-With ``--jupyter-url`` and no ``--notebook`` (Jupyter AI's kernel-agent persona, one
-process for every chat), each session works in the notebook its first prompt names: a
-``resource_link`` block whose URI is the notebook's path as the server names it
-(``dir/name.ipynb``, no scheme). A later prompt naming another notebook is refused in one
-line (a new chat works there).
-
-A failure (the model, the kernel, the Jupyter server) ends the prompt with a one-line
-message to the client, and the process keeps serving.
+Everything sent to the client that a kernel or a model produced is escaped
+(:func:`~kernel_agent.edges.escapes.visible`), fenced so it cannot turn into markup
+(:func:`fenced`) and bounded (:data:`OUTPUT_CHARS`, :data:`MESSAGE_CHARS`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
+import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from acp import (
-    PROTOCOL_VERSION,
-    InitializeResponse,
-    NewSessionResponse,
-    PromptResponse,
-    start_tool_call,
-    text_block,
-    tool_content,
-    update_agent_message_text,
-    update_tool_call,
+import acp
+from acp import schema as S
+
+from ..edges.escapes import visible
+from ..errors import ConfigError, KernelAgentError
+from ..events import (
+    Answer,
+    CellFinished,
+    CellOutput,
+    CellSkipped,
+    CellStarted,
+    EventHandlers,
+    ModelDelta,
+    ModelReply,
+    ModelRetracted,
+    Notice,
+    RunFinished,
+    RunResult,
 )
-from acp.schema import AgentCapabilities, Implementation, PermissionOption, ToolCallUpdate
-
-from ..errors import ConfigError, KernelAgentError, one_line
-from ..events import Answer, CellFinished, CellSkipped, CellStarted, ModelDelta, RunFinished
+from ..llm.view import budget_text, render_cell
+from ..results import strip_ansi
+from ..settings import Settings
 from ..version import __version__
+from .acp_text import fenced, fenced_inline, notebook_named, prompt_text
 
 if TYPE_CHECKING:
     from ..agent import AsyncAgent
     from ..jupyter.attach import JupyterTarget
-    from ..results import CellResult
-    from ..settings import Settings
 
-__all__ = ["KernelAgentACP", "OUTPUT_CHARS"]
-
-log = logging.getLogger(__name__)
-
-#: characters of a cell's text output shown in its tool-call report
-OUTPUT_CHARS = 4000
-
-_OPTIONS = [
-    PermissionOption(option_id="run", name="Run this cell", kind="allow_once"),
-    PermissionOption(option_id="skip", name="Skip this cell", kind="reject_once"),
-    PermissionOption(option_id="quit", name="Stop the run", kind="reject_always"),
+__all__ = [
+    "KernelAgentAcp",
+    "AcpUpdates",
+    "serve_stdio",
+    "OUTPUT_CHARS",
+    "MESSAGE_CHARS",
+    "PERMISSION_OPTIONS",
 ]
+
+#: Most characters of a cell's output one tool-call update carries.
+OUTPUT_CHARS = 4000
+#: Most characters of one message (a reply's prose, the answer, a notice).
+MESSAGE_CHARS = 20_000
+#: Seconds between two live updates of a running cell's output.
+LIVE_EVERY_S = 0.5
+
+PERMISSION_OPTIONS = [
+    S.PermissionOption(option_id="allow_once", name="Run this cell", kind="allow_once"),
+    S.PermissionOption(
+        option_id="allow_always", name="Run every cell of this session", kind="allow_always"
+    ),
+    S.PermissionOption(option_id="reject_once", name="Skip this cell", kind="reject_once"),
+    S.PermissionOption(option_id="stop", name="Stop the run", kind="reject_always"),
+]
+
+#: how a run's status ends an ACP prompt turn
+_STOP_REASONS: dict[str, Any] = {"max_steps": "max_turn_requests", "interrupted": "cancelled"}
+
+
+def _shown(text: str, budget: int) -> str:
+    """Kernel or model text as the client may show it: bounded, then escaped."""
+    return visible(budget_text(text, budget))
+
+
+def _one_sentence(exc: BaseException) -> str:
+    text = visible(" ".join(str(exc).split())) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _content(text: str) -> S.ContentToolCallContent:
+    return acp.tool_content(acp.text_block(text))
 
 
 @dataclass
-class _Session:
+class _Cell:
+    """One cell's tool call: its id, code and the live tail of its output."""
+
+    tool_id: str
+    code: str
+    tail: str = ""
+    seen: int = 0
+    sent_at: float = 0.0
+    started: bool = False
+
+    def add(self, text: str) -> None:
+        """Keep the last :data:`OUTPUT_CHARS` characters (a huge print costs no more)."""
+        self.seen += len(text)
+        self.tail = (self.tail + text[-OUTPUT_CHARS:])[-OUTPUT_CHARS:]
+
+    def live_text(self) -> str:
+        cut = self.seen - len(self.tail)
+        head = f"[... {cut:,} characters before ...]\n" if cut > 0 else ""
+        return head + self.tail
+
+
+def _output_text(out: Any) -> str:
+    """The text of one live output message (streams, errors, plain displays)."""
+    if not isinstance(out, dict):
+        return ""
+    kind = out.get("output_type")
+    if kind == "stream":
+        return str(out.get("text", ""))
+    if kind == "error":
+        return strip_ansi("\n".join(str(line) for line in out.get("traceback", []) or []))
+    data = out.get("data")
+    if isinstance(data, dict):
+        if "text/plain" in data:
+            return str(data["text/plain"]) + "\n"
+        mimes = [m for m in data if isinstance(m, str)][:3]
+        return f"[{', '.join(mimes)} output]\n" if mimes else ""
+    return ""
+
+
+class AcpUpdates(EventHandlers):
+    """Turns one prompt's typed events into ACP session updates, in order.
+
+    Handlers only collect updates (:meth:`take` hands them over to be sent). A cell's
+    tool-call id is ``cell-<turn>-<step>``: ``turn`` numbers the prompt in its session,
+    so ids stay unique across prompts (a cancelled run's steps may be counted again).
+    """
+
+    def __init__(self, turn: int, where: str = "", clock: Any = time.monotonic) -> None:
+        self.turn = turn
+        self.where = where
+        self.clock = clock
+        self.cells: dict[int, _Cell] = {}
+        self.result: RunResult | None = None
+        self._pending: list[Any] = []
+
+    def take(self) -> list[Any]:
+        out, self._pending = self._pending, []
+        return out
+
+    def _say(self, text: str) -> None:
+        self._pending.append(acp.update_agent_message_text(text))
+
+    def _think(self, text: str) -> None:
+        self._pending.append(acp.update_agent_thought_text(text))
+
+    def announce(self, step: int, code: str) -> _Cell:
+        """The cell's tool call, ``pending`` (once per step)."""
+        cell = self.cells.get(step)
+        if cell is None:
+            cell = self.cells[step] = _Cell(f"cell-{self.turn}-{step}", code)
+            self._pending.append(
+                acp.start_tool_call(
+                    cell.tool_id,
+                    self.title(step),
+                    kind="execute",
+                    status="pending",
+                    content=[_content(fenced(_shown(code, MESSAGE_CHARS), "python"))],
+                    raw_input={"code": budget_text(code, MESSAGE_CHARS)},
+                )
+            )
+        return cell
+
+    def title(self, step: int) -> str:
+        return f"Run cell {step}" + (f" in {visible(self.where)}" if self.where else "")
+
+    def permission_call(self, cell: _Cell, step: int) -> S.ToolCallUpdate:
+        """What a permission request shows: the pending cell and its code."""
+        return S.ToolCallUpdate(
+            tool_call_id=cell.tool_id,
+            title=self.title(step),
+            kind="execute",
+            status="pending",
+            content=[_content(fenced(_shown(cell.code, MESSAGE_CHARS), "python"))],
+            raw_input={"code": budget_text(cell.code, MESSAGE_CHARS)},
+        )
+
+    def _update(
+        self, cell: _Cell, status: Any, output: str | None, raw: dict[str, Any] | None = None
+    ) -> None:
+        """A tool-call update; the output goes in ``content`` (fenced, for clients that
+        render Markdown) and in ``raw_output`` (what Jupyter AI shows), escaped."""
+        content = [_content(fenced(_shown(cell.code, MESSAGE_CHARS), "python"))]
+        raw = dict(raw or {})
+        if output is not None:
+            shown = _shown(output, OUTPUT_CHARS + 400)  # + a status line
+            content.append(_content(fenced(shown)))
+            raw["output"] = shown
+        self._pending.append(
+            acp.update_tool_call(
+                cell.tool_id, status=status, content=content, raw_output=raw or None
+            )
+        )
+
+    def interrupted(self) -> None:
+        """The run was cancelled: close every open tool call as failed."""
+        for cell in self.cells.values():
+            if cell.started:
+                self._update(cell, "failed", cell.live_text() + "\n[interrupted]")
+                cell.started = False
+
+    # ------------------------------------------------------------------ events
+    def _on_ModelDelta(self, event: ModelDelta) -> None:
+        self._think(visible(event.text[:MESSAGE_CHARS]))
+
+    def _on_ModelRetracted(self, event: ModelRetracted) -> None:
+        self._think("\n[the model is asked again]\n")
+
+    def _on_ModelReply(self, event: ModelReply) -> None:
+        self._say(_shown(event.text, MESSAGE_CHARS) + "\n\n")
+
+    def _on_Notice(self, event: Notice) -> None:
+        text = f"kernel-agent: {_shown(event.text, MESSAGE_CHARS)}"
+        if event.level == "warning":
+            self._say(f"\n\n> {text}\n\n")
+        else:
+            self._think(f"\n{text}\n")
+
+    def _on_CellStarted(self, event: CellStarted) -> None:
+        cell = self.announce(event.step, event.code)
+        cell.code, cell.started, cell.sent_at = event.code, True, self.clock()
+        self._update(cell, "in_progress", None)
+
+    def _on_CellOutput(self, event: CellOutput) -> None:
+        cell = self.cells.get(event.step)
+        if cell is None:
+            return
+        cell.add(_output_text(event.output))
+        now = self.clock()
+        if now - cell.sent_at >= LIVE_EVERY_S:
+            cell.sent_at = now
+            self._update(cell, "in_progress", cell.live_text())
+
+    def _on_CellFinished(self, event: CellFinished) -> None:
+        cell = self.announce(event.step, event.result.code)
+        result = event.result
+        text = render_cell(result, budget=OUTPUT_CHARS).text
+        if result.status not in ("ok", "error") and result.error:
+            text = f"{text}\n[{result.status}: {result.error}]".strip()
+        raw = {
+            "status": result.status,
+            "execution_count": result.execution_count,
+            "seconds": round(result.duration, 3),
+        }
+        cell.started = False
+        self._update(cell, "completed" if result.ok else "failed", text or "(no output)", raw)
+
+    def _on_CellSkipped(self, event: CellSkipped) -> None:
+        cell = self.announce(event.step, event.code)
+        self._update(
+            cell, "failed", "skipped by the user: the cell did not run", {"status": "skipped"}
+        )
+
+    def _on_Answer(self, event: Answer) -> None:
+        self._say(_shown(event.text, MESSAGE_CHARS) or "(no answer)")
+
+    def _on_RunFinished(self, event: RunFinished) -> None:
+        self.result = result = event.result
+        self._say("\n\n" + _footer(result))
+
+
+def _footer(result: RunResult) -> str:
+    """Where the notebooks are, and how the run ended (paths escaped, in code spans)."""
+    parts = [f"status: {result.status}"]
+    if result.notebook is not None:
+        parts.append(f"notebook: {fenced_inline(str(result.notebook))}")
+    if result.clean_notebook is not None:
+        parts.append(f"clean notebook: {fenced_inline(str(result.clean_notebook))}")
+    return "— " + " · ".join(parts)
+
+
+@dataclass
+class _Entry:
+    """One ACP session: its agent (one kernel, one notebook, the conversation so far),
+    the prompt running now and the updates of that prompt."""
+
     agent: AsyncAgent | None  # None until the first prompt names the notebook
-    target: JupyterTarget | None
-    running: asyncio.Task[Any] | None = None
+    notebook: Path
+    settings: Settings
+    #: with ``--jupyter-url``: the notebook this session works in
+    target: JupyterTarget | None = None
     seeded: bool = False
-    streamed: list[str] = field(default_factory=list)
+    turns: int = 0
+    work: asyncio.Task[Any] | None = None
+    updates: AcpUpdates | None = None
+    cancelled: bool = False
+    always: bool = False
 
 
-def _cell_text(result: CellResult) -> str:
-    """A cell's outputs as text for the client (text/plain and streams, bounded)."""
-    parts: list[str] = []
-    for output in result.outputs:
-        kind = output.get("output_type")
-        if kind == "stream":
-            parts.append(str(output.get("text", "")))
-        elif kind in ("execute_result", "display_data"):
-            data = output.get("data") or {}
-            plain = data.get("text/plain")
-            parts.append(str(plain) if plain else f"[{', '.join(sorted(data))}]")
-        elif kind == "error":
-            parts.append(f"{output.get('ename')}: {output.get('evalue')}")
-    text = "\n".join(p.rstrip("\n") for p in parts if p)
-    if result.error is not None and result.error.ename not in text:
-        text += f"\n{result.error.ename}: {result.error.evalue}"
-    if len(text) > OUTPUT_CHARS:
-        text = text[:OUTPUT_CHARS] + f"\n... ({len(text) - OUTPUT_CHARS} more characters)"
-    return text.strip()
-
-
-class KernelAgentACP:
-    """The ACP agent: one :class:`AsyncAgent` per ACP session."""
+class KernelAgentAcp:
+    """The ACP agent (``acp.Agent``): sessions, prompts, cancel, permission requests."""
 
     def __init__(
-        self, settings: Settings, *, target: JupyterTarget | None = None, approve: bool = False
+        self, settings: Settings, *, approve: bool = False, target: JupyterTarget | None = None
     ) -> None:
         self.settings = settings
-        self.target = target
         self.approve = approve
-        self.sessions: dict[str, _Session] = {}
-        self._client: Any = None
+        #: with ``--jupyter-url``: the notebook open on a Jupyter server, worked in
+        self.target = target
+        self.sessions: dict[str, _Entry] = {}
+        self.client: dict[str, Any] = {"name": "unknown"}
+        self._conn: Any = None
 
     def on_connect(self, conn: Any) -> None:
-        self._client = conn
+        self._conn = conn
 
-    async def _say(self, session_id: str, update: Any) -> None:
-        await self._client.session_update(session_id=session_id, update=update)
-
-    # ------------------------------------------------------------------ lifecycle
     async def initialize(
-        self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
+        self,
+        protocol_version: int,
+        client_capabilities: Any = None,
+        client_info: Any = None,
         **kwargs: Any,
-    ) -> InitializeResponse:  # fmt: skip
-        return InitializeResponse(
-            protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(load_session=False),
-            agent_info=Implementation(name="kernel-agent", version=__version__),
+    ) -> S.InitializeResponse:
+        if client_info is not None:
+            self.client = {"name": client_info.name, "version": client_info.version}
+        return S.InitializeResponse(
+            protocol_version=min(protocol_version, acp.PROTOCOL_VERSION),
+            agent_capabilities=S.AgentCapabilities(
+                load_session=False,
+                prompt_capabilities=S.PromptCapabilities(embedded_context=True),
+            ),
+            agent_info=S.Implementation(
+                name="kernel-agent", title="kernel-agent", version=__version__
+            ),
         )
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> None:
@@ -138,213 +358,220 @@ class KernelAgentACP:
 
     async def new_session(
         self, cwd: str, mcp_servers: Any = None, **kwargs: Any
-    ) -> NewSessionResponse:
+    ) -> S.NewSessionResponse:
+        view = Path(cwd)
+        if not view.is_absolute() or not view.is_dir():
+            raise acp.RequestError.invalid_params(
+                {"details": f"cwd must be an existing absolute directory: {visible(cwd)[:300]}"}
+            )
+        notebooks = self.settings.notebook_dir
+        settings = self.settings.with_(
+            # an attached notebook's kernel sees the server's files, not this directory
+            cwd=view if self.target is None else None,
+            notebook_dir=notebooks if notebooks.is_absolute() else view / notebooks,
+        )
         session_id = uuid.uuid4().hex
-        if self.target is not None and not self.target.path:  # the first prompt names it
-            self.sessions[session_id] = _Session(None, None)
-            return NewSessionResponse(session_id=session_id)
-        settings = self.settings
-        if self.target is None and settings.cwd is None and cwd:
-            settings = settings.with_(cwd=cwd)
-        agent = self._agent(session_id, settings, self.target)
-        self.sessions[session_id] = _Session(agent, self.target)
-        return NewSessionResponse(session_id=session_id)
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        notebook = settings.notebook_dir / f"{stamp}-acp-{session_id[:8]}.ipynb"
+        target = self.target
+        if target is not None and not target.path:  # the first prompt names the notebook
+            self.sessions[session_id] = _Entry(None, notebook, settings)
+        else:
+            agent = self._agent(session_id, settings, notebook, target)
+            self.sessions[session_id] = _Entry(agent, notebook, settings, target)
+        return S.NewSessionResponse(session_id=session_id)
 
     def _agent(
-        self, session_id: str, settings: Settings, target: JupyterTarget | None
+        self, session_id: str, settings: Settings, notebook: Path, target: JupyterTarget | None
     ) -> AsyncAgent:
+        """The session's agent: reused by every prompt, so follow-ups share the kernel and
+        the conversation."""
         from ..agent import AsyncAgent
 
         async def approve(code: str, step: int) -> tuple[str, str | None]:
             return await self._ask(session_id, code, step)
 
+        provenance = {"source": "acp", "client": dict(self.client)}
+        executor = target.executor(settings) if target is not None else None
         return AsyncAgent(
             settings,
-            executor=target.executor(settings) if target is not None else None,
+            executor=executor,
+            notebook=notebook,
             approve=approve if self.approve else None,  # type: ignore[arg-type]  # awaited
-            provenance={"front_end": "acp"},
+            provenance=provenance,
         )
 
-    def _bind(self, session_id: str, session: _Session, prompt: list[Any]) -> AsyncAgent:
-        """The session's agent; with a notebook per session, on the one the prompt names."""
-        if self.target is None or self.target.path:
-            assert session.agent is not None
-            return session.agent
-        named = _notebook_named(prompt)
-        if session.agent is not None:
-            assert session.target is not None
-            if named is not None and named != session.target.path:
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> S.PromptResponse:
+        entry = self._entry(session_id)
+        if entry.work is not None and not entry.work.done():
+            raise acp.RequestError.invalid_request(
+                {"details": "a prompt is already running in this session"}
+            )
+        task = prompt_text(prompt).strip()
+        if not task:
+            raise acp.RequestError.invalid_params({"details": "the prompt has no text"})
+        entry.cancelled = False
+        entry.work = work = asyncio.ensure_future(self._run(session_id, entry, task, prompt))
+        return await work
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        entry = self.sessions.get(session_id)
+        if entry is not None and entry.work is not None and not entry.work.done():
+            entry.cancelled = True
+            entry.work.cancel()
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> None:
+        entry = self.sessions.pop(session_id, None)
+        if entry is not None:
+            if entry.work is not None:
+                entry.work.cancel()
+            if entry.agent is None:
+                return
+            executor = entry.agent.executor
+            await entry.agent.close()
+            if entry.target is not None and executor is not None:
+                await executor.shutdown()  # leaves the notebook's kernel running
+
+    async def close(self) -> None:
+        """Stop every session's kernel (the connection is gone)."""
+        for session_id in list(self.sessions):
+            await self.close_session(session_id)
+
+    def _entry(self, session_id: str) -> _Entry:
+        entry = self.sessions.get(session_id)
+        if entry is None:
+            raise acp.RequestError.invalid_params({"details": "no such session"})
+        return entry
+
+    async def _send(self, session_id: str, updates: AcpUpdates) -> None:
+        for update in updates.take():
+            await self._conn.session_update(session_id=session_id, update=update)
+
+    async def _ask(self, session_id: str, code: str, step: int) -> tuple[str, str | None]:
+        """``--approve``: the client's permission before the cell (its tool call pending)."""
+        entry = self._entry(session_id)
+        updates = entry.updates
+        assert updates is not None
+        cell = updates.announce(step, code)
+        await self._send(session_id, updates)
+        if entry.always:
+            return "run", code
+        answer = await self._conn.request_permission(
+            session_id=session_id,
+            tool_call=updates.permission_call(cell, step),
+            options=PERMISSION_OPTIONS,
+        )
+        outcome = answer.outcome
+        if getattr(outcome, "outcome", None) != "selected":
+            return "quit", None  # the prompt turn was cancelled
+        if outcome.option_id == "stop":
+            return "quit", None
+        if outcome.option_id == "allow_always":
+            entry.always = True
+        return ("run", code) if outcome.option_id.startswith("allow") else ("skip", None)
+
+    def _bind(self, entry: _Entry, session_id: str, prompt: list[Any]) -> AsyncAgent:
+        """The session's agent; with ``--jupyter-url`` and no ``--notebook``, on the
+        notebook its first prompt names (a later prompt cannot move it)."""
+        target = self.target
+        if target is None or target.path:
+            assert entry.agent is not None
+            return entry.agent
+        named = notebook_named(prompt)
+        if entry.agent is not None:
+            assert entry.target is not None
+            if named is not None and named != entry.target.path:
                 raise ConfigError(
-                    f"this chat works in {session.target.path}: start a new chat for {named}"
+                    f"this chat works in {entry.target.path}: start a new chat for {named}"
                 )
-            return session.agent
+            return entry.agent
         if named is None:
             raise ConfigError(
                 "which notebook? attach it to your message (a link to the .ipynb) or open it"
             )
-        session.target = replace(self.target, path=named)
-        session.agent = self._agent(session_id, self.settings, session.target)
-        return session.agent
+        entry.target = replace(target, path=named)
+        entry.agent = self._agent(session_id, entry.settings, entry.notebook, entry.target)
+        return entry.agent
 
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        session = self.sessions.get(session_id)
-        if session is not None and session.running is not None:
-            session.running.cancel()
-
-    async def close(self) -> None:
-        """Close every session's agent (an attached notebook's kernel keeps running)."""
-        for session in self.sessions.values():
-            if session.agent is None:
-                continue
-            with contextlib.suppress(Exception):
-                await session.agent.close()
-                if session.target is not None and session.agent.executor is not None:
-                    await session.agent.executor.shutdown()
-
-    # ------------------------------------------------------------------ a prompt
-    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
-        session = self.sessions.get(session_id)
-        if session is None:
-            from acp import RequestError
-
-            raise RequestError.invalid_params({"sessionId": "no such session"})
-        texts = [getattr(b, "text", "") for b in prompt if getattr(b, "type", "") == "text"]
-        task = "\n".join(str(t) for t in texts).strip()
-        if not task:
-            await self._say(session_id, update_agent_message_text("The prompt has no text."))
-            return PromptResponse(stop_reason="end_turn")
-        session.running = asyncio.current_task()
+    async def _run(
+        self, session_id: str, entry: _Entry, task: str, prompt: list[Any]
+    ) -> S.PromptResponse:
+        entry.turns += 1
         try:
-            agent = self._bind(session_id, session, prompt)
-            await self._run(session_id, session, agent, task)
-        except asyncio.CancelledError:
-            await self._say(session_id, update_agent_message_text("\n\n(stopped)"))
-            return PromptResponse(stop_reason="cancelled")
+            agent = self._bind(entry, session_id, prompt)
         except KernelAgentError as exc:
-            message = f"\n\nkernel-agent: {one_line(str(exc))}"
-            await self._say(session_id, update_agent_message_text(message))
-        finally:
-            session.running = None
-        return PromptResponse(stop_reason="end_turn")
+            raise acp.RequestError(-32602, f"kernel-agent: {_one_sentence(exc)}") from None
+        where = entry.target.path if entry.target is not None else ""
+        entry.updates = updates = AcpUpdates(entry.turns, where)
+        try:
+            if entry.target is not None:
+                task = await self._with_notebook(entry, agent, task)
+            async for event in agent.run(task):
+                updates(event)
+                await self._send(session_id, updates)
+        except asyncio.CancelledError:
+            updates.interrupted()
+            updates._say(
+                "\n\nInterrupted; the kernel keeps its state. "
+                f"notebook: {fenced_inline(str(entry.notebook))}"
+            )
+            with contextlib.suppress(Exception):  # the client may be gone
+                await asyncio.shield(self._send(session_id, updates))
+            if entry.cancelled:
+                return S.PromptResponse(stop_reason="cancelled")
+            raise
+        except KernelAgentError as exc:
+            if agent.state is None:  # it never started: the next prompt starts afresh
+                await agent.close()
+                entry.agent = self._agent(session_id, entry.settings, entry.notebook, entry.target)
+            raise acp.RequestError(-32603, f"kernel-agent: {_one_sentence(exc)}") from None
+        result = updates.result
+        status = result.status if result is not None else "error"
+        return S.PromptResponse(stop_reason=_STOP_REASONS.get(status, "end_turn"))
 
-    async def _run(self, session_id: str, session: _Session, agent: AsyncAgent, task: str) -> None:
-        if session.target is not None:
-            task = await self._with_notebook(session, agent, task)
-        streamed: list[str] = []
-        async for event in agent.run(task):
-            if isinstance(event, ModelDelta):
-                streamed.append(event.text)
-                await self._say(session_id, update_agent_message_text(event.text))
-            elif isinstance(event, CellStarted):
-                if streamed and not "".join(streamed).endswith("\n"):
-                    await self._say(session_id, update_agent_message_text("\n"))
-                streamed.clear()
-                await self._cell_started(session_id, event.step, event.code)
-            elif isinstance(event, CellFinished):
-                status: Literal["completed", "failed"] = (
-                    "completed" if event.result.ok else "failed"
-                )
-                output = _cell_text(event.result) or f"(no output; {event.result.status})"
-                await self._say(
-                    session_id,
-                    update_tool_call(
-                        _call_id(event.step),
-                        status=status,
-                        content=[tool_content(text_block(output))],
-                        raw_output={"status": event.result.status, "text": output},
-                    ),
-                )
-            elif isinstance(event, CellSkipped):
-                await self._say(
-                    session_id,
-                    update_tool_call(
-                        _call_id(event.step),
-                        status="failed",
-                        content=[tool_content(text_block("skipped"))],
-                    ),
-                )
-            elif isinstance(event, Answer):
-                if event.text.strip() and event.text.strip() != "".join(streamed).strip():
-                    await self._say(session_id, update_agent_message_text("\n\n" + event.text))
-            elif isinstance(event, RunFinished):
-                where = event.result.notebook
-                if where:
-                    full = Path(where).resolve()
-                    note = f"\n\n(transcript: {full}; status {event.result.status})"
-                    await self._say(session_id, update_agent_message_text(note))
-
-    async def _with_notebook(self, session: _Session, agent: AsyncAgent, task: str) -> str:
-        """The task with what the open notebook holds; its cells start the transcript once."""
+    async def _with_notebook(self, entry: _Entry, agent: AsyncAgent, task: str) -> str:
+        """With ``--jupyter-url``: the task with what the open notebook holds; the first
+        time, its cells start the transcript (so the clean notebook re-runs from the top)."""
         from ..jupyter.context import notebook_context, record_user_cells, with_context
 
         executor: Any = agent.executor
-        text, namespace = await notebook_context(executor)
-        if not session.seeded:
+        if executor is None or not executor.language_info:
             await agent.start(task)
+            executor = agent.executor
+        text, namespace = await notebook_context(executor)
+        if not entry.seeded:
             assert agent.state is not None
             record_user_cells(agent.state.transcript, executor.doc)
-            session.seeded = True
+            entry.seeded = True
         return with_context(task, text, namespace)
 
-    async def _cell_started(self, session_id: str, step: int, code: str) -> None:
-        content = [tool_content(text_block(f"```python\n{code}\n```"))]
-        title = self._title(session_id, step)
-        if self.approve:  # the call was opened by the permission request
-            await self._say(
-                session_id,
-                update_tool_call(_call_id(step), status="in_progress", content=content),
-            )
-            return
-        await self._say(
-            session_id,
-            start_tool_call(
-                _call_id(step), title, kind="execute", status="in_progress",
-                content=content, raw_input={"code": code},
-            ),
-        )  # fmt: skip
 
-    async def _ask(self, session_id: str, code: str, step: int) -> tuple[str, str | None]:
-        """``--approve``: ACP's permission request before the cell runs."""
-        content = [tool_content(text_block(f"```python\n{code}\n```"))]
-        title = self._title(session_id, step)
-        await self._say(
-            session_id,
-            start_tool_call(
-                _call_id(step), title, kind="execute", status="pending",
-                content=content, raw_input={"code": code},
-            ),
-        )  # fmt: skip
-        response = await self._client.request_permission(
-            session_id=session_id,
-            tool_call=ToolCallUpdate(tool_call_id=_call_id(step), title=title, status="pending"),
-            options=_OPTIONS,
-        )
-        outcome = response.outcome
-        chosen = getattr(outcome, "option_id", None) if outcome.outcome == "selected" else None
-        if chosen == "run":
-            return "run", None
-        if chosen == "skip":
-            return "skip", None
-        return "quit", None
+async def _stdio() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """The protocol's streams: stdin, and the real stdout; file descriptor 1 then points at
+    stderr, so nothing else written to stdout (a library's print) can break the protocol."""
+    import os
+    import sys
 
-    def _title(self, session_id: str, step: int) -> str:
-        session = self.sessions.get(session_id)
-        target = session.target if session is not None else None
-        return f"Run cell {step}" + (f" in {target.path}" if target is not None else "")
+    loop = asyncio.get_running_loop()
+    out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    reader = asyncio.StreamReader(limit=16 * 1024 * 1024)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    protocol = asyncio.StreamReaderProtocol(asyncio.StreamReader())
+    transport, _ = await loop.connect_write_pipe(lambda: protocol, out)
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return reader, writer
 
 
-def _notebook_named(prompt: list[Any]) -> str | None:
-    """The notebook a prompt names: its first resource link to a server path ending .ipynb."""
-    from ..jupyter.server import check_notebook_path
-
-    for block in prompt:
-        uri = getattr(block, "uri", None)
-        if getattr(block, "type", "") != "resource_link" or not isinstance(uri, str):
-            continue
-        if uri.endswith(".ipynb") and "://" not in uri and len(uri) <= 1024:
-            return check_notebook_path(uri)
-    return None
-
-
-def _call_id(step: int) -> str:
-    return f"cell-{step}"
+async def serve_stdio(
+    settings: Settings, *, approve: bool = False, target: JupyterTarget | None = None
+) -> None:
+    """Serve ACP on stdin/stdout until the client closes the connection."""
+    agent = KernelAgentAcp(settings, approve=approve, target=target)
+    reader, writer = await _stdio()
+    served: Any = agent  # implements the methods of acp.Agent that it announces
+    try:
+        await acp.run_agent(served, writer, reader)
+    finally:
+        await agent.close()
