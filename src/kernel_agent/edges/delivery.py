@@ -28,12 +28,14 @@ tool state (caches, settings) the kernel made is noise, not results.
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UnsafePath
 from .archive import member_name, pack
+from .packer import owner_to_read_as, pack_as_owner
 from .safefs import Walk, read_beneath, walk_beneath, write_beneath
 
 __all__ = ["DATA_SUFFIXES", "Delivery", "DeliveryLimits", "deliver", "loose_name"]
@@ -130,21 +132,53 @@ def deliver(
     ``declared`` ones (paths relative to ``work``) that are inert data loose."""
     folder = f"{notebook.stem}_files"
     out = Delivery()
-    if archive:
+    owner = owner_to_read_as(work) if archive else None
+    checked: zipfile.ZipFile | None = None
+    if owner is not None:  # as root: read as the kernel, check what comes back
+        dest = f"{folder}/{ARCHIVE}"
+        packed, checked = pack_as_owner(work, owner, notebook.parent, dest, limits)
+    elif archive:
         walk = walk_beneath(
             work, max_entries=limits.max_files * 10, max_depth=limits.max_depth, skip_dot=True
         )
-        out.notes = _walk_notes(walk, limits)
         packed = pack(
             work, [e.path for e in walk.entries if e.kind == "file"],
             notebook.parent, f"{folder}/{ARCHIVE}",
             max_files=limits.max_files, max_file_bytes=limits.max_file_bytes,
             max_total_bytes=limits.max_total_bytes, max_depth=limits.max_depth,
         )  # fmt: skip
-        out.notes += packed.notes
+        packed.notes[:0] = _walk_notes(walk, limits)
+    if archive:
+        out.notes = packed.notes
         out.members, out.changed = packed.names, packed.changed
         if packed.names:
             out.archive = notebook.parent / folder / ARCHIVE
+    try:
+        kept = _loose(work, notebook.parent, folder, declared, out, limits, owner, checked)
+    finally:
+        if checked is not None:
+            checked.close()
+    if kept:
+        where = ARCHIVE if out.archive is not None else "the kernel's work dir"
+        out.notes.append(
+            f"{len(kept)} declared file(s) are not plain data files and stay only in {where}: "
+            + _some(kept)
+        )
+    return out
+
+
+def _loose(
+    work: Path,
+    root: Path,
+    folder: str,
+    declared: Sequence[str],
+    out: Delivery,
+    limits: DeliveryLimits,
+    owner: int | None,
+    checked: zipfile.ZipFile | None,
+) -> list[str]:
+    """Copy the inert ``declared`` files loose into ``folder/result/`` (from the checked
+    archive when the work dir was read as its owner: root opens no path in it); the rest."""
     inert: set[str] = set()
     kept: list[str] = []
     for rel in declared:
@@ -153,10 +187,13 @@ def deliver(
             kept.append(rel)
             continue
         try:
-            data = read_beneath(work, rel, limit=limits.max_file_bytes)
-            target = notebook.parent / folder / LOOSE_DIR / flat
+            if owner is None:
+                data = read_beneath(work, rel, limit=limits.max_file_bytes)
+            else:
+                data = _member(checked, rel, limits.max_file_bytes)
+            target = root / folder / LOOSE_DIR / flat
             if not _same(target, data):
-                write_beneath(notebook.parent, f"{folder}/{LOOSE_DIR}/{flat}", data)
+                write_beneath(root, f"{folder}/{LOOSE_DIR}/{flat}", data)
         except FileNotFoundError:
             out.notes.append(f"{rel}: not among the kernel's files")
             continue
@@ -165,13 +202,22 @@ def deliver(
             continue
         inert.add(flat)
         out.loose.append(target)
-    if kept:
-        where = ARCHIVE if out.archive is not None else "the kernel's work dir"
-        out.notes.append(
-            f"{len(kept)} declared file(s) are not plain data files and stay only in {where}: "
-            + _some(kept)
-        )
-    return out
+    return kept
+
+
+def _member(checked: zipfile.ZipFile | None, rel: str, limit: int) -> bytes:
+    """Member ``rel`` of the checked archive (FileNotFoundError when it is not there)."""
+    try:
+        info = None if checked is None else checked.getinfo(rel)
+    except KeyError:
+        info = None
+    if checked is None or info is None:
+        raise FileNotFoundError(rel)
+    with checked.open(info) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise UnsafePath(f"{rel} is larger than {limit} bytes")
+    return data
 
 
 def _same(target: Path, data: bytes) -> bool:
