@@ -100,9 +100,6 @@ def read_archive(
     except (UnsafePath, zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
         why = exc if isinstance(exc, UnsafePath) else f"{type(exc).__name__}: {exc}"
         return Packed(notes=[f"refused the delivery worker's archive: {str(why)[:200]}"]), None
-    if packed.notes:  # a member that failed its CRC or its local header: refuse it all
-        zf.close()
-        packed.notes.insert(0, "refused members of the delivery worker's archive")
     packed.notes[:0] = [n[:300] for n in notes[:_MAX_NOTES]]
     return packed, zf
 
