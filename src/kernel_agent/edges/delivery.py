@@ -19,7 +19,12 @@ files, a remote kernel's files):
   documents that no tool reads as its own configuration or imports as code, whatever their
   stem. Any other declared file stays only in the archive, and a note says so.
 
-Reads never follow a link (a planted link to ``/etc/shadow`` is left out), the archive's
+As root, the walk and the reads of a work dir that a kernel's uid owns run as that uid in
+an unprivileged worker (:mod:`kernel_agent.edges.packer`), and root checks the zip it sends
+before writing its own: root opens no path in a kernel's work dir, and the loose files come
+from the checked archive. A directory root made itself (a gateway kernel's staging dir, whose
+files root wrote from the bytes it pulled) is read in-process, as is everything when we are
+not root. Reads never follow a link (a planted link to ``/etc/shadow`` is left out), the archive's
 members are regular files with mode 0644 (no setuid survives), and the count, each file and
 the total are bounded. What is left out (dot names, depth, count, size, a refused name) is
 said in the notes, never dropped silently. Dot-named paths stay out of the archive: hidden
@@ -35,12 +40,13 @@ from pathlib import Path
 
 from ..errors import UnsafePath
 from .archive import member_name, pack
-from .packer import owner_to_read_as, pack_as_owner
-from .safefs import Walk, read_beneath, walk_beneath, write_beneath
+from .packer import DeliveryLimits, _some, _walk_notes, owner_to_read_as, pack_as_owner
+from .safefs import read_beneath, walk_beneath, write_beneath
 
 __all__ = ["DATA_SUFFIXES", "Delivery", "DeliveryLimits", "deliver", "loose_name"]
 
 ARCHIVE = "work.zip"
+_LIMITS = DeliveryLimits()
 LOOSE_DIR = "result"
 
 #: Suffixes of a declared file that may come back loose. Data, media and documents: no tool
@@ -66,14 +72,6 @@ DATA_SUFFIXES = frozenset(
         "wav", "mp3", "ogg", "flac", "mp4", "webm",
     }
 )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class DeliveryLimits:
-    max_files: int = 100
-    max_file_bytes: int = 50 * 1024 * 1024
-    max_total_bytes: int = 200 * 1024 * 1024
-    max_depth: int = 8
 
 
 def loose_name(rel: str) -> str | None:
@@ -125,7 +123,7 @@ def deliver(
     *,
     declared: Sequence[str] = (),
     archive: bool = True,
-    limits: DeliveryLimits = DeliveryLimits(),
+    limits: DeliveryLimits = _LIMITS,
 ) -> Delivery:
     """Bring the kernel's files from ``work`` beside ``notebook``: all of them in the archive
     (unless ``archive`` is False: an unsandboxed kernel wrote in the user's own dir), and the
@@ -228,23 +226,3 @@ def _same(target: Path, data: bytes) -> bool:
         )
     except (OSError, UnsafePath):
         return False
-
-
-def _walk_notes(walk: Walk, limits: DeliveryLimits) -> list[str]:
-    notes = []
-    if walk.dot_count:
-        notes.append(
-            f"{walk.dot_count} dot-named path(s), hidden state rather than results: "
-            + _some(walk.dot_names, walk.dot_count)
-        )
-    if walk.too_deep:
-        notes.append(f"what is below {limits.max_depth} directory levels: " + _some(walk.too_deep))
-    if walk.truncated:
-        notes.append(f"everything past the first {limits.max_files * 10} entries")
-    return notes
-
-
-def _some(names: list[str], count: int | None = None, shown: int = 3) -> str:
-    count = len(names) if count is None else count
-    text = ", ".join(repr(n)[1:-1][:80] for n in names[:shown])
-    return text + (f" and {count - shown} more" if count > shown else "")

@@ -25,20 +25,25 @@ import os
 import struct
 import sys
 import zipfile
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import KernelAgentError, UnsafePath
 from .archive import Packed, checked_members, fill, member_name, pack, zip_opener
+from .safefs import Walk, walk_beneath
 
-if TYPE_CHECKING:
-    from .delivery import DeliveryLimits
-
-__all__ = ["owner_to_read_as", "pack_as_owner", "read_archive"]
+__all__ = ["DeliveryLimits", "owner_to_read_as", "pack_as_owner", "read_archive"]
 
 _MODULE = "kernel_agent.edges.packer"
 _MAX_NOTES = 20
+
+
+@dataclass(frozen=True)
+class DeliveryLimits:
+    max_files: int = 100
+    max_file_bytes: int = 50 * 1024 * 1024
+    max_total_bytes: int = 200 * 1024 * 1024
+    max_depth: int = 8
 
 
 def owner_to_read_as(work: Path) -> int | None:
@@ -106,9 +111,6 @@ def read_archive(
 
 def _work(fd: int, limits: dict[str, int]) -> bytes:
     """In the worker: the zip of the work dir at ``fd``, its notes in the comment."""
-    from .delivery import DeliveryLimits, _walk_notes
-    from .safefs import walk_beneath
-
     lim = DeliveryLimits(**limits)
     walk = walk_beneath(fd, max_entries=lim.max_files * 10, max_depth=lim.max_depth, skip_dot=True)
     out = Packed(notes=_walk_notes(walk, lim))
@@ -127,6 +129,26 @@ def _work(fd: int, limits: dict[str, int]) -> bytes:
     # the notes ride in the comment: the end record's last field is its length (0 so far)
     comment = json.dumps([n[:300] for n in out.notes[:_MAX_NOTES]]).encode("utf-8")
     return data[:-2] + struct.pack("<H", len(comment)) + comment
+
+
+def _walk_notes(walk: Walk, limits: DeliveryLimits) -> list[str]:
+    notes = []
+    if walk.dot_count:
+        notes.append(
+            f"{walk.dot_count} dot-named path(s), hidden state rather than results: "
+            + _some(walk.dot_names, walk.dot_count)
+        )
+    if walk.too_deep:
+        notes.append(f"what is below {limits.max_depth} directory levels: " + _some(walk.too_deep))
+    if walk.truncated:
+        notes.append(f"everything past the first {limits.max_files * 10} entries")
+    return notes
+
+
+def _some(names: list[str], count: int | None = None, shown: int = 3) -> str:
+    count = len(names) if count is None else count
+    text = ", ".join(repr(n)[1:-1][:80] for n in names[:shown])
+    return text + (f" and {count - shown} more" if count > shown else "")
 
 
 def main(argv: list[str] | None = None) -> int:
