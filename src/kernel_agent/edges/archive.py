@@ -152,9 +152,11 @@ def fill(
     max_file_bytes: int,
     max_total_bytes: int,
     opener: Opener | None = None,
+    comment: Callable[[Packed], bytes] | None = None,
 ) -> list[tuple[str, int, int]]:
-    """Write the members ``wanted`` (checked names) as a zip into ``fh``, noting in ``out``;
-    the (name, size, CRC) of what was written."""
+    """Write the members ``wanted`` (checked names) as a zip into ``fh`` (which need not be
+    seekable), noting in ``out``; the (name, size, CRC) of what was written. ``comment``
+    makes the archive's comment from ``out`` once the members are in."""
     with zipfile.ZipFile(fh, "w", allowZip64=True) as zf:
         for rel in wanted:
             if len(out.names) >= max_files:
@@ -167,6 +169,8 @@ def fill(
                 continue
             out.names.append(rel)
             out.size += why
+        if comment is not None:
+            zf.comment = comment(out)
         return _info(zf)
 
 

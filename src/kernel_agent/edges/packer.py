@@ -22,11 +22,11 @@ from __future__ import annotations
 import io
 import json
 import os
-import struct
 import sys
 import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import IO
 
 from ..errors import KernelAgentError, UnsafePath
 from .archive import Packed, checked_members, fill, member_name, pack, zip_opener
@@ -109,8 +109,9 @@ def read_archive(
     return packed, zf
 
 
-def _work(fd: int, limits: dict[str, int]) -> bytes:
-    """In the worker: the zip of the work dir at ``fd``, its notes in the comment."""
+def _work(fd: int, limits: dict[str, int], fh: IO[bytes]) -> None:
+    """In the worker: the zip of the work dir at ``fd`` into ``fh`` (its stdout, a pipe),
+    the notes in the comment."""
     lim = DeliveryLimits(**limits)
     walk = walk_beneath(fd, max_entries=lim.max_files * 10, max_depth=lim.max_depth, skip_dot=True)
     out = Packed(notes=_walk_notes(walk, lim))
@@ -122,13 +123,13 @@ def _work(fd: int, limits: dict[str, int]) -> bytes:
             wanted.append(member_name(entry.path, max_depth=lim.max_depth))
         except UnsafePath as exc:
             out.notes.append(f"refused a name: {exc}")
-    buf = io.BytesIO()
-    fill(buf, fd, wanted, out, max_files=lim.max_files, max_file_bytes=lim.max_file_bytes,
-         max_total_bytes=lim.max_total_bytes)  # fmt: skip
-    data = buf.getvalue()
-    # the notes ride in the comment: the end record's last field is its length (0 so far)
-    comment = json.dumps([n[:300] for n in out.notes[:_MAX_NOTES]]).encode("utf-8")
-    return data[:-2] + struct.pack("<H", len(comment)) + comment
+    fill(fh, fd, wanted, out, max_files=lim.max_files, max_file_bytes=lim.max_file_bytes,
+         max_total_bytes=lim.max_total_bytes, comment=_comment)  # fmt: skip
+
+
+def _comment(out: Packed) -> bytes:
+    """The notes, as the comment of the worker's archive (at most 65535 bytes)."""
+    return json.dumps([n[:300] for n in out.notes[:_MAX_NOTES]]).encode("utf-8")
 
 
 def _walk_notes(walk: Walk, limits: DeliveryLimits) -> list[str]:
@@ -153,7 +154,7 @@ def _some(names: list[str], count: int | None = None, shown: int = 3) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    sys.stdout.buffer.write(_work(int(args[0]), json.loads(args[1])))
+    _work(int(args[0]), json.loads(args[1]), sys.stdout.buffer)
     sys.stdout.flush()
     return 0
 

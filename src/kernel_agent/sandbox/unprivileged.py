@@ -29,6 +29,7 @@ them (a Python under ``/root``), a ``ro_path`` only when the uid may reach it on
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import selectors
@@ -57,6 +58,8 @@ LIMITS: dict[str, int] = {
     "RLIMIT_NPROC": 64,
     "RLIMIT_CORE": 0,
 }
+
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
 # runs as the worker's uid, before anything it is handed is read
 _BOOT = (
@@ -226,6 +229,8 @@ def _run(
         pass_fds=pass_fds,
     )
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    with contextlib.suppress(OSError):  # fewer, larger reads of a large answer (an archive)
+        fcntl.fcntl(proc.stdout.fileno(), _F_SETPIPE_SZ, 1 << 20)
 
     def feed() -> None:
         with contextlib.suppress(OSError):  # a worker that died early stops reading
