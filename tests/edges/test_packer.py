@@ -260,3 +260,31 @@ def test_a_good_archive_from_the_reader_is_written_as_our_own(tmp_path: Path) ->
     with zipfile.ZipFile(tmp_path / "run_files" / "work.zip") as zf:
         assert zf.read("out/a.csv") == b"1,2\n"
         assert all(i.external_attr >> 16 == 0o100644 for i in zf.infolist())
+
+
+@as_root
+@pytest.mark.parametrize("name", ["absolute", "symlink", "overlapping", "local-name-differs"])
+def test_a_real_worker_that_answers_a_hostile_archive_gets_nothing_delivered(
+    tmp_path: Path, kernel_uid: int, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole path: a real unprivileged process (``python -m base64 -d`` as the kernel's
+    uid, in place of the packer) writes the hostile zip into the pipe; ``deliver`` refuses it."""
+    import base64
+
+    from kernel_agent.sandbox import unprivileged
+
+    real = unprivileged.run_module
+
+    def hostile(module: str, args: list[str], payload: bytes, **kw: object) -> bytes:
+        assert module == "kernel_agent.edges.packer" and kw["as_uid"] == kernel_uid
+        return real("base64", ["-d"], base64.b64encode(HOSTILE[name]), **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(unprivileged, "run_module", hostile)
+    work, _ = kernel_dir(tmp_path, kernel_uid)
+    notebook = tmp_path / "nb" / "run.ipynb"
+    notebook.parent.mkdir()
+    found = deliver(work, notebook, declared=["out/a.csv"], limits=LIMITS)
+    assert found.archive is None and found.members == [] and found.loose == []
+    assert "refused the delivery worker's archive" in found.notes[0], found.notes
+    assert [p for p in notebook.parent.rglob("*") if not p.is_dir()] == []
+    assert not (tmp_path / "etc").exists() and not (tmp_path / "link.csv").exists()
