@@ -251,12 +251,13 @@ def test_a_hostile_archive_from_the_reader_is_refused_and_nothing_is_written(
 
 
 def test_a_good_archive_from_the_reader_is_written_as_our_own(tmp_path: Path) -> None:
-    data = zip_of([("out/a.csv", b"1,2\n"), ("b.png", b"png")], comment=b'["a note"]')
+    notes = b'["a note", "\\u001b]52;c;cm0gLXJm\\u0007 and\\nmore \\u202e"]'
+    data = zip_of([("out/a.csv", b"1,2\n"), ("b.png", b"png")], comment=notes)
     packed, checked = read_archive(data, tmp_path, "run_files/work.zip", LIMITS)
     assert checked is not None
     checked.close()
     assert packed.names == ["out/a.csv", "b.png"] and packed.changed
-    assert packed.notes == ["a note"]
+    assert packed.notes == ["a note", "\\x1b]52;c;cm0gLXJm\\x07 and more \\u202e"]
     with zipfile.ZipFile(tmp_path / "run_files" / "work.zip") as zf:
         assert zf.read("out/a.csv") == b"1,2\n"
         assert all(i.external_attr >> 16 == 0o100644 for i in zf.infolist())

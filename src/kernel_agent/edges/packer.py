@@ -30,6 +30,7 @@ from typing import IO
 
 from ..errors import KernelAgentError, UnsafePath
 from .archive import Packed, checked_members, fill, member_name, pack, zip_opener
+from .escapes import visible
 from .safefs import Walk, walk_beneath
 
 __all__ = ["DeliveryLimits", "owner_to_read_as", "pack_as_owner", "read_archive"]
@@ -105,7 +106,8 @@ def read_archive(
     except (UnsafePath, zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
         why = exc if isinstance(exc, UnsafePath) else f"{type(exc).__name__}: {exc}"
         return Packed(notes=[f"refused the delivery worker's archive: {str(why)[:200]}"]), None
-    packed.notes[:0] = [n[:300] for n in notes[:_MAX_NOTES]]
+    # the worker's words: shown, never acted on by a terminal
+    packed.notes[:0] = [visible(" ".join(n.split()))[:300] for n in notes[:_MAX_NOTES]]
     return packed, zf
 
 
