@@ -105,7 +105,8 @@ def read_archive(
         )  # fmt: skip
     except (UnsafePath, zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
         why = exc if isinstance(exc, UnsafePath) else f"{type(exc).__name__}: {exc}"
-        return Packed(notes=[f"refused the delivery worker's archive: {str(why)[:200]}"]), None
+        shown = visible(" ".join(str(why).split()))[:200]  # names in it are the worker's
+        return Packed(notes=[f"refused the delivery worker's archive: {shown}"]), None
     # the worker's words: shown, never acted on by a terminal
     packed.notes[:0] = [visible(" ".join(n.split()))[:300] for n in notes[:_MAX_NOTES]]
     return packed, zf
