@@ -24,13 +24,23 @@ import stat
 import time
 import unicodedata
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import IO
 
 from ..errors import UnsafePath
 from .safefs import open_beneath, open_dir_beneath, split_relative
 
-__all__ = ["Packed", "member_name", "members_of", "pack"]
+__all__ = [
+    "Opener",
+    "Packed",
+    "checked_members",
+    "fill",
+    "member_name",
+    "members_of",
+    "pack",
+    "zip_opener",
+]
 
 MAX_NAME_CHARS = 1024
 MAX_COMPONENT_BYTES = 255
@@ -39,6 +49,9 @@ _BLOCK = 1 << 20
 #: surrogates (bytes that are not UTF-8), line and paragraph separators
 _REFUSED = {"Cc", "Cf", "Cs", "Zl", "Zp"}
 _EPOCH_1980 = 315532800  # the earliest time a zip entry can hold
+
+#: opens member ``rel`` of a source: (file, size, mtime), or why it cannot be had
+Opener = Callable[[object, str], "tuple[IO[bytes], int, float] | str"]
 
 
 def member_name(rel: object, *, max_depth: int = 8) -> str:
@@ -79,7 +92,7 @@ class Packed:
 
 
 def pack(
-    src_root: str | os.PathLike[str] | int,
+    src_root: object,
     names: Iterable[str],
     dest_root: str | os.PathLike[str] | int,
     dest_rel: str,
@@ -88,13 +101,15 @@ def pack(
     max_file_bytes: int,
     max_total_bytes: int,
     max_depth: int = 8,
+    opener: Opener | None = None,
 ) -> Packed:
     """Write the regular files ``src_root/name`` for ``names`` into the zip ``dest_root/dest_rel``.
 
     Atomic (a temp file beside the target, renamed into place through the directory's fd: a
     link at the target is replaced, never followed; an equal archive is left as it was).
     A name that fails :func:`member_name`, a link, a non-regular file or one over the bounds is
-    left out with a note. With nothing to pack, nothing is written.
+    left out with a note. With nothing to pack, nothing is written. ``opener`` reads the
+    members from elsewhere than files beneath ``src_root`` (:func:`zip_opener`).
     """
     out = Packed()
     wanted: list[str] = []
@@ -113,18 +128,10 @@ def pack(
         fd = os.open(tmp, flags, 0o644, dir_fd=dir_fd)
         try:
             os.fchmod(fd, 0o644)  # exact mode, whatever the umask
-            with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", allowZip64=True) as zf:
-                for rel in wanted:
-                    if len(out.names) >= max_files:
-                        out.notes.insert(0, f"more than {max_files} files")
-                        break
-                    why = _add(zf, src_root, rel, max_file_bytes, max_total_bytes - out.size)
-                    if isinstance(why, str):
-                        out.notes.append(why)
-                        continue
-                    out.names.append(rel)
-                    out.size += why
-                written = _info(zf)
+            with os.fdopen(fd, "wb") as fh:
+                written = fill(fh, src_root, wanted, out, max_files=max_files,
+                               max_file_bytes=max_file_bytes, max_total_bytes=max_total_bytes,
+                               opener=opener)  # fmt: skip
             # nothing came in, or the same members as the archive in place: keep that one
             out.changed = bool(out.names) and written != previous
             if out.changed:  # through the directory fd: a link planted there is replaced
@@ -135,19 +142,73 @@ def pack(
     return out
 
 
-def _add(zf: zipfile.ZipFile, root: str | os.PathLike[str] | int, rel: str,
-         max_bytes: int, room: int) -> int | str:  # fmt: skip
-    """Add ``root/rel`` as a member; its size, or why it was left out."""
+def fill(
+    fh: IO[bytes],
+    src_root: object,
+    wanted: list[str],
+    out: Packed,
+    *,
+    max_files: int,
+    max_file_bytes: int,
+    max_total_bytes: int,
+    opener: Opener | None = None,
+    comment: Callable[[Packed], bytes] | None = None,
+) -> list[tuple[str, int, int]]:
+    """Write the members ``wanted`` (checked names) as a zip into ``fh`` (which need not be
+    seekable), noting in ``out``; the (name, size, CRC) of what was written. ``comment``
+    makes the archive's comment from ``out`` once the members are in."""
+    with zipfile.ZipFile(fh, "w", allowZip64=True) as zf:
+        for rel in wanted:
+            if len(out.names) >= max_files:
+                out.notes.insert(0, f"more than {max_files} files")
+                break
+            opened = (opener or _open_file)(src_root, rel)
+            why = _add(zf, opened, rel, max_file_bytes, max_total_bytes - out.size)
+            if isinstance(why, str):
+                out.notes.append(why)
+                continue
+            out.names.append(rel)
+            out.size += why
+        if comment is not None:
+            zf.comment = comment(out)
+        return _info(zf)
+
+
+def _open_file(root: object, rel: str) -> tuple[IO[bytes], int, float] | str:
+    """``root/rel`` opened with no link followed: (file, size at open, mtime), or why not."""
     try:
-        fd = open_beneath(root, rel)
+        fd = open_beneath(root, rel)  # type: ignore[arg-type]
     except (OSError, UnsafePath) as exc:
         return f"{rel}: {exc.strerror if isinstance(exc, OSError) else exc}"
-    with os.fdopen(fd, "rb") as src:
-        st = os.fstat(fd)
-        size = st.st_size  # read no more than this, however the file grows meanwhile
+    st = os.fstat(fd)
+    return os.fdopen(fd, "rb"), st.st_size, st.st_mtime
+
+
+def zip_opener(zf: zipfile.ZipFile) -> Opener:
+    """An opener of the members of ``zf`` (an archive :func:`checked_members` accepted)."""
+
+    def opener(_root: object, rel: str) -> tuple[IO[bytes], int, float] | str:
+        try:
+            info = zf.getinfo(rel)
+        except KeyError:
+            return f"{rel}: not in the archive"
+        mtime = time.mktime((*info.date_time, 0, 0, -1))
+        return zf.open(info), info.file_size, mtime
+
+    return opener
+
+
+def _add(zf: zipfile.ZipFile, opened: tuple[IO[bytes], int, float] | str, rel: str,
+         max_bytes: int, room: int) -> int | str:  # fmt: skip
+    """Add ``opened`` as member ``rel``; its size, or why it was left out."""
+    if isinstance(opened, str):
+        return opened
+    src, size, mtime = opened
+    with src:
+        # read no more than ``size``, however the file grows meanwhile
         if size > max_bytes or size > room:
             return f"{rel} ({size} bytes) is over the size bound"
-        info = zipfile.ZipInfo(rel, time.localtime(max(st.st_mtime, _EPOCH_1980))[:6])
+        info = zipfile.ZipInfo(rel, time.localtime(max(mtime, _EPOCH_1980))[:6])
         info.create_system = 3  # Unix: the mode below is read by extractors
         info.external_attr = (stat.S_IFREG | 0o644) << 16
         info.compress_type = zipfile.ZIP_STORED  # a copy, not an archiver (bench_delivery.py)
@@ -176,6 +237,39 @@ def _signature(root: str | os.PathLike[str] | int, rel: str) -> list[tuple[str, 
             return _info(zf)
     except (OSError, zipfile.BadZipFile, ValueError):
         return None
+
+
+def checked_members(
+    zf: zipfile.ZipFile, data_size: int, *, max_files: int, max_file_bytes: int,
+    max_total_bytes: int, max_depth: int = 8,
+) -> list[str]:  # fmt: skip
+    """The member names of an archive someone else wrote (the unprivileged packer), when it
+    is one :func:`pack` could have written: at most ``max_files`` members with names
+    :func:`member_name` accepts, each once, each a regular file stored uncompressed and
+    unencrypted (so no ratio to bomb with: its size is the bytes it holds), within the size
+    bounds and within the ``data_size`` bytes the archive has. :class:`UnsafePath` naming the
+    first thing that is not so: the whole archive is refused."""
+    infos = zf.infolist()
+    if len(infos) > max_files:
+        raise UnsafePath(f"{len(infos)} members, more than {max_files}")
+    names: list[str] = []
+    total = 0
+    for info in infos:
+        name = member_name(info.filename, max_depth=max_depth)
+        mode = info.external_attr >> 16
+        if name in names:
+            raise UnsafePath(f"{name!r:.80} twice")
+        if info.is_dir() or not stat.S_ISREG(mode) or stat.S_IMODE(mode) != 0o644:
+            raise UnsafePath(f"{name!r:.80} is not a regular 0644 file (mode {mode:o})")
+        if info.flag_bits & 0x1 or info.compress_type != zipfile.ZIP_STORED:
+            raise UnsafePath(f"{name!r:.80} is compressed or encrypted")
+        if info.compress_size != info.file_size or info.file_size > max_file_bytes:
+            raise UnsafePath(f"{name!r:.80} declares {info.file_size} bytes")
+        total += info.file_size
+        if total > max_total_bytes or total > data_size:
+            raise UnsafePath(f"members of more than {min(max_total_bytes, data_size)} bytes")
+        names.append(name)
+    return names
 
 
 def members_of(zf: zipfile.ZipFile) -> list[zipfile.ZipInfo]:

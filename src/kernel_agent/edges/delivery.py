@@ -19,7 +19,12 @@ files, a remote kernel's files):
   documents that no tool reads as its own configuration or imports as code, whatever their
   stem. Any other declared file stays only in the archive, and a note says so.
 
-Reads never follow a link (a planted link to ``/etc/shadow`` is left out), the archive's
+As root, the walk and the reads of a work dir that a kernel's uid owns run as that uid in
+an unprivileged worker (:mod:`kernel_agent.edges.packer`), and root checks the zip it sends
+before writing its own: root opens no path in a kernel's work dir, and the loose files come
+from the checked archive. A directory root made itself (a gateway kernel's staging dir, whose
+files root wrote from the bytes it pulled) is read in-process, as is everything when we are
+not root. Reads never follow a link (a planted link to ``/etc/shadow`` is left out), the archive's
 members are regular files with mode 0644 (no setuid survives), and the count, each file and
 the total are bounded. What is left out (dot names, depth, count, size, a refused name) is
 said in the notes, never dropped silently. Dot-named paths stay out of the archive: hidden
@@ -28,17 +33,20 @@ tool state (caches, settings) the kernel made is noise, not results.
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UnsafePath
 from .archive import member_name, pack
-from .safefs import Walk, read_beneath, walk_beneath, write_beneath
+from .packer import DeliveryLimits, _some, _walk_notes, owner_to_read_as, pack_as_owner
+from .safefs import read_beneath, walk_beneath, write_beneath
 
 __all__ = ["DATA_SUFFIXES", "Delivery", "DeliveryLimits", "deliver", "loose_name"]
 
 ARCHIVE = "work.zip"
+_LIMITS = DeliveryLimits()
 LOOSE_DIR = "result"
 
 #: Suffixes of a declared file that may come back loose. Data, media and documents: no tool
@@ -64,14 +72,6 @@ DATA_SUFFIXES = frozenset(
         "wav", "mp3", "ogg", "flac", "mp4", "webm",
     }
 )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class DeliveryLimits:
-    max_files: int = 100
-    max_file_bytes: int = 50 * 1024 * 1024
-    max_total_bytes: int = 200 * 1024 * 1024
-    max_depth: int = 8
 
 
 def loose_name(rel: str) -> str | None:
@@ -123,28 +123,60 @@ def deliver(
     *,
     declared: Sequence[str] = (),
     archive: bool = True,
-    limits: DeliveryLimits = DeliveryLimits(),
+    limits: DeliveryLimits = _LIMITS,
 ) -> Delivery:
     """Bring the kernel's files from ``work`` beside ``notebook``: all of them in the archive
     (unless ``archive`` is False: an unsandboxed kernel wrote in the user's own dir), and the
     ``declared`` ones (paths relative to ``work``) that are inert data loose."""
     folder = f"{notebook.stem}_files"
     out = Delivery()
-    if archive:
+    owner = owner_to_read_as(work) if archive else None
+    checked: zipfile.ZipFile | None = None
+    if owner is not None:  # as root: read as the kernel, check what comes back
+        dest = f"{folder}/{ARCHIVE}"
+        packed, checked = pack_as_owner(work, owner, notebook.parent, dest, limits)
+    elif archive:
         walk = walk_beneath(
             work, max_entries=limits.max_files * 10, max_depth=limits.max_depth, skip_dot=True
         )
-        out.notes = _walk_notes(walk, limits)
         packed = pack(
             work, [e.path for e in walk.entries if e.kind == "file"],
             notebook.parent, f"{folder}/{ARCHIVE}",
             max_files=limits.max_files, max_file_bytes=limits.max_file_bytes,
             max_total_bytes=limits.max_total_bytes, max_depth=limits.max_depth,
         )  # fmt: skip
-        out.notes += packed.notes
+        packed.notes[:0] = _walk_notes(walk, limits)
+    if archive:
+        out.notes = packed.notes
         out.members, out.changed = packed.names, packed.changed
         if packed.names:
             out.archive = notebook.parent / folder / ARCHIVE
+    try:
+        kept = _loose(work, notebook.parent, folder, declared, out, limits, owner, checked)
+    finally:
+        if checked is not None:
+            checked.close()
+    if kept:
+        where = ARCHIVE if out.archive is not None else "the kernel's work dir"
+        out.notes.append(
+            f"{len(kept)} declared file(s) are not plain data files and stay only in {where}: "
+            + _some(kept)
+        )
+    return out
+
+
+def _loose(
+    work: Path,
+    root: Path,
+    folder: str,
+    declared: Sequence[str],
+    out: Delivery,
+    limits: DeliveryLimits,
+    owner: int | None,
+    checked: zipfile.ZipFile | None,
+) -> list[str]:
+    """Copy the inert ``declared`` files loose into ``folder/result/`` (from the checked
+    archive when the work dir was read as its owner: root opens no path in it); the rest."""
     inert: set[str] = set()
     kept: list[str] = []
     for rel in declared:
@@ -153,10 +185,13 @@ def deliver(
             kept.append(rel)
             continue
         try:
-            data = read_beneath(work, rel, limit=limits.max_file_bytes)
-            target = notebook.parent / folder / LOOSE_DIR / flat
+            if owner is None:
+                data = read_beneath(work, rel, limit=limits.max_file_bytes)
+            else:
+                data = _member(checked, rel, limits.max_file_bytes)
+            target = root / folder / LOOSE_DIR / flat
             if not _same(target, data):
-                write_beneath(notebook.parent, f"{folder}/{LOOSE_DIR}/{flat}", data)
+                write_beneath(root, f"{folder}/{LOOSE_DIR}/{flat}", data)
         except FileNotFoundError:
             out.notes.append(f"{rel}: not among the kernel's files")
             continue
@@ -165,13 +200,22 @@ def deliver(
             continue
         inert.add(flat)
         out.loose.append(target)
-    if kept:
-        where = ARCHIVE if out.archive is not None else "the kernel's work dir"
-        out.notes.append(
-            f"{len(kept)} declared file(s) are not plain data files and stay only in {where}: "
-            + _some(kept)
-        )
-    return out
+    return kept
+
+
+def _member(checked: zipfile.ZipFile | None, rel: str, limit: int) -> bytes:
+    """Member ``rel`` of the checked archive (FileNotFoundError when it is not there)."""
+    try:
+        info = None if checked is None else checked.getinfo(rel)
+    except KeyError:
+        info = None
+    if checked is None or info is None:
+        raise FileNotFoundError(rel)
+    with checked.open(info) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise UnsafePath(f"{rel} is larger than {limit} bytes")
+    return data
 
 
 def _same(target: Path, data: bytes) -> bool:
@@ -182,23 +226,3 @@ def _same(target: Path, data: bytes) -> bool:
         )
     except (OSError, UnsafePath):
         return False
-
-
-def _walk_notes(walk: Walk, limits: DeliveryLimits) -> list[str]:
-    notes = []
-    if walk.dot_count:
-        notes.append(
-            f"{walk.dot_count} dot-named path(s), hidden state rather than results: "
-            + _some(walk.dot_names, walk.dot_count)
-        )
-    if walk.too_deep:
-        notes.append(f"what is below {limits.max_depth} directory levels: " + _some(walk.too_deep))
-    if walk.truncated:
-        notes.append(f"everything past the first {limits.max_files * 10} entries")
-    return notes
-
-
-def _some(names: list[str], count: int | None = None, shown: int = 3) -> str:
-    count = len(names) if count is None else count
-    text = ", ".join(repr(n)[1:-1][:80] for n in names[:shown])
-    return text + (f" and {count - shown} more" if count > shown else "")

@@ -29,6 +29,7 @@ them (a Python under ``/root``), a ``ro_path`` only when the uid may reach it on
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import selectors
@@ -39,6 +40,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import KernelAgentError, SandboxError
@@ -56,6 +58,8 @@ LIMITS: dict[str, int] = {
     "RLIMIT_NPROC": 64,
     "RLIMIT_CORE": 0,
 }
+
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
 # runs as the worker's uid, before anything it is handed is read
 _BOOT = (
@@ -120,6 +124,8 @@ def run_module(
     env: dict[str, str] | None = None,
     ro_paths: tuple[str, ...] = (),
     error: type[KernelAgentError] = SandboxError,
+    as_uid: int | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> bytes:
     """Run ``python -m module *args`` unprivileged with ``payload`` on stdin; its stdout.
 
@@ -128,10 +134,13 @@ def run_module(
     ``max_output`` bytes or takes longer than ``timeout`` seconds. ``env`` adds to the
     cleared environment (paths only: it is the parent's word, not a secret); ``ro_paths``
     are the directories the worker may read in (under the rules of the module docstring).
+    ``as_uid`` (as root) runs it as that uid instead of a leased one (the owner of what it
+    reads, such as a kernel's work dir; its other processes are not killed: they are not
+    ours); ``pass_fds`` are handed to it under the same numbers.
     """
     limits = {**LIMITS, "RLIMIT_CPU": int(timeout) + 5}
     paths = _import_path()
-    with leased_user(purpose) as uid:
+    with _user(purpose, as_uid) as uid:
         home = Path(tempfile.mkdtemp(prefix="kernel-agent-worker-"))
         try:
             if uid >= 0:
@@ -143,11 +152,23 @@ def run_module(
                 module, *args,
             ]  # fmt: skip
             environ = {**_env(inner), **(env or {})}
-            return _run(argv, payload, environ, home, timeout, max_output, purpose, error)
+            return _run(argv, payload, environ, home, timeout, max_output, purpose, error, pass_fds)
         except OSError as exc:
             raise error(f"{purpose} could not start: {exc}") from None
         finally:
             shutil.rmtree(home, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _user(purpose: str, as_uid: int | None) -> Iterator[int]:
+    """A leased uid, or ``as_uid`` when we are root and it is given (-1: ourselves)."""
+    if as_uid is None or os.geteuid() != 0:
+        with leased_user(purpose) as uid:
+            yield uid
+        return
+    if as_uid <= 0:
+        raise SandboxError(f"{purpose} would run as uid {as_uid}")
+    yield as_uid
 
 
 def _confine(
@@ -196,6 +217,7 @@ def _run(
     max_output: int,
     purpose: str,
     error: type[KernelAgentError],
+    pass_fds: tuple[int, ...] = (),
 ) -> bytes:
     proc = subprocess.Popen(
         argv,
@@ -205,8 +227,11 @@ def _run(
         env=env,
         cwd=home,
         start_new_session=True,
+        pass_fds=pass_fds,
     )
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    with contextlib.suppress(OSError):  # fewer, larger reads of a large answer (an archive)
+        fcntl.fcntl(proc.stdout.fileno(), _F_SETPIPE_SZ, 1 << 20)
 
     def feed() -> None:
         with contextlib.suppress(OSError):  # a worker that died early stops reading
