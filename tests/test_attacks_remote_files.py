@@ -162,17 +162,20 @@ RAW_LIES = [
     ),
     # a short chunk that never ends the file
     ("(m._publish(a[3], b'x'), m._Json({'sent': 1}))[1]", "short chunk"),
-    # an answer far larger than it may be
-    ("m._Json({'data': 'A' * (8 * 1024 * 1024)})", "over the"),
+    # an answer far larger than it may be: dropped where the reply is parsed (a
+    # user_expression over the host's bound is never kept)
+    ("m._Json({'data': 'A' * (8 * 1024 * 1024)})", "within the host's bounds"),
 ]
 BASE64_LIES = [
-    # JSON nested too deep to parse
-    ("type('D', (), {'__repr__': lambda s: '[' * 200000 + ']' * 200000})()", "not JSON"),
+    # JSON nested too deep to parse (400,000 characters: dropped where the reply is parsed)
+    ("type('D', (), {'__repr__': lambda s: '[' * 200000 + ']' * 200000})()", "within the host's"),
+    ("type('D', (), {'__repr__': lambda s: '[' * 90000 + ']' * 90000})()", "not JSON"),
     ("m._Json({'data': 'eHl6', 'eof': True, 'size': 3, 'sha256': '0' * 64})", "sha256"),
     ("m._Json({'data': 'eHl6eHl6', 'eof': True, 'size': 6, 'sha256': ''})", "more than"),
     ("m._Json({'data': '!!!!', 'eof': True, 'size': 3, 'sha256': ''})", "not base64"),
     ("m._Json({'data': 'eA==', 'size': 1})", "short chunk"),
-    ("m._Json({'data': 'A' * (8 * 1024 * 1024)})", "over the"),
+    ("m._Json({'data': 'A' * (8 * 1024 * 1024)})", "within the host's bounds"),
+    ("m._Json({'data': 'A' * 249700})", "over the"),  # kept, but over one chunk's reply
 ]
 
 

@@ -35,6 +35,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 from ..edges.safefs import write_stream_beneath
 from ..errors import GatewayError, UnsafePath
 from ..executors.base import AsyncExecutor
+from ..executors.messages import MAX_EXPRESSION_SIZE
 
 __all__ = ["TransferLimits", "KernelFiles", "RemoteEntry", "CommListener"]
 
@@ -92,7 +93,7 @@ class KernelFiles:
             raise GatewayError(f"file transfer: the kernel did not answer ({result.status})")
         bundle = result.user_expressions.get("r")
         if not isinstance(bundle, dict):
-            raise GatewayError("file transfer: the kernel sent no answer")
+            raise GatewayError("file transfer: the kernel sent no answer within the host's bounds")
         if bundle.get("status") != "ok":
             what = f"{bundle.get('ename', 'error')}: {bundle.get('evalue', '')}"
             raise GatewayError(f"file transfer failed in the kernel: {what:.300}")
@@ -258,6 +259,8 @@ class KernelFiles:
         """
         chunk = self.limits.get_chunk
         raw_chunks = self.limits.raw_chunks and isinstance(self.executor, CommListener)
+        if not raw_chunks:  # the chunk comes back as text: one user_expression the host keeps
+            chunk = min(chunk, (MAX_EXPRESSION_SIZE - 1000) // 4 * 3)
         token = uuid.uuid4().hex if raw_chunks else None
         max_reply = 1000 if raw_chunks else _b64_len(chunk) + 200
         digest = hashlib.sha256()
