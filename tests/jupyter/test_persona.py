@@ -30,7 +30,7 @@ NOTES = Path("/work/notes")
 
 USER_CELL = "import pandas as pd\nthreshold = 8"
 QUESTION = "@kernel-agent Which amounts in sales.csv are above my threshold? Give the total."
-CODE = "df = pd.read_csv('sales.csv')\nbig = df[df['amount'] > threshold]\nprint('TOTAL', big['amount'].sum())"  # noqa: E501
+CODE = "df = pd.read_csv('sales.csv')\nbig = df[df['amount'] > threshold]\nprint('ABOVE', *big['amount'], 'TOTAL', big['amount'].sum())"  # noqa: E501
 ANSWER = "The amounts above your threshold (8) are 10 and 25: 35 in total."
 
 
@@ -105,7 +105,7 @@ def test_the_persona_manager_routes_a_csv_question_to_the_open_notebook(tmp_path
         mine = _agent_cells(lab, "sales.ipynb")
         assert len(mine) == 1 and mine[0]["source"].endswith(CODE)
         # it ran in the notebook's own kernel: `threshold` is the user's
-        assert "".join(mine[0]["outputs"][0]["text"]) == "TOTAL 35\n"
+        assert "".join(mine[0]["outputs"][0]["text"]) == "ABOVE 10 25 TOTAL 35\n"
         assert mine[0]["execution_count"] is not None
         # the model was asked with the notebook's cells and variables
         first = json.dumps(fake_llm.requests[0]["messages"])
@@ -195,7 +195,9 @@ def test_in_jupyterlab_a_user_asks_in_the_chat_and_watches_the_notebook(tmp_path
         browser = LabBrowser().start(f"{lab.url}/lab?token={lab.token}")
         browser.wait_for("threshold = 8", timeout=90)
         _type_and_send(browser, QUESTION)
-        seen = browser.wait_for(ANSWER, "TOTAL 35", "Run cell 1 in sales.ipynb", timeout=120)
+        seen = browser.wait_for(
+            ANSWER, "ABOVE 10 25 TOTAL 35", "Run cell 1 in sales.ipynb", timeout=120
+        )
         shot = browser.screenshot(tmp_path / "persona.png")
         if NOTES.is_dir():
             shutil.copy(shot, NOTES / "persona.png")
@@ -206,7 +208,7 @@ def test_in_jupyterlab_a_user_asks_in_the_chat_and_watches_the_notebook(tmp_path
         lab.stop()
     assert "Which amounts in sales.csv" in seen  # the user's message, in the chat
     assert len(mine) == 1 and mine[0]["source"].endswith(CODE)
-    assert "".join(mine[0]["outputs"][0]["text"]) == "TOTAL 35\n"
+    assert "".join(mine[0]["outputs"][0]["text"]) == "ABOVE 10 25 TOTAL 35\n"
 
 
 def test_a_persona_whose_agent_cannot_start_says_so_in_one_line(tmp_path, fake_llm):
