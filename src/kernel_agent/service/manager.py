@@ -276,8 +276,8 @@ class SessionManager:
             if work is not None and executor is not None and work != executor.cwd:
                 # a private work dir on this host (a gateway kernel's has none here: never
                 # the server's own --cwd)
-                with contextlib.suppress(Exception):
-                    deliver(work, hosted.notebook)
+                with contextlib.suppress(Exception):  # a worker's start: off the loop
+                    await asyncio.to_thread(deliver, work, hosted.notebook)
             elif remote is not None and remote.work is not None:
                 # a gateway kernel's own work dir: pulled over its channels, checked
                 with contextlib.suppress(Exception):
