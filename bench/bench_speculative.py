@@ -5,9 +5,10 @@ against plain llama.cpp decoding measured in the same run.
         [--threads N] [--repeats 2] [--gen-tokens 160] [--pred 4,10] [--n-ctx 4096]
 
 llama-cpp-python ships it (``llama_speculative.LlamaPromptLookupDecoding``, the server's
-``draft_model``); it needs ``logits_all=True`` passed too (0.3.36 sizes its score
-buffer from the argument, not from the draft model's override, and fails past n_batch): a draft of up to N tokens is copied from the
-prompt where the last tokens occur there, and the model checks the draft in one batch.
+``draft_model``; 0.3.36 needs ``logits_all=True`` passed too: it sizes its score buffer
+from the argument, not from the draft model's override, and fails past n_batch). A draft
+of up to N tokens is copied from the prompt where the last tokens occur there, and the
+model checks the draft in one batch.
 Our replies copy a lot (column names from the data preview, a failing cell rewritten
 with one change), so it could pay. Two costs: llama-cpp-python turns ``logits_all`` on
 for it (the logits of every prompt token are computed and kept: memory and prompt
@@ -70,10 +71,18 @@ def prompts(nonce: str) -> dict[str, list[dict[str, str]]]:
     first = {"role": "user", "content": FIRST}
     return {
         "first cell": [system, first],
-        "fix a cell": [system, first, {"role": "assistant", "content": FAILED_CELL},
-                       {"role": "user", "content": ERROR}],  # fmt: skip
-        "answer": [system, first, {"role": "assistant", "content": FAILED_CELL},
-                   {"role": "user", "content": PRINTED}],  # fmt: skip
+        "fix a cell": [
+            system,
+            first,
+            {"role": "assistant", "content": FAILED_CELL},
+            {"role": "user", "content": ERROR},
+        ],  # fmt: skip
+        "answer": [
+            system,
+            first,
+            {"role": "assistant", "content": FAILED_CELL},
+            {"role": "user", "content": PRINTED},
+        ],  # fmt: skip
     }
 
 
@@ -113,8 +122,12 @@ def main() -> None:
     plain = Llama(model_path=str(path), **kw)
     r1 = rss_mb()
     drafts = {
-        n: Llama(model_path=str(path), draft_model=LlamaPromptLookupDecoding(num_pred_tokens=n),
-                 logits_all=True, **kw)  # fmt: skip
+        n: Llama(
+            model_path=str(path),
+            draft_model=LlamaPromptLookupDecoding(num_pred_tokens=n),
+            logits_all=True,
+            **kw,
+        )  # fmt: skip
         for n in (int(x) for x in args.pred.split(","))
     }
     r2 = rss_mb()
