@@ -21,6 +21,7 @@ from ..prompts import prompt
 from ..results import CellResult
 from .answers import AnswerFormat, StatesResult
 from .briefing import DataPreview
+from .checks import AnswerCheck
 from .composed import PrintedAnswer
 from .echo import PromptEcho
 from .grounding import ungrounded_numbers
@@ -238,6 +239,7 @@ SMALL_MODEL_LEVERS: tuple[type[Lever], ...] = (
     NudgeNoCode,
     PushAfterError,
     PromptEcho,
+    AnswerCheck,
     GroundingCheck,
     UnbackedAnswer,
     StatesResult,

@@ -1,0 +1,311 @@
+"""One check of a final answer against the task's words and the values the cells printed.
+
+A small model's wrong answers are often plainly wrong to anyone who reads the task and the
+outputs beside them. :func:`answer_problems` is that reader: one pure function fed the
+task, the answer, the printed outputs, the row counts of the kernel's frames and the data
+preview, returning each problem as one line that says what to do:
+
+- ``magnitude``: a number of 25 digits or more from a data file (a text column summed:
+  its strings were joined, not added);
+- ``empty``: ``nan``, ``inf`` or an empty result stated as the value (a filter that kept
+  no rows, a column of text);
+- ``all_rows``: a count of rows that meet a condition equal to the table's row count;
+- ``verdict``: "significant" / "not significant" (or a yes/no slot named so) against the
+  one p-value the cells printed and the task's alpha (0.05 when it names none);
+- ``kind``: a word in a slot whose name asks for a number (``mean_age``, ``count``);
+- ``repr``: Python reprs (``np.float64(3.2)``) where a value is to be stated;
+- ``repeated_slot``: one asked slot given several times (a list goes in one slot);
+- ``preview_copy``: half or more of the answer copied from the data preview.
+
+:class:`AnswerCheck` sends an answer back with the first problem, each kind at most once a
+task; the model's next answer is taken. It also reads a cell that prints ``@name[value]``
+lines (the answer's form): a problem there is noted under the output, so the answer
+composed from it waits for the model, which reads the note first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ..llm.view import render_cell
+from ..prompts import prompt
+from ..results import CellResult
+from .answers import FormatSpec
+from .echo import normalise
+from .lever import Lever
+from .state import Ask, TaskState
+
+__all__ = ["AnswerCheck", "CHECKS", "Facts", "answer_problems"]
+
+_PREVIEW_HEADER = "Files in the working directory"
+_SLOT = re.compile(r"@([A-Za-z_][\w-]*)\[([^\[\]\n]*)\]")
+_DIGITS = re.compile(r"\d[\d,_]*")
+_BIG_ASKED = re.compile(r"factorial|fibonacci|\bdigits?\b|\bpower\b|\*\*|\^|\bbig\b|huge", re.I)
+_EMPTY = re.compile(
+    r"(?<![\w.])(?:nan|-?inf)(?![\w(])|Empty DataFrame|Series\(\[\]|\[\]|\{\}|@[\w-]+\[\s*\]",
+    re.I,
+)
+_COUNT_ASKED = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b", re.I)
+_CONDITION = re.compile(
+    r"outlier|missing|null|\bnan\b|duplicat|above|below|greater|less than|more than|fewer|"
+    r"exceed|at least|at most|higher than|lower than|between|over \d|under \d",
+    re.I,
+)
+_ROWS_ASKED = re.compile(r"\brows?\b|records?|entries|observations|samples|data points|size", re.I)
+_SIGNIFICANCE = re.compile(r"signific|null hypothesis|\breject|p[- ]?value", re.I)
+_ALPHA = re.compile(
+    r"(?:alpha|α|significance level|level of significance|signific\w*\s+at)\D{0,24}?"
+    r"(0?\.\d+|\d+(?:\.\d+)?\s*%)",
+    re.I,
+)
+_P_VALUE = re.compile(
+    r"(?:\b(?:p[-_ ]?val(?:ue)?|pvalue|p)\s*(?:[:=]|is)\s*(?:np\.float64\()?"
+    r"|@\w*p_?val\w*\[)([-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)",
+    re.I,
+)
+_NEGATIVE = re.compile(
+    r"(?:\bnot|\bno|n't)\b[^.,;]{0,25}\bsignifican|insignificant|"
+    r"fail(?:s|ed)?\s+to\s+reject|\b(?:do|does|can)\s*(?:not|n't)\s+reject",
+    re.I,
+)
+_POSITIVE = re.compile(
+    r"\b(?:is|are|was|were)\s+(?:statistically\s+)?significant|\breject(?:s|ed)?\s+the\s+null|"
+    r"\ba\s+(?:statistically\s+)?significant|\bsignificantly\b",
+    re.I,
+)
+_NUMERIC_SLOT = re.compile(
+    r"count|num|mean|avg|average|median|sum|total|pct|percent|ratio|rate|corr|std|var|"
+    r"p_?val|min|max|coef|slope|score|r2|rmse|mse|mae|skew|kurt",
+    re.I,
+)
+_NOT_A_NUMBER_WORD = re.compile(r"^(?:yes|no|true|false|none|nan|inf|-inf)$", re.I)
+_REPR = re.compile(r"\b(?:np|numpy)\.(?:float|int|str|bool)_?\d*\(|\bTimestamp\('|\bdtype[:=]")
+#: a run of this many normalised characters copied from the preview counts
+_WINDOW = 40
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the check reads: all plain text, so it is tested with strings."""
+
+    task: str
+    answer: str
+    #: the printed text of each cell that ran without an error, as the model saw it
+    outputs: Sequence[str] = ()
+    #: the row counts of the frames in the kernel's namespace
+    rows: frozenset[int] = field(default_factory=frozenset)
+    #: the data preview the task was sent with ("" when there was none)
+    preview: str = ""
+
+
+def _magnitude(f: Facts) -> str | None:
+    if not f.preview or _BIG_ASKED.search(f.task):
+        return None
+    longest = max((len(re.sub(r"\D", "", m)) for m in _DIGITS.findall(f.answer)), default=0)
+    if longest < 25:
+        return None
+    return (
+        f"it states a number of {longest} digits, which no sum or mean of this data can "
+        "have: a column of text was summed (its strings joined, not added). Convert it "
+        "first (`pd.to_numeric(df[c], errors='coerce')`), compute again and print the value"
+    )
+
+
+def _empty(f: Facts) -> str | None:
+    if not (m := _EMPTY.search(f.answer)):
+        return None
+    return (
+        f"it states {m.group(0).strip()!r} as a value: the computation had nothing to work on "
+        "(a filter that kept no rows, a column of text, a name spelt differently). Print the "
+        "sizes of what it used, fix the step that emptied it, and print the value"
+    )
+
+
+def _all_rows(f: Facts) -> str | None:
+    if not _COUNT_ASKED.search(f.task) or not _CONDITION.search(f.task):
+        return None
+    if _ROWS_ASKED.search(f.task):
+        return None
+    given = set(re.findall(r"\d+", f.task))
+    numbers = re.findall(r"(?<![\d.,])\d+(?:,\d{3})*(?!\d|[.,]\d)", f.answer)
+    stated = {int(n.replace(",", "")) for n in numbers}
+    same = sorted(n for n in stated & set(f.rows) if n >= 20 and str(n) not in given)
+    if not same:
+        return None
+    return (
+        f"it states {same[0]}, the number of rows of the whole table: the count took every "
+        "row, not only those that meet the condition (`len(mask)` and `mask.count()` count "
+        "all rows; `mask.sum()` counts the True ones). Count the rows that meet it"
+    )
+
+
+def _alpha(task: str) -> float:
+    if m := _ALPHA.search(task):
+        text = m.group(1).replace(" ", "")
+        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    return 0.05
+
+
+def _verdict(answer: str) -> bool | None:
+    """True: the answer says significant; False: not significant; None: it says neither."""
+    if _NEGATIVE.search(answer):
+        return False
+    if _POSITIVE.search(answer):
+        return True
+    for name, value in _SLOT.findall(answer):
+        if re.search(r"signific|reject", name, re.I):
+            word = value.strip().lower()
+            if word in ("yes", "true", "no", "false"):
+                return word in ("yes", "true")
+    return None
+
+
+def _verdict_against_p(f: Facts) -> str | None:
+    if not _SIGNIFICANCE.search(f.task):
+        return None
+    printed = {float(v) for text in f.outputs for v in _P_VALUE.findall(text)}
+    if len(printed) != 1:
+        return None  # none, or several tests: which one the verdict is about is not known
+    p = printed.pop()
+    verdict = _verdict(f.answer)
+    alpha = _alpha(f.task)
+    if verdict is None or verdict == (p < alpha):
+        return None
+    said = "significant" if verdict else "not significant"
+    return (
+        f"it says {said}, but the printed p-value is {p:g}, which is "
+        f"{'below' if p < alpha else 'not below'} {alpha:g}: the result is "
+        f"{'significant' if p < alpha else 'not significant'}. State the verdict the p-value gives"
+    )
+
+
+def _kind(f: Facts) -> str | None:
+    for name, value in _SLOT.findall(f.answer):
+        text = value.strip()
+        if (
+            _NUMERIC_SLOT.search(name)
+            and text
+            and not re.search(r"\d", text)
+            and not _NOT_A_NUMBER_WORD.match(text)
+        ):
+            return (
+                f"@{name}[{text}] holds a word where the slot's name asks for a number: "
+                "print the number itself and state it"
+            )
+    return None
+
+
+def _repr(f: Facts) -> str | None:
+    if not (m := _REPR.search(f.answer)):
+        return None
+    return (
+        f"it shows Python reprs ({m.group(0)}...), not values: state each value plainly "
+        "(`float(x)`, `int(x)`, `str(x)`), in the form the task asks"
+    )
+
+
+def _repeated_slot(f: Facts) -> str | None:
+    asked = FormatSpec.of(f.task).slots
+    given = [name for name, _ in _SLOT.findall(f.answer)]
+    twice = [s for s in asked if given.count(s) > 1 and f"@{s}[" in f.task]
+    if not twice or f.task.count(f"@{twice[0]}[") > 1:
+        return None
+    return (
+        f"it gives @{twice[0]}[...] {given.count(twice[0])} times; the task asks for it once: "
+        f"put every value in the one slot, comma-separated, @{twice[0]}[a, b, c]"
+    )
+
+
+def _preview_copy(f: Facts) -> str | None:
+    text = normalise(f.answer)
+    if not f.preview or len(text) < _WINDOW:
+        return None
+    preview = normalise(f.preview)
+    windows = {preview[i : i + _WINDOW] for i in range(len(preview) - _WINDOW + 1)}
+    copied = [False] * len(text)
+    for i in range(len(text) - _WINDOW + 1):
+        if text[i : i + _WINDOW] in windows:
+            copied[i : i + _WINDOW] = [True] * _WINDOW
+    if sum(copied) < len(text) / 2:
+        return None
+    return (
+        "it copies the data preview you were sent, which is not an answer: compute the "
+        "asked values in a cell, print them, and state them"
+    )
+
+
+#: every check, in the order they are asked (the first problem found is sent back)
+CHECKS: tuple[tuple[str, Callable[[Facts], str | None]], ...] = (
+    ("preview_copy", _preview_copy),
+    ("magnitude", _magnitude),
+    ("empty", _empty),
+    ("verdict", _verdict_against_p),
+    ("all_rows", _all_rows),
+    ("kind", _kind),
+    ("repr", _repr),
+    ("repeated_slot", _repeated_slot),
+)
+
+
+def answer_problems(facts: Facts, skip: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+    """``[(check, one line)]`` for each problem of ``facts.answer`` (checks in ``skip`` not run)."""
+    found = []
+    for name, check in CHECKS:
+        if name not in skip and (problem := check(facts)):
+            found.append((name, problem))
+    return found
+
+
+def _rows(state: TaskState) -> frozenset[int]:
+    rows = set()
+    for info in list(state.namespace.values())[:200]:
+        if info.type == "DataFrame" and info.shape and (m := re.match(r"\((\d+),", info.shape)):
+            rows.add(int(m.group(1)))
+    return frozenset(rows)
+
+
+def facts_of(state: TaskState, answer: str) -> Facts:
+    """The facts of ``state`` for ``answer``."""
+    outputs = [render_cell(c, budget=4000).text for c in state.cells if c.ok]
+    preview = next((t for t in state.told if t.startswith(_PREVIEW_HEADER)), "")
+    return Facts(state.task, answer, outputs, _rows(state), preview)
+
+
+class AnswerCheck(Lever):
+    """An answer the task's words and the printed values contradict goes back, with why.
+
+    Each kind of problem is sent back at most once a task; a cell that prints the answer's
+    ``@name[value]`` lines with a problem gets it as a note under its output.
+    """
+
+    name = "answer_check"
+
+    def on_answer(self, state: TaskState, answer: str) -> Ask | None:
+        problem = self._first(state, answer)
+        if problem is None:
+            return None
+        return Ask(
+            prompt("answer_doubt", problem=problem),
+            notice=f"the answer does not hold against the task and the outputs ({problem[:60]}...)",
+        )
+
+    def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> str | None:
+        if not cell.ok:
+            return None
+        text = render_cell(cell, budget=4000).text
+        slots = " ".join(m.group(0) for m in _SLOT.finditer(text))
+        if not slots or not FormatSpec.of(state.task).slots:
+            return None
+        problem = self._first(state, slots)
+        return prompt("answer_doubt_note", problem=problem) if problem else None
+
+    def _first(self, state: TaskState, answer: str) -> str | None:
+        done = frozenset(n.split(".", 1)[1] for n in state.fired if n.startswith(f"{self.name}."))
+        problems = answer_problems(facts_of(state, answer), skip=done)
+        if not problems:
+            return None
+        kind, line = problems[0]
+        state.fired.add(f"{self.name}.{kind}")
+        return line
