@@ -104,6 +104,22 @@ def test_repeat_guard_refuses_a_failed_cell_and_resamples() -> None:
     assert RepeatGuard(temperature=1.2).temperature == 1.2
 
 
+def test_repeat_guard_notes_the_same_error_from_other_code() -> None:
+    st, lever = TaskState("t"), RepeatGuard()
+    first = failed("df['Age'].mean()", "KeyError", "'Age'")
+    st.cells.append(first)
+    assert lever.after_cell(st, first, "Hint: there is no column 'Age'") is None
+    again = failed("df['Age '].mean()", "KeyError", "'Age'")
+    st.cells.append(again)
+    note = lever.after_cell(st, again, "Hint: there is no column 'Age'")
+    assert note is not None and "same error as the cell before" in note
+    other = failed("df[' Age'].median()", "KeyError", "' Age'")  # another error: no note
+    st.cells.append(other)
+    assert lever.after_cell(st, other, "") is None
+    st.cells.append(ok("print(1)", "1\n"))
+    assert lever.after_cell(st, st.cells[-1], "") is None
+
+
 def test_fenced_rules_keep_one_block_of_a_fenced_reply() -> None:
     lever, st = FencedRules(), TaskState("t")
     fenced = Turn(["a = 1", "b = 2"], "", fenced=True)

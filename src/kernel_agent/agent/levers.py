@@ -189,9 +189,17 @@ class RepeatGuard(Lever):
             cell_meta={"repeat": True},
         )
 
-    def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> None:
-        if not cell.ok and cell.error is not None:
-            state.failed[normalize_code(cell.code)] = f"{cell.error}\n{hint}".strip()
+    def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> str | None:
+        if cell.ok or cell.error is None:
+            return None
+        state.failed[normalize_code(cell.code)] = f"{cell.error}\n{hint}".strip()
+        before = state.cells[-2] if len(state.cells) > 1 else None
+        if before is None or before.ok or before.error is None:
+            return None
+        if str(before.error).splitlines()[:1] != str(cell.error).splitlines()[:1]:
+            return None
+        # other code, the same error: the change did not reach its cause
+        return prompt("same_error")
 
 
 def _error_and_hint(error: str) -> str:

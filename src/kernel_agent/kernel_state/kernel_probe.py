@@ -291,7 +291,7 @@ def _shape_issues(df):
                 repr(v[:20]) for v in texts[grouped].head(2))
             lines.append(f"  ! {name} holds numbers stored as text ({what}): "
                          f"df[{name}] = {fix}")
-        elif unit.mean() >= 0.8 and (~plain).any():
+        elif unit.mean() >= 0.8 and (~plain).any() and texts.nunique() > 2 * FEW:
             example = ", ".join(repr(v[:20]) for v in texts[~plain].drop_duplicates().head(3))
             lines.append(f"  ! {name} holds numbers with text ({example}); the first number: "
                          f"df[{name}].astype(str).str.replace(',', '').str.extract("
