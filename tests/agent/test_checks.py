@@ -6,9 +6,8 @@ from datetime import datetime, timezone
 
 from nbformat.v4 import new_output
 
-from kernel_agent.agent.checks import AnswerCheck, Facts, answer_problems
+from kernel_agent.agent.checks import AnswerCheck, Facts, answer_problems, table_rows
 from kernel_agent.agent.state import TaskState
-from kernel_agent.kernel_state.namespace import VariableInfo
 from kernel_agent.results import CellResult
 
 NOW = datetime.now(timezone.utc)
@@ -114,7 +113,6 @@ def cell(printed: str) -> CellResult:
 def test_the_lever_asks_once_per_kind_and_notes_a_printed_answer():
     task = "What is the mean of streams? Answer as @mean_streams[value]."
     state = TaskState(task, told=[PREVIEW])
-    state.namespace = {"df": VariableInfo("df", "DataFrame", shape="(953, 24)")}
     huge = "@mean_streams[" + "1" * 60 + "]"
     lever = AnswerCheck()
     note = lever.after_cell(state, cell(huge + "\n"), "")
@@ -129,3 +127,17 @@ def test_the_lever_asks_once_per_kind_and_notes_a_printed_answer():
     other = TaskState("What is the mean of streams?", told=[PREVIEW])
     assert lever.after_cell(other, cell(huge + "\n"), "") is None
     assert lever.after_cell(TaskState(task), cell("1" * 60 + "\n"), "") is None
+
+
+def test_the_row_count_is_the_whole_tables_not_a_filtered_frames():
+    # a right count of a filter (3952 women with children) is a frame's row count too: only
+    # the data file's rows, as the preview read them, count as "all rows"
+    task = "How many women have children greater than 0, and their mean yrs_married?"
+    state = TaskState(task, told=[PREVIEW.replace("953 rows", "6366 rows")])
+    state.cells.append(cell("Number: 3952\nMean: 12.5\n"))
+    assert AnswerCheck().on_answer(state, "3952 women; mean 12.50") is None
+    assert table_rows(PREVIEW + "  sheet 'b': 12 rows x 3 columns\n") == {953, 12}
+    task = "How many of them have more than 2 children?"
+    state = TaskState(task, told=[PREVIEW.replace("953 rows", "6366 rows")])
+    ask = AnswerCheck().on_answer(state, "All 6,366 of them.")
+    assert ask is not None and "6366, the number of rows of the whole table" in ask.message

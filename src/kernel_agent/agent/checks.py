@@ -37,7 +37,7 @@ from .echo import normalise
 from .lever import Lever
 from .state import Ask, TaskState
 
-__all__ = ["AnswerCheck", "CHECKS", "Facts", "answer_problems"]
+__all__ = ["AnswerCheck", "CHECKS", "Facts", "answer_problems", "table_rows"]
 
 _PREVIEW_HEADER = "Files in the working directory"
 _SLOT = re.compile(r"@([A-Za-z_][\w-]*)\[([^\[\]\n]*)\]")
@@ -94,7 +94,7 @@ class Facts:
     answer: str
     #: the printed text of each cell that ran without an error, as the model saw it
     outputs: Sequence[str] = ()
-    #: the row counts of the frames in the kernel's namespace
+    #: the row counts of the data files' tables (as the preview read them)
     rows: frozenset[int] = field(default_factory=frozenset)
     #: the data preview the task was sent with ("" when there was none)
     preview: str = ""
@@ -258,19 +258,19 @@ def answer_problems(facts: Facts, skip: frozenset[str] = frozenset()) -> list[tu
     return found
 
 
-def _rows(state: TaskState) -> frozenset[int]:
-    rows = set()
-    for info in list(state.namespace.values())[:200]:
-        if info.type == "DataFrame" and info.shape and (m := re.match(r"\((\d+),", info.shape)):
-            rows.add(int(m.group(1)))
-    return frozenset(rows)
+_TABLE_ROWS = re.compile(r"^\s+(?:sheet .*?: )?(\d+) rows x \d+ columns", re.M)
+
+
+def table_rows(preview: str) -> frozenset[int]:
+    """The row counts of the tables the data preview read (whole files, not a filter's)."""
+    return frozenset(int(n) for n in _TABLE_ROWS.findall(preview))
 
 
 def facts_of(state: TaskState, answer: str) -> Facts:
     """The facts of ``state`` for ``answer``."""
     outputs = [render_cell(c, budget=4000).text for c in state.cells if c.ok]
     preview = next((t for t in state.told if t.startswith(_PREVIEW_HEADER)), "")
-    return Facts(state.task, answer, outputs, _rows(state), preview)
+    return Facts(state.task, answer, outputs, table_rows(preview), preview)
 
 
 class AnswerCheck(Lever):
