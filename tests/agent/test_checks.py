@@ -141,3 +141,16 @@ def test_the_row_count_is_the_whole_tables_not_a_filtered_frames():
     state = TaskState(task, told=[PREVIEW.replace("953 rows", "6366 rows")])
     ask = AnswerCheck().on_answer(state, "All 6,366 of them.")
     assert ask is not None and "6366, the number of rows of the whole table" in ask.message
+
+
+def test_a_whether_question_answered_without_a_verdict():
+    task = "Is there a significant correlation between age and income?"
+    printed = ("r = 0.43, p = 0.002",)
+    assert kinds(task, "The correlation is 0.43 with a p-value of 0.002.", printed) == [
+        "no_verdict"
+    ]
+    assert kinds(task, "Yes: r = 0.43, p = 0.002.", printed) == []
+    assert kinds(task, "The correlation (0.43) is significant, p = 0.002.", printed) == []
+    slots = "Is there a significant correlation? Answer @r[value] @significant[yes/no]."
+    assert kinds(slots, "@r[0.43]", printed) == []  # slots: the format lever's to judge
+    assert kinds("What is the correlation between age and income?", "0.43", printed) == []

@@ -12,6 +12,7 @@ preview, returning each problem as one line that says what to do:
 - ``all_rows``: a count of rows that meet a condition equal to the table's row count;
 - ``verdict``: "significant" / "not significant" (or a yes/no slot named so) against the
   one p-value the cells printed and the task's alpha (0.05 when it names none);
+- ``no_verdict``: asked whether a result is significant, an answer that does not say;
 - ``kind``: a word in a slot whose name asks for a number (``mean_age``, ``count``);
 - ``repr``: Python reprs (``np.float64(3.2)``) where a value is to be stated;
 - ``repeated_slot``: one asked slot given several times (a list goes in one slot);
@@ -181,6 +182,26 @@ def _verdict_against_p(f: Facts) -> str | None:
     )
 
 
+_WHETHER = re.compile(
+    r"\b(?:is|are|was|were|does|do|did)\s+there\b[^?.]{0,80}signific|\bwhether\b[^?.]{0,80}"
+    r"signific|\b(?:is|are)\s+(?:the|this|it|these)\b[^?.]{0,60}signific",
+    re.I,
+)
+
+
+def _verdict_missing(f: Facts) -> str | None:
+    """Asked whether something is significant, the answer gives numbers and no verdict."""
+    if not _WHETHER.search(f.task) or _SLOT.search(f.task) or _SLOT.search(f.answer):
+        return None
+    if _verdict(f.answer) is not None or re.search(r"\b(?:yes|no)\b", f.answer, re.I):
+        return None
+    return (
+        "the task asks whether the result is significant, and the answer does not say: "
+        "compare the printed p-value with the task's alpha (0.05 if it names none) and "
+        "say yes or no, with the values"
+    )
+
+
 def _kind(f: Facts) -> str | None:
     for name, value in _SLOT.findall(f.answer):
         text = value.strip()
@@ -242,6 +263,7 @@ CHECKS: tuple[tuple[str, Callable[[Facts], str | None]], ...] = (
     ("magnitude", _magnitude),
     ("empty", _empty),
     ("verdict", _verdict_against_p),
+    ("no_verdict", _verdict_missing),
     ("all_rows", _all_rows),
     ("kind", _kind),
     ("repr", _repr),
