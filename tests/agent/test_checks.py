@@ -63,6 +63,14 @@ def test_a_count_of_rows_that_meet_a_condition_equal_to_all_rows():
     assert kinds("How many passengers are there?", "235", rows=rows) == []  # no condition
     assert kinds("How many values are above 3?", "12", rows=frozenset({12})) == []
     assert kinds(task, "There are 235.5 outliers", rows=rows) == []  # not a count
+    # the condition belongs to another part of the task (a right count of the file's women)
+    two = (
+        "Say a woman had an affair when affairs is greater than 0. What percentage of the "
+        "women had an affair, and how many women are in the file?"
+    )
+    assert kinds(two, "@percent[32.25] @women[6366]", rows=frozenset({6366})) == []
+    both = "What share of the women had an affair (affairs greater than 0), and how many women?"
+    assert kinds(both, "@percent[32.25] @women[6366]", rows=frozenset({6366})) == []
 
 
 def test_a_verdict_that_contradicts_the_printed_p_value():

@@ -203,3 +203,14 @@ def test_an_int_cast_of_missing_values_says_dropna_or_int64():
     ):
         hint = error_hint(failed("df['a'].astype(int)", ename, evalue), {})
         assert ".dropna()" in hint and "'Int64'" in hint
+
+
+def test_all_nan_or_empty_values_say_to_print_each_steps_size():
+    for evalue in (
+        "Encountered all NA values",
+        "attempt to get argmax of an empty sequence",
+        "zero-size array to reduction operation maximum which has no identity",
+    ):
+        hint = error_hint(failed("s.idxmax()", "ValueError", evalue), {})
+        assert "Print len() and .head() of each step" in hint, evalue
+    assert error_hint(failed("x", "ValueError", "math domain error"), {}) == ""

@@ -92,8 +92,10 @@ def test_repeat_guard_refuses_a_failed_cell_and_resamples() -> None:
     cell = failed("df = make(df)")
     lever.after_cell(st, cell, "Hint: no make")
     assert lever.before_cell(st, "x = 1") is None
+    st.failures = 3
     first = lever.before_cell(st, "df = make(df)  \n\n")
     assert first is not None and first.rewind and "NameError" in first.message
+    assert st.failures == 0  # the fresh attempt has the whole bound of failing cells
     assert "Hint: no make" in first.message  # the fresh start keeps what the hint taught
     assert dict(first.cell_meta) == {"repeat": True, "rewind": True}
     ask = lever.before_cell(st, "df = make(df)")

@@ -54,7 +54,11 @@ _CONDITION = re.compile(
     r"exceed|at least|at most|higher than|lower than|between|over \d|under \d",
     re.I,
 )
-_ROWS_ASKED = re.compile(r"\brows?\b|records?|entries|observations|samples|data points|size", re.I)
+_ROWS_ASKED = re.compile(
+    r"\brows?\b|records?|entries|observations|samples|data points|size|in (?:the|this) "
+    r"(?:file|data|dataset|table)|in total|altogether|overall",
+    re.I,
+)
 _SIGNIFICANCE = re.compile(r"signific|null hypothesis|\breject|p[- ]?value", re.I)
 _ALPHA = re.compile(
     r"(?:alpha|α|significance level|level of significance|signific\w*\s+at)\D{0,24}?"
@@ -124,8 +128,14 @@ def _empty(f: Facts) -> str | None:
     )
 
 
+_COUNT_CLAUSE = re.compile(r"(?:how many|number of|count)\b[^?,;]*", re.I)
+
+
 def _all_rows(f: Facts) -> str | None:
-    if not _COUNT_ASKED.search(f.task) or not _CONDITION.search(f.task):
+    # the condition in the clause that asks for the count ("how many are above 3?"), not
+    # elsewhere ("What percentage had an affair (> 0), and how many women are in the file?")
+    clauses = [c for c in _COUNT_CLAUSE.findall(f.task) if _CONDITION.search(c)]
+    if not clauses or len(_COUNT_CLAUSE.findall(f.task)) != len(clauses):
         return None
     if _ROWS_ASKED.search(f.task):
         return None

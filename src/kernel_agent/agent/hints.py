@@ -217,6 +217,10 @@ def _one_column(frames: Sequence[VariableInfo]) -> str:
     return ""
 
 
+_EMPTY = re.compile(
+    r"Encountered all NA values|(?:arg|argmax|argmin|max|min)\w* (?:of )?an empty sequence|"
+    r"zero-size array|attempt to get arg\w+ of an empty sequence"
+)
 _READ_LINE = re.compile(r"read it with: df = (pd\.read_csv\((['\"])(.+?)\2.*\))")
 _SHAPE_LINE = re.compile(r"^\s*! (.+)$", re.M)
 _NOT_NUMBER = re.compile(
@@ -266,6 +270,12 @@ def _data_shape_hint(ename: str, evalue: str, code: str, told: str) -> str:
             "errors='coerce')`; numbers with units or ranges: "
             "`df[c].astype(str).str.extract(r'(-?\\d+\\.?\\d*)')[0].astype(float)`. "
             "A category for a model: `pd.get_dummies`."
+        )
+    if ename == "ValueError" and _EMPTY.search(evalue):
+        return (
+            "Hint: the values are all NaN or there are none: a step before emptied them (a "
+            "filter on a value spelt otherwise, a groupby by the wrong key, pct_change or "
+            "diff within one-row groups). Print len() and .head() of each step, and fix it."
         )
     if ename == "AttributeError" and "Can only use .str accessor" in evalue:
         return "Hint: that column is already numeric: drop the `.str` step and use it as it is."

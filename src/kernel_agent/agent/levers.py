@@ -155,7 +155,8 @@ class RepeatGuard(Lever):
     """A cell that already failed is not run again: the model is resampled hotter.
 
     The first time in a task, the attempt is forgotten (the conversation goes back to the
-    task, with the error in one line): a small model that sends a failing cell again
+    task, with the error in one line, and the failing cells in a row count from 0 again): a
+    small model that sends a failing cell again
     copies it from the conversation, and a fresh first cell often works. After that, the
     model is told the cell already failed.
     """
@@ -174,6 +175,7 @@ class RepeatGuard(Lever):
         if error is None:
             return None
         if self._once(state):
+            state.failures = 0  # the fresh attempt gets the whole bound of failing cells
             return Ask(
                 prompt("fresh_start", error=_error_and_hint(error)),
                 notice="the model repeated a failing cell; starting the task over",
