@@ -162,3 +162,28 @@ def test_a_whether_question_answered_without_a_verdict():
     slots = "Is there a significant correlation? Answer @r[value] @significant[yes/no]."
     assert kinds(slots, "@r[0.43]", printed) == []  # slots: the format lever's to judge
     assert kinds("What is the correlation between age and income?", "0.43", printed) == []
+
+
+def test_a_verdict_slot_against_a_p_value_the_kernel_kept_but_did_not_print():
+    task = "Is the difference significant at alpha = 0.05? Answer significant or not significant."
+    kept = {"t_statistic": "np.float64(-1.754)", "p_value": "np.float64(0.0837)"}
+    assert kinds(task, "@verdict[significant] @t[-1.754]", variables=kept) == ["verdict"]
+    assert kinds(task, "@verdict[not significant] @t[-1.754]", variables=kept) == []
+    low = {"p": "0.0001"}
+    assert kinds(task, "@verdict[not significant]", variables=low) == ["verdict"]
+    assert kinds(task, "@verdict[insignificant]", variables=low) == ["verdict"]
+    # a printed p-value comes first; a nan p-value is the empty check's
+    assert kinds(task, "@verdict[significant]", ("p = 0.01",), variables=kept) == []
+    assert kinds(task, "@verdict[significant]", variables={"p_value": "nan"}) == []
+    assert kinds(task, "@verdict[significant]", variables={"speed": "0.5"}) == []
+
+
+def test_code_text_in_a_slot_is_not_a_value():
+    task = "What is r, and is it significant at alpha = 0.001? @r[value] @verdict[name]"
+    answer = "@r[0.348] @verdict[significant if p < 0.001 else not significant]"
+    assert kinds(task, answer) == ["code_in_slot"]
+    assert kinds(task, "@r[0.348] @verdict[{verdict}]") == ["code_in_slot"]
+    assert kinds(task, "@r[round(r, 3)] @verdict[significant]") == ["code_in_slot"]
+    for fine in ("@r[0.348] @verdict[significant]", "@range[10-20]", "@p[< 0.001]",
+                 "@name[Adelie Penguin (Pygoscelis adeliae)]", "@pct[12.5%]"):  # fmt: skip
+        assert "code_in_slot" not in kinds(task, fine), fine

@@ -214,3 +214,17 @@ def test_all_nan_or_empty_values_say_to_print_each_steps_size():
         hint = error_hint(failed("s.idxmax()", "ValueError", evalue), {})
         assert "Print len() and .head() of each step" in hint, evalue
     assert error_hint(failed("x", "ValueError", "math domain error"), {}) == ""
+
+
+def test_a_key_error_names_every_misspelt_column_of_the_cell_at_once():
+    columns = ("Species ", "Island", "Delta 15 N (o/oo)", "Flipper Length (mm)")
+    ns = {"df": VariableInfo("df", "DataFrame", columns=columns)}
+    code = (
+        "a = df[(df['Species'] == 'Adelie') & (df['Island'] == 'Dream')]\n"
+        "stats.ttest_ind(a['Delta 15 N'], a[\"Flipper Length\"])"
+    )
+    hint = error_hint(failed(code, "KeyError", "'Species'"), ns)
+    assert "df['Species ']" in hint
+    assert "'Delta 15 N' is 'Delta 15 N (o/oo)'" in hint
+    assert "'Flipper Length' is 'Flipper Length (mm)'" in hint
+    assert "'Adelie'" not in hint and "'Dream'" not in hint and "'Island' is" not in hint

@@ -11,8 +11,10 @@ preview, returning each problem as one line that says what to do:
   no rows, a column of text);
 - ``all_rows``: a count of rows that meet a condition equal to the table's row count;
 - ``verdict``: "significant" / "not significant" (or a yes/no slot named so) against the
-  one p-value the cells printed and the task's alpha (0.05 when it names none);
+  one p-value the cells printed (else the one a kernel variable such as ``p_value`` holds)
+  and the task's alpha (0.05 when it names none);
 - ``no_verdict``: asked whether a result is significant, an answer that does not say;
+- ``code_in_slot``: a slot holding code text (``@verdict[significant if p < 0.05 else ...]``);
 - ``kind``: a word in a slot whose name asks for a number (``mean_age``, ``count``);
 - ``repr``: Python reprs (``np.float64(3.2)``) where a value is to be stated;
 - ``repeated_slot``: one asked slot given several times (a list goes in one slot);
@@ -27,7 +29,7 @@ composed from it waits for the model, which reads the note first.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..llm.view import render_cell
@@ -70,6 +72,10 @@ _P_VALUE = re.compile(
     r"|@\w*p_?val\w*\[)([-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)",
     re.I,
 )
+_P_NAME = re.compile(
+    r"p|pv|pval|p_val|pvalue|p_value|p_val_\w+|p_value_\w+|\w+_p(?:_?value)?", re.I
+)
+_FLOAT = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan")
 _NEGATIVE = re.compile(
     r"(?:\bnot|\bno|n't)\b[^.,;]{0,25}\bsignifican|insignificant|"
     r"fail(?:s|ed)?\s+to\s+reject|\b(?:do|does|can)\s*(?:not|n't)\s+reject",
@@ -103,6 +109,8 @@ class Facts:
     rows: frozenset[int] = field(default_factory=frozenset)
     #: the data preview the task was sent with ("" when there was none)
     preview: str = ""
+    #: the kernel's number variables, ``{name: repr}`` (a p-value kept but not printed)
+    variables: Mapping[str, str] = field(default_factory=dict)
 
 
 def _magnitude(f: Facts) -> str | None:
@@ -123,8 +131,9 @@ def _empty(f: Facts) -> str | None:
         return None
     return (
         f"it states {m.group(0).strip()!r} as a value: the computation had nothing to work on "
-        "(a filter that kept no rows, a column of text, a name spelt differently). Print the "
-        "sizes of what it used, fix the step that emptied it, and print the value"
+        "(a filter that kept no rows, a column of text, a name spelt differently, or missing "
+        "values: drop them for the columns used, `df.dropna(subset=['a', 'b'])`). Fix that "
+        "step and print the value"
     )
 
 
@@ -166,6 +175,11 @@ def _verdict(answer: str) -> bool | None:
     if _POSITIVE.search(answer):
         return True
     for name, value in _SLOT.findall(answer):
+        word = value.strip().lower()
+        if word in ("significant", "statistically significant"):
+            return True
+        if re.fullmatch(r"(?:not|non|in)[- ]?(?:statistically )?significant", word):
+            return False
         if re.search(r"signific|reject", name, re.I):
             word = value.strip().lower()
             if word in ("yes", "true", "no", "false"):
@@ -177,9 +191,15 @@ def _verdict_against_p(f: Facts) -> str | None:
     if not _SIGNIFICANCE.search(f.task):
         return None
     printed = {float(v) for text in f.outputs for v in _P_VALUE.findall(text)}
+    if not printed:  # a p-value the code kept and compared, or printed a verdict without
+        for name, value in f.variables.items():
+            if _P_NAME.fullmatch(name) and (m := _FLOAT.search(value)):
+                printed.add(float(m.group(0)))
     if len(printed) != 1:
         return None  # none, or several tests: which one the verdict is about is not known
     p = printed.pop()
+    if p != p:  # nan: the empty check's
+        return None
     verdict = _verdict(f.answer)
     alpha = _alpha(f.task)
     if verdict is None or verdict == (p < alpha):
@@ -224,6 +244,22 @@ def _kind(f: Facts) -> str | None:
             return (
                 f"@{name}[{text}] holds a word where the slot's name asks for a number: "
                 "print the number itself and state it"
+            )
+    return None
+
+
+_CODE_TEXT = re.compile(r"\bif\b.+\belse\b|[<>]=?\s*[\w.]|==|[{}]|\w\(.*\)|\bdf\[|:\.\d+f")
+
+
+def _code_in_slot(f: Facts) -> str | None:
+    for name, value in _SLOT.findall(f.answer):
+        if _REPR.search(value) or re.fullmatch(r"[\d.,\s%<>=()-]+", value):
+            continue  # a repr is the repr check's; a number with a bound is a value
+        if _CODE_TEXT.search(value):
+            return (
+                f"@{name}[{value.strip()[:60]}] holds code text, not its value: compute the "
+                "value in the cell (`verdict = 'significant' if p < alpha else 'not "
+                f'significant\'`), then print it in braces, print(f"@{name}[{{verdict}}]")'
             )
     return None
 
@@ -275,6 +311,7 @@ CHECKS: tuple[tuple[str, Callable[[Facts], str | None]], ...] = (
     ("verdict", _verdict_against_p),
     ("no_verdict", _verdict_missing),
     ("all_rows", _all_rows),
+    ("code_in_slot", _code_in_slot),
     ("kind", _kind),
     ("repr", _repr),
     ("repeated_slot", _repeated_slot),
@@ -302,7 +339,12 @@ def facts_of(state: TaskState, answer: str) -> Facts:
     """The facts of ``state`` for ``answer``."""
     outputs = [render_cell(c, budget=4000).text for c in state.cells if c.ok]
     preview = next((t for t in state.told if t.startswith(_PREVIEW_HEADER)), "")
-    return Facts(state.task, answer, outputs, table_rows(preview), preview)
+    variables = {
+        name: info.value
+        for name, info in list(state.namespace.items())[:200]
+        if info.value is not None and info.type in ("float", "float64", "float32", "int")
+    }
+    return Facts(state.task, answer, outputs, table_rows(preview), preview, variables)
 
 
 class AnswerCheck(Lever):

@@ -122,15 +122,14 @@ def error_hint(
                 f"`frame.iloc[{key}]`; one value of it is `frame.loc[{key}, 'column']`."
             )
         for frame in frames:
-            close = [c for c in frame.columns or () if _squash(c) == _squash(key)]
-            close = close or difflib.get_close_matches(key, list(frame.columns or ()), n=3)
+            close = _close_columns(key, list(frame.columns or ()))
             if close:
                 others = f" (or {', '.join(map(repr, close[1:]))})" if len(close) > 1 else ""
                 return (
                     f"Hint: there is no column {key!r}, "
                     f"but {frame.name} has a column {close[0]!r}{others}. "
                     f"Use {frame.name}[{close[0]!r}], spelt exactly so: spaces, dots and "
-                    "case included."
+                    "case included." + _more_misspelt(result.code, key, frame)
                 )
         if frames:
             listed = "; ".join(
@@ -286,3 +285,29 @@ def _names_a_column(line: str, code: str) -> bool:
     """A preview ``!`` line about a column the code uses (by its quoted name)."""
     match = re.match(r"('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")", line)
     return match is not None and match.group(1)[1:-1] in code
+
+
+_QUOTED = re.compile(r"""(['"])([^'"\n]{1,80})\1""")
+
+
+def _more_misspelt(code: str, key: str, frame: VariableInfo) -> str:
+    """Other quoted names in the cell that are not columns but close to one: all at once."""
+    columns = list(frame.columns or ())
+    fixes: list[str] = []
+    for _, name in _QUOTED.findall(code):
+        if name == key or name in columns or any(name in f for f in fixes):
+            continue
+        close = _close_columns(name, columns, cutoff=0.75)
+        if close:
+            fixes.append(f"{name!r} is {close[0]!r}")
+    return f" Also in this cell: {'; '.join(fixes[:5])}." if fixes else ""
+
+
+def _close_columns(name: str, columns: list[str], cutoff: float = 0.6) -> list[str]:
+    """Columns ``name`` may mean: the same without case, spaces and symbols; one that starts
+    so (``Delta 15 N`` for ``Delta 15 N (o/oo)``); else the closest by spelling."""
+    bare = _squash(name)
+    same = [c for c in columns if _squash(c) == bare]
+    if not same and len(bare) >= 4:
+        same = [c for c in columns if _squash(c).startswith(bare)][:3]
+    return same or difflib.get_close_matches(name, columns, n=3, cutoff=cutoff)
