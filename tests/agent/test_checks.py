@@ -187,3 +187,14 @@ def test_code_text_in_a_slot_is_not_a_value():
     for fine in ("@r[0.348] @verdict[significant]", "@range[10-20]", "@p[< 0.001]",
                  "@name[Adelie Penguin (Pygoscelis adeliae)]", "@pct[12.5%]"):  # fmt: skip
         assert "code_in_slot" not in kinds(task, fine), fine
+
+
+def test_every_count_zero_is_a_filter_that_matched_nothing():
+    task = "In 2008, on how many distinct days was an egg observed, and how many penguins?"
+    assert kinds(task, "@days[0] @penguins[0]", preview=PREVIEW) == ["all_zero"]
+    assert kinds(task, "No egg was seen in 2008: 0 days.", preview=PREVIEW) == ["all_zero"]
+    assert kinds(task, "@days[16] @penguins[0]", preview=PREVIEW) == []
+    assert kinds(task, "@days[0] @penguins[0]") == []  # no data file
+    missing = "How many missing values does the Ozone column have?"
+    assert kinds(missing, "@missing[0]", preview=PREVIEW) == []
+    assert kinds("What is the mean change?", "@change[0.0]", preview=PREVIEW) == []

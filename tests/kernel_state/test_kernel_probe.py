@@ -338,3 +338,29 @@ def test_preview_flags_numbers_stored_as_text_and_its_fix_makes_them_numbers(
         f"{float(expected)} {sum(1000 + i for i in range(n))} {sum(i + 0.5 for i in range(n))} "
         f"{float(sum(range(n)))}\n"
     ), (out, check.outputs)
+
+
+def test_preview_names_the_format_of_dates_stored_as_text(kernel, kernel_workdir):
+    folder = kernel_workdir / "dates"
+    folder.mkdir(exist_ok=True)
+    days = pd.date_range("2008-11-01", periods=40, freq="D")
+    frame = pd.DataFrame(
+        {
+            "us": days.strftime("%m/%d/%y"),  # 11/01/08: month first, a two-digit year
+            "eu": days.strftime("%d.%m.%Y"),  # 13.11.2008: day first (days past 12 tell)
+            "iso": days.strftime("%Y-%m-%d"),
+            "code": [f"A{i}" for i in range(40)],
+        }
+    )
+    frame.to_csv(folder / "eggs.csv", index=False)
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    out = preview(kernel, budget_chars=3000)
+    fixes = [line.split(": ", 1)[1] for line in out.splitlines() if "dates as text" in line]
+    assert (
+        len(fixes) == 3
+        and "'code'" not in out.split("columns:")[1].split("missing")[0].split("!")[-1]
+    )
+    run = "import pandas as pd\ndf = pd.read_csv('eggs.csv')\n" + "\n".join(fixes)
+    run += "\nprint((df['us'] == df['iso']).all(), (df['eu'] == df['iso']).all(), df['us'].dt.year.max())"
+    check = kernel.execute(run, timeout=30)
+    assert check.ok and stdout(check) == "True True 2008\n", (out, check.outputs)

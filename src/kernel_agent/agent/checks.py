@@ -10,6 +10,7 @@ preview, returning each problem as one line that says what to do:
 - ``empty``: ``nan``, ``inf`` or an empty result stated as the value (a filter that kept
   no rows, a column of text);
 - ``all_rows``: a count of rows that meet a condition equal to the table's row count;
+- ``all_zero``: every count asked stated as 0 (a filter that matched nothing);
 - ``verdict``: "significant" / "not significant" (or a yes/no slot named so) against the
   one p-value the cells printed (else the one a kernel variable such as ``p_value`` holds)
   and the task's alpha (0.05 when it names none);
@@ -56,6 +57,7 @@ _CONDITION = re.compile(
     r"exceed|at least|at most|higher than|lower than|between|over \d|under \d",
     re.I,
 )
+_ZERO_PLAUSIBLE = re.compile(r"missing|null|\bnan\b|duplicat|empty|negative|zero|invalid", re.I)
 _ROWS_ASKED = re.compile(
     r"\brows?\b|records?|entries|observations|samples|data points|size|in (?:the|this) "
     r"(?:file|data|dataset|table)|in total|altogether|overall",
@@ -138,6 +140,22 @@ def _empty(f: Facts) -> str | None:
 
 
 _COUNT_CLAUSE = re.compile(r"(?:how many|number of|count)\b[^?,;]*", re.I)
+
+
+def _all_zero(f: Facts) -> str | None:
+    """Every count asked is 0: a filter that matched nothing (a value written otherwise)."""
+    if not f.preview or not _COUNT_ASKED.search(f.task) or _ZERO_PLAUSIBLE.search(f.task):
+        return None
+    values = [v for _, v in _SLOT.findall(f.answer)] or [f.answer]
+    numbers = [n for v in values for n in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])", v)]
+    numbers = [n for n in numbers if n not in re.findall(r"\d+", f.task)]  # 2008: the task's
+    if not numbers or any(float(n) != 0 for n in numbers):
+        return None
+    return (
+        "it states 0 for every count: the filter matched no rows. Print a few values of "
+        "the column it filters on and match them as the data writes them (dates as text: "
+        "pd.to_datetime with the preview's format; other case or spaces in labels)"
+    )
 
 
 def _all_rows(f: Facts) -> str | None:
@@ -311,6 +329,7 @@ CHECKS: tuple[tuple[str, Callable[[Facts], str | None]], ...] = (
     ("verdict", _verdict_against_p),
     ("no_verdict", _verdict_missing),
     ("all_rows", _all_rows),
+    ("all_zero", _all_zero),
     ("code_in_slot", _code_in_slot),
     ("kind", _kind),
     ("repr", _repr),

@@ -244,6 +244,25 @@ def _decimal_comma(df):
             return True
     return False
 
+def _date_format(texts):
+    """The one strftime format that parses (nearly) every value, else None: a local date
+    ('11/11/07') the model would otherwise match as text ('2008' in it) or misread."""
+    import pandas as pd
+    sample = texts.head(500)
+    found = []
+    for fmt in ("%Y-%m-%d", "%m/%d/%y", "%d/%m/%y", "%m/%d/%Y", "%d/%m/%Y", "%d.%m.%Y",
+                "%d.%m.%y", "%Y/%m/%d", "%d-%m-%Y", "%m-%d-%Y", "%Y-%m-%d %H:%M:%S",
+                "%d %b %Y", "%b %d, %Y", "%d-%b-%y", "%d-%b-%Y"):
+        try:
+            parsed = pd.to_datetime(sample, format=fmt, errors="coerce")
+        except Exception:
+            continue
+        if parsed.notna().mean() >= 0.95:
+            found.append(fmt)
+    if len(found) == 2 and set(found) in ({"%m/%d/%y", "%d/%m/%y"}, {"%m/%d/%Y", "%d/%m/%Y"}):
+        return found[0]  # every day is 12 or less: month first, as pandas reads it
+    return found[0] if len(found) == 1 else None
+
 def _shape_issues(df):
     """Lines that say what in a table will trip code up, each with the one-line fix."""
     lines, spaced = [], [c for c in df.columns if str(c) != str(c).strip()]
@@ -273,12 +292,18 @@ def _shape_issues(df):
                 r"(?:(?:-|–|to)\s*(?:" + _GROUPED + "|" + _NUM + r"))?\s*"
                 r"(?:%|[A-Za-zµ°/²³]{1,8}\.?)?(?:\+)?"
             )
-            dates = texts.str.contains(r"\d{1,4}[-/:]\d{1,2}[-/:]\d{1,4}|\d:\d\d")
+            dates = texts.str.contains(r"\d{1,4}[-/.:]\d{1,2}[-/.:]\d{1,4}|\d:\d\d|"
+                                       r"\d{1,2}[ -][A-Z][a-z]{2}[ -]\d{2,4}|"
+                                       r"[A-Z][a-z]{2} \d{1,2}, \d{4}")
         except Exception:
             continue
-        if dates.mean() > 0.5:
-            continue
         name = repr(str(c))
+        if dates.mean() > 0.5:
+            fmt = _date_format(texts) if dates.mean() > 0.9 else None
+            if fmt:
+                lines.append(f"  ! {name} holds dates as text (e.g. {texts.iloc[0][:20]!r}): "
+                             f"df[{name}] = pd.to_datetime(df[{name}], format={fmt!r})")
+            continue
         odd = texts[~money]
         example = ", ".join(repr(v[:30]) for v in odd.drop_duplicates().head(2))
         if money.mean() >= 0.8 and (grouped.any() or not plain.all()):
