@@ -228,3 +228,16 @@ def test_a_key_error_names_every_misspelt_column_of_the_cell_at_once():
     assert "'Delta 15 N' is 'Delta 15 N (o/oo)'" in hint
     assert "'Flipper Length' is 'Flipper Length (mm)'" in hint
     assert "'Adelie'" not in hint and "'Dream'" not in hint and "'Island' is" not in hint
+
+
+def test_a_date_parse_error_points_at_the_previews_date_format():
+    told = [
+        "  ! 'date' holds dates as text (e.g. '01/01/2012'): "
+        "df['date'] = pd.to_datetime(df['date'], format='%d/%m/%Y')"
+    ]
+    err = 'time data "13/01/2012" doesn\'t match format "%m/%d/%Y", at position 12.'
+    hint = error_hint(failed("df['date'] = pd.to_datetime(df['date'])", "ValueError", err), {},
+                      told=told)  # fmt: skip
+    assert "format='%d/%m/%Y'" in hint and "The data preview said" in hint
+    alone = error_hint(failed("pd.to_datetime(s)", "DateParseError", "month must be in 1..12"), {})
+    assert "dayfirst=True" in alone

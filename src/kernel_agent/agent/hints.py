@@ -220,6 +220,10 @@ _EMPTY = re.compile(
     r"Encountered all NA values|(?:arg|argmax|argmin|max|min)\w* (?:of )?an empty sequence|"
     r"zero-size array|attempt to get arg\w+ of an empty sequence"
 )
+_DATE_ERROR = re.compile(
+    r"time data .* doesn't match format|does not match format|Unknown datetime string format|"
+    r"unconverted data remains|day is out of range for month|month must be in 1\.\.12"
+)
 _READ_LINE = re.compile(r"read it with: df = (pd\.read_csv\((['\"])(.+?)\2.*\))")
 _SHAPE_LINE = re.compile(r"^\s*! (.+)$", re.M)
 _NOT_NUMBER = re.compile(
@@ -253,6 +257,16 @@ def _data_shape_hint(ename: str, evalue: str, code: str, told: str) -> str:
         return (
             "Hint: the file is not utf-8 text: pass encoding='latin-1' to pd.read_csv."
             + _read_line(code, [told])
+        )
+    if ename in ("ValueError", "DateParseError") and _DATE_ERROR.search(evalue):
+        flagged = [line for line in _SHAPE_LINE.findall(told) if "dates as text" in line]
+        named = [line for line in flagged if _names_a_column(line, code)] or flagged[:1]
+        if named:
+            return "Hint: parse the dates with their own format. The data preview said: " + named[0]
+        return (
+            "Hint: the dates are written in another form than the one parsed (day first, "
+            "13/01/2012?): pass the format that fits them, pd.to_datetime(s, format='%d/%m/%Y'), "
+            "or dayfirst=True."
         )
     if ename == "IntCastingNaNError" or "non-finite values (NA or inf) to integer" in evalue:
         return (
