@@ -184,8 +184,9 @@ def test_code_text_in_a_slot_is_not_a_value():
     assert kinds(task, answer) == ["code_in_slot"]
     assert kinds(task, "@r[0.348] @verdict[{verdict}]") == ["code_in_slot"]
     assert kinds(task, "@r[round(r, 3)] @verdict[significant]") == ["code_in_slot"]
+    assert kinds(task, "@r[100 * 0.34] @verdict[significant]") == ["code_in_slot"]
     for fine in ("@r[0.348] @verdict[significant]", "@range[10-20]", "@p[< 0.001]",
-                 "@name[Adelie Penguin (Pygoscelis adeliae)]", "@pct[12.5%]"):  # fmt: skip
+                 "@name[Adelie Penguin (Pygoscelis adeliae)]", "@pct[12.5%]", "@ratio[3/4 of them]", "@start[2012/07/23]"):  # fmt: skip
         assert "code_in_slot" not in kinds(task, fine), fine
 
 

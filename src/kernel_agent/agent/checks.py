@@ -266,7 +266,9 @@ def _kind(f: Facts) -> str | None:
     return None
 
 
-_CODE_TEXT = re.compile(r"\bif\b.+\belse\b|[<>]=?\s*[\w.]|==|[{}]|\w\(.*\)|\bdf\[|:\.\d+f")
+_CODE_TEXT = re.compile(
+    r"\bif\b.+\belse\b|[<>]=?\s*[\w.]|==|[{}]|\w\(.*\)|\bdf\[|:\.\d+f|[\w.)]\s*\*\s*[\w.(]"
+)
 
 
 def _code_in_slot(f: Facts) -> str | None:
