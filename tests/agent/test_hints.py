@@ -68,7 +68,7 @@ def test_missing_module_names_what_the_kernel_has_and_never_pip():
 def test_an_answer_format_written_into_code_is_explained():
     code = "print(f'@mean[{m:.2f}]')\n@mean_price[m]"
     hint = error_hint(failed(code, "SyntaxError", "invalid syntax"), {})
-    assert "for your final answer text, not for code" in hint
+    assert "`@mean_price[m]` is not Python" in hint and 'print(f"@mean_price[{m}]")' in hint
     plain = error_hint(failed("print(", "SyntaxError", "unexpected EOF"), {})
     assert "final answer" not in plain
 
@@ -115,3 +115,129 @@ def test_abs_over_a_dicts_keys_points_at_its_values():
     assert (
         error_hint(failed("abs('x')", "TypeError", "bad operand type for abs(): 'str'"), {}) == ""
     )
+
+
+def test_a_slot_line_written_as_code_gets_the_print_that_works():
+    code = (
+        "import pandas as pd\ndf = pd.read_csv('t.csv')\n@missing_values[df['Cabin'].isna().sum()]"
+    )
+    hint = error_hint(failed(code, "SyntaxError", "incomplete input"), {})
+    line = "print(f\"@missing_values[{df['Cabin'].isna().sum()}]\")"
+    assert line in hint
+    df = _Frame()  # the printed line is Python and prints the slot
+    out: list[str] = []
+    exec(line, {"df": df, "print": out.append})
+    assert out == ["@missing_values[3]"]
+    quoted = error_hint(failed('  @n[len(df[df["a"] > 1])]  ', "SyntaxError", "x"), {})
+    assert "print(f'@n[{len(df[df[\"a\"] > 1])}]')" in quoted
+    inline = error_hint(failed("x = @n[3]", "SyntaxError", "invalid syntax"), {})
+    assert 'print(f"@name[{value}]")' in inline
+
+
+class _Frame:
+    def __getitem__(self, key: str) -> _Frame:
+        return self
+
+    def isna(self) -> _Frame:
+        return self
+
+    def sum(self) -> int:
+        return 3
+
+
+def test_key_error_on_a_name_with_a_space_or_dot_gives_the_exact_spelling():
+    ns = {"df": VariableInfo("df", "DataFrame", columns=(" Age", "Avg. Wait Time", "Sex"))}
+    hint = error_hint(failed("df['Age'].mean()", "KeyError", "'Age'"), ns)
+    assert "df[' Age']" in hint and "spelt exactly so" in hint
+    hint = error_hint(failed("df['avg wait time']", "KeyError", "'avg wait time'"), ns)
+    assert "df['Avg. Wait Time']" in hint
+
+
+def test_a_one_column_frame_is_a_separator_read_wrong():
+    told = ["chip.tsv (1 KB)\n  read it with: df = pd.read_csv('chip.tsv', sep='\\t')"]
+    for column, sep in (("order_id\tquantity\titem", "\\t"), ("a;b;c", ";"), ("a|b", "|")):
+        ns = {"df": VariableInfo("df", "DataFrame", columns=(column,))}
+        hint = error_hint(failed("df['quantity'].sum()", "KeyError", "'quantity'"), ns, told=told)
+        assert f"separated by {sep!r}" in hint and f"sep={sep!r}" in hint, hint
+        assert "pd.read_csv('chip.tsv', sep='\\t')" in hint
+
+
+def test_a_parser_or_decoding_error_points_at_the_previews_read_call():
+    told = [
+        "a.csv (1 KB)\n  read it with: df = pd.read_csv('a.csv', sep=';')\n"
+        "b.csv (2 KB)\n  read it with: df = pd.read_csv('b.csv', encoding='latin-1')"
+    ]
+    err = "Error tokenizing data. C error: Expected 1 fields in line 3, saw 2"
+    hint = error_hint(failed("df = pd.read_csv('a.csv')", "ParserError", err), {}, told=told)
+    assert "sep=" in hint and "pd.read_csv('a.csv', sep=';')" in hint and "b.csv" not in hint
+    err = "'utf-8' codec can't decode byte 0xe9 in position 5"
+    hint = error_hint(failed("pd.read_csv('b.csv')", "UnicodeDecodeError", err), {}, told=told)
+    assert "encoding='latin-1'" in hint and "pd.read_csv('b.csv', encoding='latin-1')" in hint
+
+
+def test_text_for_numbers_says_how_to_convert():
+    told = [
+        "  ! 'streams' holds numbers stored as text (1 not numbers, e.g. 'BPM'): "
+        "df['streams'] = pd.to_numeric(df['streams'], errors='coerce')"
+    ]
+    cases = [
+        ("TypeError", "unsupported operand type(s) for /: 'str' and 'int'"),
+        ("ValueError", "could not convert string to float: '1,234'"),
+        ("TypeError", "ufunc 'isnan' not supported for the input types"),
+        ("TypeError", "agg function failed [how->mean,dtype->object]"),
+    ]
+    for ename, evalue in cases:
+        named = error_hint(failed("df['streams'].mean() / 2", ename, evalue), {}, told=told)
+        assert "pd.to_numeric(df['streams'], errors='coerce')" in named, (ename, evalue)
+        other = error_hint(failed("stats.ttest_ind(a, b)", ename, evalue), {}, told=told)
+        assert "pd.to_numeric(df[c].astype(str).str.replace(',', '')" in other
+
+
+def test_an_int_cast_of_missing_values_says_dropna_or_int64():
+    for ename, evalue in (
+        ("IntCastingNaNError", "Cannot convert non-finite values (NA or inf) to integer"),
+        (
+            "ValueError",
+            "cannot convert float NaN to integer: non-finite values (NA or inf) to integer",
+        ),
+    ):
+        hint = error_hint(failed("df['a'].astype(int)", ename, evalue), {})
+        assert ".dropna()" in hint and "'Int64'" in hint
+
+
+def test_all_nan_or_empty_values_say_to_print_each_steps_size():
+    for evalue in (
+        "Encountered all NA values",
+        "attempt to get argmax of an empty sequence",
+        "zero-size array to reduction operation maximum which has no identity",
+    ):
+        hint = error_hint(failed("s.idxmax()", "ValueError", evalue), {})
+        assert "Print len() and .head() of each step" in hint, evalue
+    assert error_hint(failed("x", "ValueError", "math domain error"), {}) == ""
+
+
+def test_a_key_error_names_every_misspelt_column_of_the_cell_at_once():
+    columns = ("Species ", "Island", "Delta 15 N (o/oo)", "Flipper Length (mm)")
+    ns = {"df": VariableInfo("df", "DataFrame", columns=columns)}
+    code = (
+        "a = df[(df['Species'] == 'Adelie') & (df['Island'] == 'Dream')]\n"
+        "stats.ttest_ind(a['Delta 15 N'], a[\"Flipper Length\"])"
+    )
+    hint = error_hint(failed(code, "KeyError", "'Species'"), ns)
+    assert "df['Species ']" in hint
+    assert "'Delta 15 N' is 'Delta 15 N (o/oo)'" in hint
+    assert "'Flipper Length' is 'Flipper Length (mm)'" in hint
+    assert "'Adelie'" not in hint and "'Dream'" not in hint and "'Island' is" not in hint
+
+
+def test_a_date_parse_error_points_at_the_previews_date_format():
+    told = [
+        "  ! 'date' holds dates as text (e.g. '01/01/2012'): "
+        "df['date'] = pd.to_datetime(df['date'], format='%d/%m/%Y')"
+    ]
+    err = 'time data "13/01/2012" doesn\'t match format "%m/%d/%Y", at position 12.'
+    hint = error_hint(failed("df['date'] = pd.to_datetime(df['date'])", "ValueError", err), {},
+                      told=told)  # fmt: skip
+    assert "format='%d/%m/%Y'" in hint and "The data preview said" in hint
+    alone = error_hint(failed("pd.to_datetime(s)", "DateParseError", "month must be in 1..12"), {})
+    assert "dayfirst=True" in alone

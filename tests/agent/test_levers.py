@@ -92,8 +92,10 @@ def test_repeat_guard_refuses_a_failed_cell_and_resamples() -> None:
     cell = failed("df = make(df)")
     lever.after_cell(st, cell, "Hint: no make")
     assert lever.before_cell(st, "x = 1") is None
+    st.failures = 3
     first = lever.before_cell(st, "df = make(df)  \n\n")
     assert first is not None and first.rewind and "NameError" in first.message
+    assert st.failures == 0  # the fresh attempt has the whole bound of failing cells
     assert "Hint: no make" in first.message  # the fresh start keeps what the hint taught
     assert dict(first.cell_meta) == {"repeat": True, "rewind": True}
     ask = lever.before_cell(st, "df = make(df)")
@@ -102,6 +104,22 @@ def test_repeat_guard_refuses_a_failed_cell_and_resamples() -> None:
     assert dict(ask.sampling) == {"temperature": 0.7, "seed": 7}
     assert dict(ask.cell_meta) == {"repeat": True}
     assert RepeatGuard(temperature=1.2).temperature == 1.2
+
+
+def test_repeat_guard_notes_the_same_error_from_other_code() -> None:
+    st, lever = TaskState("t"), RepeatGuard()
+    first = failed("df['Age'].mean()", "KeyError", "'Age'")
+    st.cells.append(first)
+    assert lever.after_cell(st, first, "Hint: there is no column 'Age'") is None
+    again = failed("df['Age '].mean()", "KeyError", "'Age'")
+    st.cells.append(again)
+    note = lever.after_cell(st, again, "Hint: there is no column 'Age'")
+    assert note is not None and "same error as the cell before" in note
+    other = failed("df[' Age'].median()", "KeyError", "' Age'")  # another error: no note
+    st.cells.append(other)
+    assert lever.after_cell(st, other, "") is None
+    st.cells.append(ok("print(1)", "1\n"))
+    assert lever.after_cell(st, st.cells[-1], "") is None
 
 
 def test_fenced_rules_keep_one_block_of_a_fenced_reply() -> None:

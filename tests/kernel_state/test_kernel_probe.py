@@ -259,3 +259,108 @@ def test_preview_in_the_sandbox_reads_the_linked_input_file(tmp_path):
         assert "missing values: 'row m/z' 2, 'label' 1, 'value' 1" in out
         found = probe(k)
     assert set(DATA_STACK) <= set(found)
+
+
+def _fixes(out: str) -> list[str]:
+    """The code the preview tells the model to run: each ``read it with`` and ``! ...: fix``."""
+    codes = [
+        line.split("read it with: ", 1)[1] for line in out.splitlines() if "read it with: " in line
+    ]
+    for line in out.splitlines():
+        if line.startswith("  ! ") and ": df[" in line:
+            codes.append("df[" + line.split(": df[", 1)[1])
+    return codes
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "encoding"),
+    [
+        ("orders.csv", "id\tprice\tname\n1\t2.5\tab\n2\t3.5\tcd\n3\t4.0\tef\n", "utf-8"),
+        ("u.user", "id|price|name\n1|2.5|ab\n2|3.5|cd\n3|4.0|ef\n", "utf-8"),
+        ("prices.tsv", "id\tprice\tname\n1\t2.5\tab\n2\t3.5\tcd\n3\t4.0\tef\n", "utf-8"),
+        ("eu.csv", "id;price;name\n1;2,5;Île\n2;3,5;Sète\n3;4,0;Nîmes\n", "latin-1"),
+        ("semi.txt", "id;price;name\n1;2.5;ab\n2;3.5;cd\n3;4.0;ef\n", "utf-8"),
+    ],
+)
+def test_preview_names_the_read_call_that_works_for_each_separator_and_encoding(
+    kernel, kernel_workdir, name, raw, encoding
+):
+    folder = kernel_workdir / f"sep-{name}"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_bytes(raw.encode(encoding))
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    out = preview(kernel, budget_chars=3000)
+    assert "3 rows x 3 columns" in out
+    codes = _fixes(out)
+    assert len(codes) == 1 and codes[0].startswith("df = pd.read_csv(")
+    check = kernel.execute(
+        "import pandas as pd\n" + codes[0] + "\nprint(list(df.columns), df['price'].sum())",
+        timeout=30,
+    )
+    assert check.ok and stdout(check) == "['id', 'price', 'name'] 10.0\n", (out, check.outputs)
+
+
+def test_preview_flags_numbers_stored_as_text_and_its_fix_makes_them_numbers(
+    kernel, kernel_workdir
+):
+    folder = kernel_workdir / "textnums"
+    folder.mkdir(exist_ok=True)
+    n = 40
+    frame = pd.DataFrame(
+        {
+            "streams": [str(1_000_000 + i) for i in range(n)],
+            "plays": [f"{1000 + i:,}" for i in range(n)],
+            "wait": [f"{i} min" if i % 4 else f"{i}-{i + 5} min" for i in range(n)],
+            "price": [f"${i}.50" for i in range(n)],
+            " Age": [float(i) if i % 5 else None for i in range(n)],
+        }
+    )
+    frame.loc[7, "streams"] = "BPM110KeyAModeMajor"  # one corrupt row makes a text column
+    frame.to_csv(folder / "chart.csv", index=False)
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    out = preview(kernel, budget_chars=4000)
+    assert "! column names with a space at an end: ' Age'" in out
+    assert "whole numbers as float64 because of missing values: ' Age'" in out
+    assert (
+        "'streams' holds numbers stored as text (1 not numbers, e.g. 'BPM110KeyAModeMajor')" in out
+    )
+    codes = _fixes(out)
+    flagged = [c.split("]", 1)[0] for c in codes]
+    assert flagged == ["df['streams'", "df['plays'", "df['wait'", "df['price'"], out
+    run = "import pandas as pd\ndf = pd.read_csv('chart.csv')\n"
+    # the numbers-with-units line names an expression; the others are assignments
+    run += "\n".join(c if " = " in c else f"df['wait'] = {c}" for c in codes)
+    run += "\nprint(df['streams'].sum(), df['plays'].sum(), df['price'].sum(), df['wait'].sum())"
+    check = kernel.execute(run, timeout=30)
+    expected = sum(1_000_000 + i for i in range(n) if i != 7)
+    assert check.ok, check.outputs
+    assert stdout(check) == (
+        f"{float(expected)} {sum(1000 + i for i in range(n))} {sum(i + 0.5 for i in range(n))} "
+        f"{float(sum(range(n)))}\n"
+    ), (out, check.outputs)
+
+
+def test_preview_names_the_format_of_dates_stored_as_text(kernel, kernel_workdir):
+    folder = kernel_workdir / "dates"
+    folder.mkdir(exist_ok=True)
+    days = pd.date_range("2008-11-01", periods=40, freq="D")
+    frame = pd.DataFrame(
+        {
+            "us": days.strftime("%m/%d/%y"),  # 11/01/08: month first, a two-digit year
+            "eu": days.strftime("%d.%m.%Y"),  # 13.11.2008: day first (days past 12 tell)
+            "iso": days.strftime("%Y-%m-%d"),
+            "code": [f"A{i}" for i in range(40)],
+        }
+    )
+    frame.to_csv(folder / "eggs.csv", index=False)
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    out = preview(kernel, budget_chars=3000)
+    fixes = [line.split(": ", 1)[1] for line in out.splitlines() if "dates as text" in line]
+    assert (
+        len(fixes) == 3
+        and "'code'" not in out.split("columns:")[1].split("missing")[0].split("!")[-1]
+    )
+    run = "import pandas as pd\ndf = pd.read_csv('eggs.csv')\n" + "\n".join(fixes)
+    run += "\nprint((df['us'] == df['iso']).all(), (df['eu'] == df['iso']).all(), df['us'].dt.year.max())"
+    check = kernel.execute(run, timeout=30)
+    assert check.ok and stdout(check) == "True True 2008\n", (out, check.outputs)

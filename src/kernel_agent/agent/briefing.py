@@ -75,7 +75,10 @@ class DataPreview(Lever):
         if text == self._shown:
             return None  # a later task of the same session: the model has seen it
         self._shown = text
-        return "Files in the working directory (a preview; column names are exact):\n" + text
+        header = "Files in the working directory (a preview; column names are exact"
+        if "\n  ! " in text or "\n  read it with: " in text:
+            header += "; read each file as shown, and fix what a line starting with ! says first"
+        return header + "):\n" + text
 
 
 def system_prompt(

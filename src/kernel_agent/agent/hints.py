@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ..kernel_state.namespace import VariableInfo
 from ..results import CellResult
@@ -70,19 +70,19 @@ def error_hint(
     namespace: dict[str, VariableInfo],
     libraries: Mapping[str, str] | None = None,
     install_policy: str = "never",
+    told: Sequence[str] = (),
 ) -> str:
     """A hint for the model, or "" when there is nothing useful to add.
 
-    ``libraries`` is what the kernel can import (``{import name: version}``), when known.
+    ``libraries`` is what the kernel can import (``{import name: version}``), when known;
+    ``told``: what the model was told in this task (the data preview's ``read it with``
+    and ``!`` lines are quoted from it when the error is about the file's shape).
     """
     error = result.error
     if error is None or result.status != "error":
         return ""
     if error.ename == "SyntaxError" and _ANSWER_SLOT.search(result.code):
-        return (
-            "Hint: the @name[value] form is for your final answer text, not for code. "
-            "Print the values plainly in code; write the @name[value] answer in prose."
-        )
+        return _slot_as_code(result.code)
     if error.ename == "NameError" and (match := _NAME_ERROR.search(error.evalue)):
         return _name_error(match.group(1), result.code, namespace)
     if error.ename in ("ModuleNotFoundError", "ImportError") and (
@@ -108,9 +108,13 @@ def error_hint(
             )
     if error.ename == "TypeError" and (match := _ONE_VALUE.search(error.evalue)):
         return _one_value(match.group(1), result.code)
+    if data_hint := _data_shape_hint(error.ename, error.evalue, result.code, "\n".join(told)):
+        return data_hint
     if error.ename == "KeyError":
         frames = [v for v in namespace.values() if v.columns]
         key = error.evalue.strip().strip("'\"")
+        if one_column := _one_column(frames):
+            return one_column + _read_line(result.code, told)
         if frames and re.fullmatch(r"-?\d+", key):
             return (
                 f"Hint: `frame[{key}]` looks up a column, and there is no column {key}. "
@@ -118,13 +122,14 @@ def error_hint(
                 f"`frame.iloc[{key}]`; one value of it is `frame.loc[{key}, 'column']`."
             )
         for frame in frames:
-            close = [c for c in frame.columns or () if _squash(c) == _squash(key)]
-            close = close or difflib.get_close_matches(key, list(frame.columns or ()), n=1)
+            close = _close_columns(key, list(frame.columns or ()))
             if close:
+                others = f" (or {', '.join(map(repr, close[1:]))})" if len(close) > 1 else ""
                 return (
                     f"Hint: there is no column {key!r}, "
-                    f"but {frame.name} has a column {close[0]!r}. "
-                    f"Use {frame.name}[{close[0]!r}] (column names are case-sensitive)."
+                    f"but {frame.name} has a column {close[0]!r}{others}. "
+                    f"Use {frame.name}[{close[0]!r}], spelt exactly so: spaces, dots and "
+                    "case included." + _more_misspelt(result.code, key, frame)
                 )
         if frames:
             listed = "; ".join(
@@ -170,3 +175,153 @@ def _name_error(name: str, code: str, namespace: dict[str, VariableInfo]) -> str
         )
     existing = ", ".join(sorted(namespace)[:20]) or "none yet"
     return f"Hint: no variable `{name}` exists in the kernel. Variables that exist: {existing}."
+
+
+_SLOT_LINE = re.compile(r"^[ \t]*@([A-Za-z_]\w*)\[(.*)\][ \t]*$", re.M)
+
+
+def _slot_as_code(code: str) -> str:
+    """A line ``@name[expr]`` (the answer's form written as code): the print that works."""
+    match = _SLOT_LINE.search(code)
+    if match is None:
+        return (
+            "Hint: `@name[value]` is not Python. In code it goes only inside print(): "
+            'print(f"@name[{value}]"); fix that line and run the cell again.'
+        )
+    name, expr = match.group(1), match.group(2).strip()
+    quote = '"' if '"' not in expr else "'"
+    line = f"print(f{quote}@{name}[{{{expr}}}]{quote})"
+    return (
+        f"Hint: the line `{match.group(0).strip()}` is not Python (it reads as a decorator). "
+        f"Print it instead: `{line}`; send the cell again with that line changed."
+    )
+
+
+_SEPARATORS = {";": ";", "\t": "\\t", "|": "|"}
+
+
+def _one_column(frames: Sequence[VariableInfo]) -> str:
+    """A frame read with the wrong separator: one column whose name holds the others."""
+    for frame in frames:
+        columns = frame.columns or ()
+        if len(columns) != 1:
+            continue
+        for sep, shown in _SEPARATORS.items():
+            if sep in columns[0]:
+                return (
+                    f"Hint: {frame.name} has one column, {columns[0][:60]!r}: the file is "
+                    f"separated by {shown!r}, not by commas. Read it again with "
+                    f"sep={shown!r}."
+                )
+    return ""
+
+
+_EMPTY = re.compile(
+    r"Encountered all NA values|(?:arg|argmax|argmin|max|min)\w* (?:of )?an empty sequence|"
+    r"zero-size array|attempt to get arg\w+ of an empty sequence"
+)
+_DATE_ERROR = re.compile(
+    r"time data .* doesn't match format|does not match format|Unknown datetime string format|"
+    r"unconverted data remains|day is out of range for month|month must be in 1\.\.12"
+)
+_READ_LINE = re.compile(r"read it with: df = (pd\.read_csv\((['\"])(.+?)\2.*\))")
+_SHAPE_LINE = re.compile(r"^\s*! (.+)$", re.M)
+_NOT_NUMBER = re.compile(
+    r"could not convert string to float|Unable to parse string|Could not convert .* to "
+    r"numeric|unsupported operand type\(s\) for .*'str'|can only concatenate str|"
+    r"ufunc '\w+' not supported for the input types|not supported between instances of "
+    r"'str' and '(?:int|float)'|dtype\('O'\)|cannot perform reduce with flexible type|"
+    r"agg function failed \[how->\w+,dtype->(?:object|str)\]"
+)
+
+
+def _read_line(code: str, told: Sequence[str]) -> str:
+    """The preview's tested ``pd.read_csv(...)`` for a file the code names (or the only one)."""
+    found = [(m.group(3), m.group(1)) for t in told for m in _READ_LINE.finditer(t)]
+    named = [call for name, call in found if name in code] or (
+        [found[0][1]] if len(found) == 1 else []
+    )
+    return f" The data preview read it so: `df = {named[0]}`." if named else ""
+
+
+def _data_shape_hint(ename: str, evalue: str, code: str, told: str) -> str:
+    """Errors from the data's shape: the separator, the encoding, text for numbers, NaN."""
+    if ename == "ParserError" or (
+        ename == "ValueError" and "Expected" in evalue and "fields" in evalue
+    ):
+        return (
+            "Hint: the file's rows do not split on commas: it is separated by another "
+            "character (tab, ';' or '|'). Pass sep=..." + _read_line(code, [told])
+        )
+    if ename == "UnicodeDecodeError":
+        return (
+            "Hint: the file is not utf-8 text: pass encoding='latin-1' to pd.read_csv."
+            + _read_line(code, [told])
+        )
+    if ename in ("ValueError", "DateParseError") and _DATE_ERROR.search(evalue):
+        flagged = [line for line in _SHAPE_LINE.findall(told) if "dates as text" in line]
+        named = [line for line in flagged if _names_a_column(line, code)] or flagged[:1]
+        if named:
+            return "Hint: parse the dates with their own format. The data preview said: " + named[0]
+        return (
+            "Hint: the dates are written in another form than the one parsed (day first, "
+            "13/01/2012?): pass the format that fits them, pd.to_datetime(s, format='%d/%m/%Y'), "
+            "or dayfirst=True."
+        )
+    if ename == "IntCastingNaNError" or "non-finite values (NA or inf) to integer" in evalue:
+        return (
+            "Hint: the column has missing values, and an int cannot hold NaN. Drop them "
+            "first (`s.dropna().astype(int)`) or use `.astype('Int64')`."
+        )
+    if ename in ("TypeError", "ValueError", "AttributeError") and _NOT_NUMBER.search(evalue):
+        flagged = [line for line in _SHAPE_LINE.findall(told) if _names_a_column(line, code)]
+        if flagged:
+            return "Hint: the column is text, not numbers. The data preview said: " + flagged[0]
+        return (
+            "Hint: a column used here holds text, not numbers (object dtype). Convert it "
+            "first: `df[c] = pd.to_numeric(df[c].astype(str).str.replace(',', ''), "
+            "errors='coerce')`; numbers with units or ranges: "
+            "`df[c].astype(str).str.extract(r'(-?\\d+\\.?\\d*)')[0].astype(float)`. "
+            "A category for a model: `pd.get_dummies`."
+        )
+    if ename == "ValueError" and _EMPTY.search(evalue):
+        return (
+            "Hint: the values are all NaN or there are none: a step before emptied them (a "
+            "filter on a value spelt otherwise, a groupby by the wrong key, pct_change or "
+            "diff within one-row groups). Print len() and .head() of each step, and fix it."
+        )
+    if ename == "AttributeError" and "Can only use .str accessor" in evalue:
+        return "Hint: that column is already numeric: drop the `.str` step and use it as it is."
+    return ""
+
+
+def _names_a_column(line: str, code: str) -> bool:
+    """A preview ``!`` line about a column the code uses (by its quoted name)."""
+    match = re.match(r"('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")", line)
+    return match is not None and match.group(1)[1:-1] in code
+
+
+_QUOTED = re.compile(r"""(['"])([^'"\n]{1,80})\1""")
+
+
+def _more_misspelt(code: str, key: str, frame: VariableInfo) -> str:
+    """Other quoted names in the cell that are not columns but close to one: all at once."""
+    columns = list(frame.columns or ())
+    fixes: list[str] = []
+    for _, name in _QUOTED.findall(code):
+        if name == key or name in columns or any(name in f for f in fixes):
+            continue
+        close = _close_columns(name, columns, cutoff=0.75)
+        if close:
+            fixes.append(f"{name!r} is {close[0]!r}")
+    return f" Also in this cell: {'; '.join(fixes[:5])}." if fixes else ""
+
+
+def _close_columns(name: str, columns: list[str], cutoff: float = 0.6) -> list[str]:
+    """Columns ``name`` may mean: the same without case, spaces and symbols; one that starts
+    so (``Delta 15 N`` for ``Delta 15 N (o/oo)``); else the closest by spelling."""
+    bare = _squash(name)
+    same = [c for c in columns if _squash(c) == bare]
+    if not same and len(bare) >= 4:
+        same = [c for c in columns if _squash(c).startswith(bare)][:3]
+    return same or difflib.get_close_matches(name, columns, n=3, cutoff=cutoff)

@@ -21,6 +21,7 @@ from ..prompts import prompt
 from ..results import CellResult
 from .answers import AnswerFormat, StatesResult
 from .briefing import DataPreview
+from .checks import AnswerCheck
 from .composed import PrintedAnswer
 from .echo import PromptEcho
 from .grounding import ungrounded_numbers
@@ -154,7 +155,8 @@ class RepeatGuard(Lever):
     """A cell that already failed is not run again: the model is resampled hotter.
 
     The first time in a task, the attempt is forgotten (the conversation goes back to the
-    task, with the error in one line): a small model that sends a failing cell again
+    task, with the error in one line, and the failing cells in a row count from 0 again): a
+    small model that sends a failing cell again
     copies it from the conversation, and a fresh first cell often works. After that, the
     model is told the cell already failed.
     """
@@ -173,6 +175,7 @@ class RepeatGuard(Lever):
         if error is None:
             return None
         if self._once(state):
+            state.failures = 0  # the fresh attempt gets the whole bound of failing cells
             return Ask(
                 prompt("fresh_start", error=_error_and_hint(error)),
                 notice="the model repeated a failing cell; starting the task over",
@@ -188,9 +191,17 @@ class RepeatGuard(Lever):
             cell_meta={"repeat": True},
         )
 
-    def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> None:
-        if not cell.ok and cell.error is not None:
-            state.failed[normalize_code(cell.code)] = f"{cell.error}\n{hint}".strip()
+    def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> str | None:
+        if cell.ok or cell.error is None:
+            return None
+        state.failed[normalize_code(cell.code)] = f"{cell.error}\n{hint}".strip()
+        before = state.cells[-2] if len(state.cells) > 1 else None
+        if before is None or before.ok or before.error is None:
+            return None
+        if str(before.error).splitlines()[:1] != str(cell.error).splitlines()[:1]:
+            return None
+        # other code, the same error: the change did not reach its cause
+        return prompt("same_error")
 
 
 def _error_and_hint(error: str) -> str:
@@ -238,6 +249,7 @@ SMALL_MODEL_LEVERS: tuple[type[Lever], ...] = (
     NudgeNoCode,
     PushAfterError,
     PromptEcho,
+    AnswerCheck,
     GroundingCheck,
     UnbackedAnswer,
     StatesResult,

@@ -528,7 +528,7 @@ class AsyncAgent:
         st.cells.append(cell)
         namespace = summary if summary is not None else self.state.namespace
         st.namespace = dict(namespace)
-        error = hints.error_hint(cell, namespace, st.libraries, self.settings.install)
+        error = hints.error_hint(cell, namespace, st.libraries, self.settings.install, st.told)
         noted = [(lever.name, lever.after_cell(st, cell, error)) for lever in self.levers]
         st.doubts = [note for _, note in noted if note]
         hint.extend(note for note in (error, *st.doubts) if note)

@@ -111,6 +111,12 @@ def describe_libraries(found: Mapping[str, str], libraries: Mapping[str, str] = 
     return (line if len(line) <= _MAX_LINE_CHARS else line[: _MAX_LINE_CHARS - 4] + " ...") + "."
 
 
+#: extensions of files that are never previewed as a delimited table
+_NOT_TABLES = frozenset(
+    "py ipynb md rst html htm xml yaml yml toml ini cfg sh js css png jpg jpeg gif svg pdf zip "
+    "gz bz2 xz tar 7z pkl pickle npy npz h5 hdf5 db sqlite feather orc avro so whl log".split()
+)
+
 _PREVIEW_SOURCE = r'''
 import os
 
@@ -125,30 +131,81 @@ def _reader(name):
     for ext, kind in ((".csv", "csv"), (".tsv", "tsv"), (".tab", "tsv"), (".xlsx", "excel"),
                       (".xlsm", "excel"), (".xls", "excel"), (".parquet", "parquet"),
                       (".pq", "parquet"), (".jsonl", "jsonl"), (".ndjson", "jsonl"),
-                      (".json", "json")):
+                      (".json", "json"), (".txt", "text"), (".dat", "text"),
+                      (".data", "text"), (".psv", "csv")):
         if low.endswith(ext):
             return kind
+    ext = low.rsplit(".", 1)[-1] if "." in low else ""
+    if ext not in NOT_TABLES:  # another name (u.user): a table if its lines split evenly
+        return "text"
     return None
 
-def _sep(path):
-    import csv
-    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-        sample = fh.read(65536)
+def _encoding(path):
+    """utf-8 when the file's first MBs decode so, else latin-1 (which decodes any byte)."""
+    with open(path, "rb") as fh:
+        raw = fh.read(4 << 20)
     try:
-        return csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
-    except csv.Error:
-        return ","
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(raw) - 4:  # not a character cut at the sample's end
+            return "latin-1"
+    return "utf-8"
+
+def _sep(path, encoding="utf-8", strict=False):
+    """The separator of a delimited file: the one of , ; tab | that splits the first lines
+    into the same number of fields (None, if ``strict``, when none does)."""
+    import csv
+    with open(path, newline="", encoding=encoding, errors="replace") as fh:
+        sample = fh.read(65536)
+    lines = [ln for ln in sample.splitlines()[:30] if ln.strip()]
+    if len(sample) == 65536 and len(lines) > 1:
+        lines = lines[:-1]  # the last line may be cut
+    best, most = None, 0
+    for sep in ("\t", "|", ";", ","):
+        try:
+            counts = {len(row) for row in csv.reader(lines, delimiter=sep)}
+        except csv.Error:
+            continue
+        if len(counts) == 1 and (n := counts.pop()) > most and n > 1:
+            best, most = sep, n
+    if best is None and not strict:
+        try:
+            best = csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
+        except csv.Error:
+            best = ","
+    return best
+
+def _read_call(name, sep, encoding, decimal):
+    args = [repr(name)]
+    if sep != ",":
+        args.append(f"sep={sep!r}")
+    if encoding != "utf-8":
+        args.append(f"encoding={encoding!r}")
+    if decimal:
+        args.append("decimal=','")
+    return f"pd.read_csv({', '.join(args)})"
 
 def _frames(pd, path, kind, size):
     """[(label, DataFrame, note)] for one file."""
     big = size > MAX_READ
-    if kind in ("csv", "tsv"):
-        sep = "\t" if kind == "tsv" else _sep(path)
-        df = pd.read_csv(path, sep=sep, low_memory=False, encoding_errors="replace",
-                         nrows=PARTIAL_ROWS if big else None)
+    if kind in ("csv", "tsv", "text"):
+        encoding = _encoding(path)
+        sep = _sep(path, encoding, strict=kind == "text")
+        if sep is None:  # a text file that is not a table
+            return []
+        nrows = PARTIAL_ROWS if big else None
+        df = pd.read_csv(path, sep=sep, low_memory=False, encoding=encoding, nrows=nrows)
+        decimal = sep == ";" and _decimal_comma(df)
+        if decimal:
+            df = pd.read_csv(path, sep=sep, low_memory=False, encoding=encoding, nrows=nrows,
+                             decimal=",")
         note = f"first {PARTIAL_ROWS} rows read of a large file" if big else ""
-        if sep not in (",", "\t"):
+        if sep not in (",", "\t") or kind != ("tsv" if sep == "\t" else "csv"):
             note = (note + "; " if note else "") + f"separator {sep!r}"
+        if encoding != "utf-8":
+            note = (note + "; " if note else "") + f"encoding {encoding!r}, not utf-8"
+        if sep != "," or encoding != "utf-8" or decimal:
+            note += "\n  read it with: df = " + _read_call(path, sep, encoding, decimal)
         return [("", df, note)]
     if big:
         raise ValueError(f"too large to preview ({_size(size)})")
@@ -165,13 +222,129 @@ def _frames(pd, path, kind, size):
     except ValueError:
         return [("", pd.read_json(path, lines=True), "")]
 
+_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_GROUPED = r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?"
+
+def _text_values(series):
+    """Up to 5000 of a text column's values, as str; None if it is not a text column."""
+    if series.dtype.kind != "O" and str(series.dtype) not in ("str", "string"):
+        return None
+    values = series.dropna()
+    if len(values) > 5000:
+        values = values.sample(5000, random_state=0)
+    return values
+
+def _decimal_comma(df):
+    """A ;-separated file whose text columns hold numbers like 3,14 (a decimal comma)."""
+    for c in df.columns[:60]:
+        values = _text_values(df[c])
+        if values is None or not len(values):
+            continue
+        texts = values.astype(str).str.strip()
+        comma = texts.str.fullmatch(r"[-+]?\d+,\d+") & ~texts.str.fullmatch(_GROUPED)
+        if comma.mean() > 0.5:
+            return True
+    return False
+
+def _date_format(texts):
+    """The one strftime format that parses (nearly) every value, else None: a local date
+    ('11/11/07') the model would otherwise match as text ('2008' in it) or misread."""
+    import pandas as pd
+    sample = texts.head(500)
+    found = []
+    for fmt in ("%Y-%m-%d", "%m/%d/%y", "%d/%m/%y", "%m/%d/%Y", "%d/%m/%Y", "%d.%m.%Y",
+                "%d.%m.%y", "%Y/%m/%d", "%d-%m-%Y", "%m-%d-%Y", "%Y-%m-%d %H:%M:%S",
+                "%d %b %Y", "%b %d, %Y", "%d-%b-%y", "%d-%b-%Y"):
+        try:
+            parsed = pd.to_datetime(sample, format=fmt, errors="coerce")
+        except Exception:
+            continue
+        if parsed.notna().mean() >= 0.95:
+            found.append(fmt)
+    if len(found) == 2 and set(found) in ({"%m/%d/%y", "%d/%m/%y"}, {"%m/%d/%Y", "%d/%m/%Y"}):
+        return found[0]  # every day is 12 or less: month first, as pandas reads it
+    return found[0] if len(found) == 1 else None
+
+def _shape_issues(df):
+    """Lines that say what in a table will trip code up, each with the one-line fix."""
+    lines, spaced = [], [c for c in df.columns if str(c) != str(c).strip()]
+    if spaced:
+        shown = ", ".join(repr(str(c)) for c in spaced[:6])
+        lines.append(f"  ! column names with a space at an end: {shown} (write them so, or "
+                     "first df.columns = df.columns.str.strip())")
+    whole = []
+    for c in df.columns[:200]:
+        series = df[c]
+        try:
+            if series.dtype.kind == "f" and series.isna().any():
+                known = series.dropna()
+                if len(known) and (known == known.round()).all():
+                    whole.append(c)
+                continue
+            values = _text_values(series)
+            if values is None or not len(values):
+                continue
+            kinds = {type(v).__name__ for v in values.head(2000)}
+            texts = values.astype(str).str.strip()
+            plain = texts.str.fullmatch(_NUM)
+            money = texts.str.fullmatch(r"[$€£]?\s*(?:" + _GROUPED + "|" + _NUM + r")\s*%?")
+            grouped = texts.str.contains(r"\d,\d{3}\b") | texts.str.contains(r"^[$€£]|%$")
+            unit = texts.str.fullmatch(
+                r"[<>~≤≥]?=?\s*[$€£]?\s*(?:" + _GROUPED + "|" + _NUM + r")\s*"
+                r"(?:(?:-|–|to)\s*(?:" + _GROUPED + "|" + _NUM + r"))?\s*"
+                r"(?:%|[A-Za-zµ°/²³]{1,8}\.?)?(?:\+)?"
+            )
+            dates = texts.str.contains(r"\d{1,4}[-/.:]\d{1,2}[-/.:]\d{1,4}|\d:\d\d|"
+                                       r"\d{1,2}[ -][A-Z][a-z]{2}[ -]\d{2,4}|"
+                                       r"[A-Z][a-z]{2} \d{1,2}, \d{4}")
+        except Exception:
+            continue
+        name = repr(str(c))
+        if dates.mean() > 0.5:
+            fmt = _date_format(texts) if dates.mean() > 0.9 else None
+            if fmt:
+                lines.append(f"  ! {name} holds dates as text (e.g. {texts.iloc[0][:20]!r}): "
+                             f"df[{name}] = pd.to_datetime(df[{name}], format={fmt!r})")
+            continue
+        odd = texts[~money]
+        example = ", ".join(repr(v[:30]) for v in odd.drop_duplicates().head(2))
+        if money.mean() >= 0.8 and (grouped.any() or not plain.all()):
+            if grouped.any():
+                fix = (f"pd.to_numeric(df[{name}].astype(str).str.replace(r'[,$€£%\\s]', '', "
+                       "regex=True), errors='coerce')")
+            else:
+                fix = f"pd.to_numeric(df[{name}], errors='coerce')"
+            what = f"{len(odd)} not numbers, e.g. {example}" if len(odd) else "e.g. " + ", ".join(
+                repr(v[:20]) for v in texts[grouped].head(2))
+            lines.append(f"  ! {name} holds numbers stored as text ({what}): "
+                         f"df[{name}] = {fix}")
+        elif unit.mean() >= 0.8 and (~plain).any() and texts.nunique() > 2 * FEW:
+            example = ", ".join(repr(v[:20]) for v in texts[~plain].drop_duplicates().head(3))
+            lines.append(f"  ! {name} holds numbers with text ({example}); the first number: "
+                         f"df[{name}].astype(str).str.replace(',', '').str.extract("
+                         f"r'(-?\\d+\\.?\\d*)')[0].astype(float)")
+        elif len(kinds) > 1 and kinds & {"int", "float"} and "str" in kinds:
+            lines.append(f"  ! {name} mixes numbers and text ({' and '.join(sorted(kinds))}): "
+                         f"pd.to_numeric(df[{name}], errors='coerce') keeps the numbers")
+    if whole:
+        shown = ", ".join(repr(str(c)) for c in whole[:6])
+        more = f" and {len(whole) - 6} more" if len(whole) > 6 else ""
+        lines.append(f"  ! whole numbers as float64 because of missing values: {shown}{more} "
+                     "(.astype(int) fails on NaN: .dropna() first, or .astype('Int64'))")
+    return lines[:8]
+
 def _table(df, label, note):
     rows, cols = df.shape
     head = f"  {label + ': ' if label else ''}{rows} rows x {cols} columns"
-    lines = [head + (f" ({note})" if note else "")]
+    note, *read = note.split("\n")
+    lines = [head + (f" ({note})" if note else ""), *read]
     shown = _listed(df)
     more = f", ... {cols - len(shown)} more" if cols > len(shown) else ""
     lines.append("  columns: " + ", ".join(f"{str(c)!r} {df[c].dtype}" for c in shown) + more)
+    try:
+        lines += _shape_issues(df)
+    except Exception:
+        pass
     missing = df.isna().sum()
     missing = missing[missing > 0]
     if len(missing):
@@ -253,7 +426,7 @@ def _named(columns):
 def _main():
     names = NAMES if NAMES is not None else sorted(  # data files first, then the rest
         (n for n in os.listdir(".") if not n.startswith(".")),
-        key=lambda n: (_reader(n) is None, n),
+        key=lambda n: (_reader(n) in (None, "text"), n),
     )
     try:
         import pandas as pd
@@ -342,6 +515,7 @@ def _preview_settings(
         "FOCUS_OVER": 8,
         "EXTRA_COLS": 5,
         "FEW": 6,
+        "NOT_TABLES": _NOT_TABLES,
     }
 
 
