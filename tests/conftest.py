@@ -7,6 +7,8 @@ width (tracebacks and reprs wrap the same everywhere) and matplotlib's inline ba
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -95,3 +97,18 @@ REPO = Path(__file__).resolve().parents[1]
 def model_home() -> Path:
     """Where tests keep the assembled local model: once per checkout, git-ignored."""
     return REPO / ".kernel_agent_cache"
+
+
+@pytest.fixture(autouse=True)
+def _sigint_handler_restored() -> Iterator[None]:
+    """Each test leaves SIGINT's handler as it found it. In-process timeouts (``%%agent``'s
+    executor) need Python's default handler; a test that installs another one (a server
+    run in this process, an agent's Ctrl-C handling) must not turn them off for every
+    test after it (seen in the full suite: a later in-process timeout never fired)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    if signal.getsignal(signal.SIGINT) is not before and before is not None:
+        signal.signal(signal.SIGINT, before)
