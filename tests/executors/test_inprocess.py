@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import signal
 import sys
 import threading
 import time
@@ -34,6 +35,17 @@ def shell() -> Iterator[InteractiveShell]:
     sh = InteractiveShell.instance(config=config)
     yield sh
     InteractiveShell.clear_instance()
+
+
+@pytest.fixture(autouse=True)
+def _default_sigint() -> Iterator[None]:
+    """In-process timeouts need Python's default SIGINT handler, as an IPython kernel has
+    it; a fixture of wider scope set up by an earlier test may have left another."""
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if before is not None:
+        signal.signal(signal.SIGINT, before)
 
 
 @pytest.fixture
