@@ -44,6 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import KernelAgentError, SandboxError
+from .mounts import PREMOUNTED
 from .uids import drop_argv, leased_user
 
 __all__ = ["run_module", "LIMITS"]
@@ -94,6 +95,8 @@ def _import_path() -> list[str]:
         real = os.path.realpath(entry)
         if any(real == s or real.startswith(s + os.sep) for s in stdlib):
             continue
+        if real == os.sep or Path(real) in PREMOUNTED:
+            continue  # fresh in the worker's sandbox: a bind over one breaks its layout
         if real not in out:
             out.append(real)
     return out
