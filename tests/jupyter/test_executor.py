@@ -193,6 +193,33 @@ def test_a_kernel_restart_mid_cell_ends_it_and_the_next_runs(lab):
     assert lab.session_kernel("r.ipynb") == kernel_id  # the same kernel, restarted
 
 
+def test_a_restart_whose_statuses_never_reach_us_is_still_a_death(lab):
+    # Under load the new kernel's "starting" can go out before the server's iopub link
+    # rejoins it; here no parentless status reaches the inbox at all. The executor
+    # still learns of the restart: its next follow-up is answered by another process.
+    write_notebook(lab.root / "q.ipynb")
+    kernel_id = lab.open_session("q.ipynb")
+
+    async def main():
+        agent = executor(lab, "q.ipynb")
+        await agent.start()
+        assert agent._channels is not None
+        agent._channels.death_states = ()
+        await agent.execute("kept = 5")
+        task = asyncio.create_task(agent.execute("import time\ntime.sleep(30)", timeout=90))
+        await asyncio.sleep(1.5)
+        await asyncio.to_thread(lab.api, "POST", f"/api/kernels/{kernel_id}/restart", {})
+        died = await task
+        after = await agent.execute("print('kept' in dir())")
+        await agent.shutdown()
+        return died, after
+
+    died, after = asyncio.run(main())
+    assert died.status == "died", died.error
+    assert "new kernel process" in died.error.evalue
+    assert after.status == "ok" and after.outputs[0]["text"] == "False\n"
+
+
 def test_a_kernel_shut_down_on_the_server_is_not_replaced_by_one_of_ours(lab):
     write_notebook(lab.root / "k.ipynb")
     kernel_id = lab.open_session("k.ipynb")

@@ -34,7 +34,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
@@ -63,6 +63,10 @@ log = logging.getLogger(__name__)
 _ALIVE_CHECK_S = 1.0
 #: a cell with no message for this long gets a kernel_info sent behind it (see _FollowUp)
 _QUIET_S = 1.0
+#: an unanswered follow-up is sent again after this long, then twice as long, up to a minute
+#: (one sent to a kernel that was then restarted is never answered)
+_RESEND_S = 5.0
+_RESEND_MAX_S = 60.0
 #: how long iopub may stay silent once the shell has answered a later request
 _IOPUB_GRACE_S = 2.0
 #: how long a kernel that answers kernel_info may stay silent on iopub before we go on
@@ -84,6 +88,21 @@ class _FollowUp:
     msg_id: str
     answered_at: float | None = None  # when its kernel_info_reply arrived
     published: bool = False  # one of its iopub messages arrived
+    sent_at: float = field(default_factory=time.monotonic)
+    resend_after: float = _RESEND_S
+    earlier: list[str] = field(default_factory=list)  # ids of the sends it replaced
+
+    def due(self, now_: float) -> bool:
+        """True when it has gone unanswered long enough to be sent again."""
+        return self.answered_at is None and now_ - self.sent_at >= self.resend_after
+
+    def resent(self, msg_id: str) -> None:
+        self.earlier.append(self.msg_id)
+        self.msg_id, self.sent_at = msg_id, time.monotonic()
+        self.resend_after = min(self.resend_after * 2, _RESEND_MAX_S)
+
+    def ids(self) -> list[str]:
+        return [*self.earlier, self.msg_id]
 
     def feed(self, msg: dict[str, Any]) -> None:
         if msg["channel"] == "shell":
@@ -149,6 +168,9 @@ class AsyncGatewaySession(KernelProtocolExecutor):
         self.session_id = uuid.uuid4().hex
         self._channels: Channels | None = None
         self._death: str | None = None  # why the kernel was found dead/restarted
+        #: the header ``session`` of the running kernel's own messages (None: not known,
+        #: or the kernel echoes its clients' session ids, so a change would mean nothing)
+        self._kernel_session: str | None = None
         self._reconnects: list[float] = []  # when the websocket was last reopened
         #: the kernel's own work dir and its files, set up after every (re)start
         self.files: RemoteWork | None = None
@@ -314,7 +336,14 @@ class AsyncGatewaySession(KernelProtocolExecutor):
                     next_check = time.monotonic() + _ALIVE_CHECK_S
                 if follow_up is None and now_ - last_msg >= _QUIET_S:
                     follow_up = _FollowUp(await self._send_request("kernel_info_request", {}))
-                wake = next_check if follow_up else min(next_check, last_msg + _QUIET_S)
+                elif follow_up is not None and follow_up.due(now_):
+                    follow_up.resent(await self._send_request("kernel_info_request", {}))
+                if follow_up is None:
+                    wake = min(next_check, last_msg + _QUIET_S)
+                elif follow_up.answered_at is None:
+                    wake = min(next_check, follow_up.sent_at + follow_up.resend_after)
+                else:
+                    wake = next_check
                 if deadline is not None:
                     wake = min(wake, deadline)
                 item = await self._inbox.get(wake - now_)
@@ -325,8 +354,10 @@ class AsyncGatewaySession(KernelProtocolExecutor):
                         return "died"
                     reconnected, idle_seen = True, 0
                     continue
+                if self._from_another_kernel(item):
+                    return "died"
                 parent = item["parent_header"].get("msg_id")
-                if follow_up is not None and parent == follow_up.msg_id:
+                if follow_up is not None and parent in follow_up.ids():
                     follow_up.feed(item)
                     continue
                 if parent != msg_id:
@@ -341,7 +372,7 @@ class AsyncGatewaySession(KernelProtocolExecutor):
                     reply_status = take_reply(collector, item["content"])
         finally:
             if follow_up is not None and self._channels is not None:
-                self._channels.expected.discard(follow_up.msg_id)
+                self._channels.expected.difference_update(follow_up.ids())
             if channels is not None:
                 collector.malformed += max(0, channels.malformed - dropped_before)
         return "ok" if reply_status == "ok" else "reply_error"
@@ -369,6 +400,18 @@ class AsyncGatewaySession(KernelProtocolExecutor):
             self._death = f"the gateway reports it {state}"
             return None
         return model
+
+    def _from_another_kernel(self, msg: dict[str, Any]) -> bool:
+        """True (noting why) if ``msg`` came from a kernel process other than the one we
+        readied: the kernel was restarted (a REST restart says nothing on the websocket,
+        and the new kernel's first statuses can be lost before the server's link joins)."""
+        session = msg.get("header", {}).get("session")
+        if self._kernel_session is None or not session or session == self._kernel_session:
+            return False
+        if msg["channel"] == "shell" or msg["msg_type"] == "status":
+            self._death = "restarting: a new kernel process answers in its place"
+            return True
+        return False  # the server's own notes (an iopub rate limit) carry its session
 
     def _is_death(self, msg: dict[str, Any]) -> bool:
         if msg["msg_type"] != "status":
@@ -486,6 +529,9 @@ class AsyncGatewaySession(KernelProtocolExecutor):
                             published = True
                         elif item["msg_type"] == "kernel_info_reply" and reply is None:
                             reply, replied_at, every = dict(item["content"]), time.monotonic(), 0.1
+                            session = item.get("header", {}).get("session")
+                            echoed = not isinstance(session, str) or session == self.session_id
+                            self._kernel_session = None if echoed else session
         finally:
             for msg_id in sent:
                 self._expected.discard(msg_id)
