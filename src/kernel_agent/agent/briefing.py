@@ -16,6 +16,7 @@ from ..kernel_state.kernel_probe import (
     parse_library_probe,
     parse_text_expression,
 )
+from ..kernel_state.preview_facts import split_facts
 from ..prompts import prompt
 from ..settings import Settings
 from .lever import Lever
@@ -58,7 +59,9 @@ class DataPreview(Lever):
         if executor.language_info.get("name") != "python":
             return None
         # rows of a wide table: only the columns the task names (fewer tokens to read)
-        expression = data_preview_expression(budget_chars=self.budget_chars, focus=state.task)
+        expression = data_preview_expression(
+            budget_chars=self.budget_chars, focus=state.task, facts=True
+        )
         try:
             result = await executor.execute(
                 "", timeout=_PROBE_TIMEOUT_S, user_expressions={"preview": expression}
@@ -67,6 +70,7 @@ class DataPreview(Lever):
             return None
         text = parse_text_expression(result.user_expressions.get("preview"))
         if text is not None:
+            text, state.data_facts = split_facts(text)
             text = text[: 2 * self.budget_chars]  # the kernel's answer: bounded again
         if text is None or text.startswith("No files"):
             return None

@@ -5,7 +5,7 @@ A lever sees the run's :class:`~.state.TaskState` and may return an :class:`~.st
 
 - ``after_reply(state, turn)``: a reply was parsed (may trim ``turn.codes``);
 - ``rewrite(state, code)``: a cell is about to run: the code to run instead, with a note
-  for the model (None: run it as it is);
+  for the model (None: run it as it is); each lever rewrites what the last one made;
 - ``before_cell(state, code)``: a cell is about to run (an Ask skips it);
 - ``after_cell(state, cell, hint)``: a cell ran (record what it taught; a returned note is
   added to the model's view of the cell, and an answer composed from a cell that drew a
@@ -83,12 +83,17 @@ class Lever:
 
 
 def first_rewrite(levers: Sequence[Lever], state: TaskState, code: str) -> tuple[str, str, str]:
-    """The code to run, the lever that changed it ("" if none) and its note for the model."""
+    """The code to run, the levers that changed it ("", or names joined by "+") and their
+    notes for the model. Each lever rewrites what the ones before it made."""
+    names, notes = [], []
     for lever in levers:
         change = lever.rewrite(state, code)
         if change is not None:
-            return change[0], lever.name, change[1]
-    return code, "", ""
+            code = change[0]
+            names.append(lever.name)
+            if change[1]:
+                notes.append(change[1])
+    return code, "+".join(names), "\n".join(notes)
 
 
 def first_decision(

@@ -28,6 +28,7 @@ from .grounding import ungrounded_numbers
 from .imports import AutoImport
 from .lever import Lever, normalize_code
 from .pitfalls import PandasPitfalls
+from .preflight import Preflight
 from .progress import NoInstall, ProseCell, StallGuard
 from .state import Ask, Stop, TaskState, Turn
 
@@ -255,6 +256,7 @@ SMALL_MODEL_LEVERS: tuple[type[Lever], ...] = (
     StatesResult,
     AnswerFormat,
     PrintedAnswer,
+    Preflight,
     AutoImport,
     PandasPitfalls,
     RepeatGuard,

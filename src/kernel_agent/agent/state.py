@@ -11,6 +11,7 @@ from ..results import CellResult
 if TYPE_CHECKING:
     from ..events import RunStatus
     from ..kernel_state.namespace import VariableInfo
+    from ..kernel_state.preview_facts import FileFacts
     from .budget import Budget
 
 __all__ = ["Ask", "Stop", "TaskState", "Turn"]
@@ -109,6 +110,8 @@ class TaskState:
     told: list[str] = field(default_factory=list)
     #: answers sent back as an echo of our own instructions (prompt_echo)
     echoes: int = 0
+    #: what the data preview measured, by file name (data_preview; preflight reads it)
+    data_facts: dict[str, FileFacts] = field(default_factory=dict)
 
     @property
     def ran_code(self) -> bool:

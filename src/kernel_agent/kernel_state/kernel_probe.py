@@ -120,6 +120,11 @@ _NOT_TABLES = frozenset(
 _PREVIEW_SOURCE = r'''
 import os
 
+#: what the preview measured, per file: the read call's arguments, every column's name, the
+#: strftime format of each date column (sent to the host as JSON after FACTS_MARK, on ask)
+FACTS = {}
+_NOW = {}  # the facts of the file being previewed
+
 def _size(n):
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
@@ -199,6 +204,7 @@ def _frames(pd, path, kind, size):
         if decimal:
             df = pd.read_csv(path, sep=sep, low_memory=False, encoding=encoding, nrows=nrows,
                              decimal=",")
+        _NOW["read"] = {"sep": sep, "encoding": encoding, "decimal": bool(decimal)}
         note = f"first {PARTIAL_ROWS} rows read of a large file" if big else ""
         if sep not in (",", "\t") or kind != ("tsv" if sep == "\t" else "csv"):
             note = (note + "; " if note else "") + f"separator {sep!r}"
@@ -303,6 +309,7 @@ def _shape_issues(df):
         if dates.mean() > 0.5:
             fmt = _date_format(texts) if dates.mean() > 0.9 else None
             if fmt:
+                _NOW.setdefault("dates", {})[str(c)] = fmt
                 lines.append(f"  ! {name} holds dates as text (e.g. {texts.iloc[0][:20]!r}): "
                              f"df[{name}] = pd.to_datetime(df[{name}], format={fmt!r})")
             continue
@@ -445,11 +452,15 @@ def _main():
         lines = [f"{name} ({_size(st.st_size)})"]
         kind = _reader(name)
         if kind and pd is not None:
+            _NOW.clear()
             try:
                 for label, df, note in _frames(pd, name, kind, st.st_size):
+                    _NOW.setdefault("columns", []).extend(str(c) for c in df.columns[:500])
                     lines += _table(df, label, note)
             except Exception as exc:
                 lines.append(f"  not previewed: {type(exc).__name__}: {str(exc)[:120]}")
+            if _NOW.get("columns"):
+                FACTS[name] = dict(_NOW)
         elif kind:
             lines.append("  not previewed: pandas is not installed")
         blocks.append(lines)
@@ -473,7 +484,15 @@ def _main():
         out.append(tail)
         break
     return "\n".join(out)[:BUDGET]
+
+def _with_facts():
+    import json
+    text = _main()
+    return text + FACTS_MARK + json.dumps(FACTS) if WITH_FACTS else text
 '''
+
+#: what separates the preview's text from its facts (JSON) in the expression's value
+FACTS_MARK = "\n\x1e preview facts: "
 
 
 def data_preview_code(
@@ -493,6 +512,7 @@ def data_preview_code(
     pandas in the kernel. The code runs in its own globals and leaves nothing behind.
     """
     settings = _preview_settings(names, budget_chars, rows, max_columns, max_read_bytes)
+    settings["WITH_FACTS"], settings["FACTS_MARK"] = False, FACTS_MARK
     return f"exec({_PREVIEW_SOURCE + 'print(_main())'!r}, {settings!r})"
 
 
@@ -520,7 +540,11 @@ def _preview_settings(
 
 
 def data_preview_expression(
-    names: Sequence[str] | None = None, budget_chars: int = 3000, focus: str = ""
+    names: Sequence[str] | None = None,
+    budget_chars: int = 3000,
+    focus: str = "",
+    *,
+    facts: bool = False,
 ) -> str:
     """The preview of :func:`data_preview_code` as a ``user_expression`` whose value is the text.
 
@@ -528,10 +552,13 @@ def data_preview_expression(
     a transcript and its clean notebook do not show it. Read it with
     :func:`parse_text_expression`. ``focus`` (the task): a table wider than 8 columns
     shows rows of only the columns it names, when it names any (all are still listed).
+    ``facts``: the text is followed by what the preview measured, for
+    :func:`~kernel_agent.kernel_state.preview_facts.split_facts`.
     """
     settings = _preview_settings(names, budget_chars)
     settings["FOCUS"] = focus.lower()[:4000]
-    source = _PREVIEW_SOURCE + "__preview__ = _main()"
+    settings["WITH_FACTS"], settings["FACTS_MARK"] = facts, FACTS_MARK
+    source = _PREVIEW_SOURCE + "__preview__ = _with_facts()"
     return f"(lambda g: (exec({source!r}, g), g['__preview__'])[1])({settings!r})"
 
 

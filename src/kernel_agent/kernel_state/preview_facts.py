@@ -1,0 +1,89 @@
+"""What the data preview measured, as data: :class:`FileFacts` per file, from the kernel.
+
+The preview (``kernel_probe``) reads each data file in the kernel and, when asked, sends
+after its text a JSON object: per file, the arguments of the read call that parsed it
+(separator, encoding, decimal comma), every column's name, and the strftime format that
+parses each date column. The kernel is hostile: :func:`split_facts` keeps only what has
+the expected shape and bounds, and drops the rest without a word (the text is unchanged).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .kernel_probe import FACTS_MARK
+
+__all__ = ["FileFacts", "split_facts"]
+
+_MAX_FILES = 50
+_MAX_COLUMNS = 500
+_MAX_NAME = 200
+_SEPARATORS = frozenset({",", ";", "\t", "|"})
+_ENCODING = re.compile(r"[A-Za-z0-9_.-]{1,20}")
+#: a strftime format of the preview's list: %-codes and separators only
+_DATE_FORMAT = re.compile(r"(?:%[YymdbHMS]|[-/.:, ]){2,30}")
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    """One previewed table: its read call's arguments, its columns, its date formats."""
+
+    sep: str = ","
+    encoding: str = "utf-8"
+    decimal_comma: bool = False
+    #: True when the preview read it as delimited text (``pd.read_csv``)
+    delimited: bool = False
+    columns: tuple[str, ...] = ()
+    dates: Mapping[str, str] = field(default_factory=dict)
+
+
+def split_facts(text: str) -> tuple[str, dict[str, FileFacts]]:
+    """The preview's text, and its facts by file name (empty when absent or malformed)."""
+    head, mark, tail = text.partition(FACTS_MARK)
+    if not mark:
+        return text, {}
+    try:
+        raw = json.loads(tail)
+    except (ValueError, RecursionError):
+        return head, {}
+    if not isinstance(raw, dict):
+        return head, {}
+    facts: dict[str, FileFacts] = {}
+    for name, entry in list(raw.items())[:_MAX_FILES]:
+        checked = _file_facts(entry)
+        if isinstance(name, str) and 0 < len(name) <= _MAX_NAME and checked is not None:
+            facts[name] = checked
+    return head, facts
+
+
+def _file_facts(entry: Any) -> FileFacts | None:
+    if not isinstance(entry, dict):
+        return None
+    columns = entry.get("columns")
+    if not isinstance(columns, list):
+        return None
+    names = tuple(c for c in columns[:_MAX_COLUMNS] if isinstance(c, str) and len(c) <= _MAX_NAME)
+    dates_raw = entry.get("dates")
+    dates = {
+        str(c): f
+        for c, f in (dates_raw.items() if isinstance(dates_raw, dict) else ())
+        if c in names and isinstance(f, str) and _DATE_FORMAT.fullmatch(f)
+    }
+    read = entry.get("read")
+    if not isinstance(read, dict):
+        return FileFacts(columns=names, dates=dates)
+    sep, encoding = read.get("sep"), read.get("encoding")
+    if sep not in _SEPARATORS or not isinstance(encoding, str) or not _ENCODING.fullmatch(encoding):
+        return FileFacts(columns=names, dates=dates)
+    return FileFacts(
+        sep=str(sep),
+        encoding=encoding,
+        decimal_comma=read.get("decimal") is True,
+        delimited=True,
+        columns=names,
+        dates=dates,
+    )

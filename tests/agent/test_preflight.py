@@ -1,0 +1,230 @@
+"""preflight: a cell gets the preview's column names, read call and date format before it runs.
+
+The units hold it against facts written here; the kernel tests take the facts from the
+real preview of messy files in a real kernel and run the corrected cells there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernel_agent.agent.preflight import Preflight, preflight
+from kernel_agent.agent.state import TaskState
+from kernel_agent.kernel_state.kernel_probe import data_preview_expression, parse_text_expression
+from kernel_agent.kernel_state.namespace import VariableInfo
+from kernel_agent.kernel_state.preview_facts import FileFacts, split_facts
+
+PENGUINS = FileFacts(
+    columns=(
+        "Species ",
+        "Island",
+        "Date Egg",
+        "Flipper Length (mm)",
+        "Body Mass (g) ",
+        "Delta 15 N (o/oo)",
+        "Delta 13 C (o/oo)",
+        "avg. wait time",
+    ),
+    dates={"Date Egg": "%m/%d/%y"},
+    delimited=True,
+)
+FACTS = {
+    "penguins.csv": PENGUINS,
+    "weather.txt": FileFacts(
+        sep="|", delimited=True, columns=("date", "wind"), dates={"date": "%d/%m/%Y"}
+    ),
+    "votes.csv": FileFacts(
+        sep=";", encoding="latin-1", decimal_comma=True, delimited=True, columns=("Joly",)
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("written", "meant"),
+    [
+        ("Species", "Species "),  # a space at an end
+        ("species", "Species "),  # case
+        ("Body Mass (g)", "Body Mass (g) "),
+        ("body_mass_g", "Body Mass (g) "),  # underscores for spaces and brackets
+        ("Flipper Length", "Flipper Length (mm)"),  # the unit left out
+        ("Delta 15 N", "Delta 15 N (o/oo)"),
+        ("avg wait time", "avg. wait time"),  # a dot
+        ("AVG_WAIT_TIME", "avg. wait time"),
+    ],
+)
+def test_a_column_name_is_written_as_the_file_has_it(written, meant):
+    code = f"print(df[{written!r}].mean())"
+    assert preflight(code, FACTS) == f"print(df[{meant!r}].mean())"
+
+
+def test_every_way_of_naming_columns_in_one_cell_is_corrected_at_once():
+    code = (
+        "a = df[df['species'].str.startswith('Adelie')]\n"
+        "print(a[['Delta 15 N', 'flipper length']].mean())\n"
+        "print(df.groupby('island')['body mass'].mean())\n"
+        "print(df.sort_values(by='Flipper Length').dropna(subset=['Delta 13 C']))\n"
+    )
+    assert preflight(code, FACTS) == (
+        "a = df[df['Species '].str.startswith('Adelie')]\n"
+        "print(a[['Delta 15 N (o/oo)', 'Flipper Length (mm)']].mean())\n"
+        "print(df.groupby('Island')['Body Mass (g) '].mean())\n"
+        "print(df.sort_values(by='Flipper Length (mm)').dropna(subset=['Delta 13 C (o/oo)']))\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "print(df['Delta'].mean())",  # two columns start so: no guess
+        "print(df['Adelie'])",  # names no column at all
+        "df['species'] = 1\nprint(df['species'])",  # a column the cell makes
+        "df = df.rename(columns=str.lower)\nprint(df['species'])",  # renamed first
+        "df.columns = df.columns.str.strip()\nprint(df['species'])",
+        "d = {'island': 3}\nprint(d['island'])",  # a dict's key
+        "print(df['Island'] == 'dream')",  # a value, not a column
+        "print(df[",  # not Python
+    ],
+)
+def test_what_is_not_surely_a_misspelt_column_is_left_alone(code):
+    assert preflight(code, FACTS) == code
+
+
+def test_a_task_that_renamed_columns_before_keeps_its_names():
+    earlier = ["df.columns = [c.strip().lower() for c in df.columns]"]
+    assert preflight("print(df['species'])", FACTS, earlier=earlier) == "print(df['species'])"
+    made = ["df['ratio'] = df['Island'].str.len()"]
+    assert preflight("print(df['Ratio'])", FACTS, earlier=made) == "print(df['Ratio'])"
+
+
+def test_names_the_kernel_reports_are_known_and_a_cut_list_stops_the_guessing():
+    frame = VariableInfo("df", "DataFrame", shape="(344, 2)", columns=("species", "x"))
+    assert preflight("df['species']", FACTS, {"df": frame}) == "df['species']"
+    cut = VariableInfo("w", "DataFrame", shape="(9, 40)", columns=tuple(f"c{i}" for i in range(20)))
+    assert preflight("df['species']", FACTS, {"w": cut}) == "df['species']"
+    # unless the cell reads the file itself: its columns are the preview's
+    code = "df = pd.read_csv('penguins.csv')\ndf['species']"
+    assert preflight(code, FACTS, {"w": cut}).endswith("df['Species ']")
+    box = VariableInfo("box", "dict", len=2)
+    assert preflight("box['island']", FACTS, {"box": box}) == "box['island']"
+
+
+def test_a_read_call_gets_the_separator_encoding_and_decimal_the_preview_read_with():
+    assert preflight("w = pd.read_csv('weather.txt')", FACTS) == (
+        "w = pd.read_csv('weather.txt', sep='|')"
+    )
+    assert preflight("v = pd.read_csv('./votes.csv', encoding='utf-8', sep=',')", FACTS) == (
+        "v = pd.read_csv('./votes.csv', encoding='latin-1', sep=';', decimal=',')"
+    )
+    assert preflight("w = pd.read_table('weather.txt',)", FACTS) == (
+        "w = pd.read_table('weather.txt', sep='|',)"
+    )
+    for kept in (
+        "w = pd.read_csv('weather.txt', sep=None, engine='python')",
+        "w = pd.read_csv('other.csv')",
+        "w = pd.read_csv(name)",
+        "w = pd.read_csv('weather.txt', **opts)",
+    ):
+        assert preflight(kept, FACTS) == kept
+
+
+def test_to_datetime_of_a_date_column_gets_the_format_that_parses_it():
+    assert preflight("df['Date Egg'] = pd.to_datetime(df['Date Egg'])", FACTS) == (
+        "df['Date Egg'] = pd.to_datetime(df['Date Egg'], format='%m/%d/%y')"
+    )
+    assert preflight("w['d'] = pd.to_datetime(w['date'], format='%m/%d/%Y')", FACTS) == (
+        "w['d'] = pd.to_datetime(w['date'], format='%d/%m/%Y')"
+    )
+    assert preflight("pd.to_datetime(df['date egg'])", FACTS) == (
+        "pd.to_datetime(df['Date Egg'], format='%m/%d/%y')"
+    )
+    for kept in (
+        "pd.to_datetime(w['date'], dayfirst=True)",
+        "pd.to_datetime(w['date'], format='mixed')",
+        "pd.to_datetime(w['wind'])",
+    ):
+        assert preflight(kept, FACTS) == kept
+
+
+def test_an_answer_slot_written_as_code_becomes_its_print():
+    code = "m = 2.5\n@mean_mass[m]\n@verdict[significant]\nfor i in [1]:\n    @n[len([1, i])]"
+    fixed = preflight(code, {}, {"m": VariableInfo("m", "float")})
+    assert fixed == (
+        "m = 2.5\nprint('@mean_mass[' + str(m) + ']')\nprint('@verdict[significant]')\n"
+        "for i in [1]:\n    print('@n[' + str(len([1, i])) + ']')"
+    )
+    assert preflight("x = 1\n@total[x + 1]", {}) == "x = 1\nprint('@total[' + str(x + 1) + ']')"
+    valid = "@decorate[0]\ndef f():\n    pass"
+    assert preflight(valid, {}) == valid  # Python: a real decorator
+    broken = "@total[1]\nprint(("
+    assert preflight(broken, {}) == broken  # still not Python once printed: left as written
+
+
+def test_the_lever_needs_a_python_kernel_and_names_itself():
+    state = TaskState(task="t", data_facts=dict(FACTS))
+    assert Preflight().rewrite(state, "df['species']") is None  # libraries not probed
+    state.libraries = {"pandas": "2"}
+    assert Preflight().rewrite(state, "df['species']") == ("df['Species ']", "")
+    assert Preflight().rewrite(state, "df['Island']") is None
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "not json",
+        "[1, 2]",
+        '{"a.csv": {"columns": "x"}}',
+        '{"a.csv": {"columns": [1, 2], "read": {"sep": "x"}}}',
+        '{"a.csv": {"columns": ["a"], "dates": {"a": "%Y; import os"}}}',
+        "[" * 100_000,
+    ],
+)
+def test_facts_of_the_wrong_shape_from_a_kernel_are_dropped(tail):
+    text, facts = split_facts("a.csv (1 KB)\n\x1e preview facts: " + tail)
+    assert text == "a.csv (1 KB)"
+    assert all(not f.columns or all(isinstance(c, str) for c in f.columns) for f in facts.values())
+    assert all(not f.dates for f in facts.values())
+    assert all(f.sep in ",;\t|" for f in facts.values())
+
+
+MESSY = {
+    # a ;-separated latin-1 file with a decimal comma, spaced and dotted names, local dates
+    "votes.csv": (
+        "District ;avg. share;Date Vote\n"
+        + "".join(f"D{i} ;{i},5;{i % 28 + 1:02d}/03/2019\n" for i in range(1, 40))
+        + "Montréal ;9,25;13/03/2019\n"
+    ).encode("latin-1"),
+    "wind.txt": "day|Wind Speed (km/h)\n" + "".join(f"{i}|{i * 2}\n" for i in range(30)),
+}
+
+
+def test_real_preview_facts_make_a_models_cell_run_in_a_real_kernel(fresh_kernel, tmp_path):
+    k = fresh_kernel(cwd=tmp_path)
+    for name, body in MESSY.items():
+        path = Path(k.kernel_cwd) / name
+        path.write_bytes(body) if isinstance(body, bytes) else path.write_text(body)
+    result = k.execute("", timeout=120, user_expressions={"p": data_preview_expression(facts=True)})
+    text, facts = split_facts(parse_text_expression(result.user_expressions["p"]) or "")
+    assert "preview facts" not in text and "votes.csv (" in text
+    assert facts["votes.csv"].sep == ";" and facts["votes.csv"].encoding == "latin-1"
+    assert facts["votes.csv"].decimal_comma and facts["votes.csv"].dates == {
+        "Date Vote": "%d/%m/%Y"
+    }
+    assert facts["wind.txt"].sep == "|" and "Wind Speed (km/h)" in facts["wind.txt"].columns
+    # what the bundled model writes first on such files: it fails as written
+    cell = (
+        "import pandas as pd\n"
+        "v = pd.read_csv('votes.csv')\n"
+        "v['date vote'] = pd.to_datetime(v['date vote'])\n"
+        "w = pd.read_csv('wind.txt')\n"
+        "print(v['avg share'].sum(), v['District'].iloc[-1], v['date vote'].dt.day.max(),\n"
+        "      w['Wind Speed'].max())\n"
+    )
+    assert not k.execute(cell, timeout=60).ok
+    fixed = preflight(cell, facts)
+    ran = k.execute(fixed, timeout=60)
+    assert ran.ok, (fixed, ran.error)
+    total = sum(i + 0.5 for i in range(1, 40)) + 9.25
+    printed = "".join(o.get("text", "") for o in ran.outputs)
+    assert printed == f"{total} Montréal  28 58\n", fixed
