@@ -129,6 +129,24 @@ def test_a_read_call_gets_the_separator_encoding_and_decimal_the_preview_read_wi
         assert preflight(kept, FACTS) == kept
 
 
+def test_numbers_stored_as_text_are_read_as_numbers_after_the_read_line():
+    facts = {"s.csv": FileFacts(delimited=True, columns=("streams", "bpm"), numeric=("streams",))}
+    code = "import pandas as pd\ndf = pd.read_csv('s.csv')\nprint(df['streams'].mean())"
+    assert preflight(code, facts) == (
+        "import pandas as pd\ndf = pd.read_csv('s.csv')\n"
+        "df['streams'] = pd.to_numeric(df['streams'].astype(str)"
+        ".str.replace(r'[,$€£%\\s]', '', regex=True), errors='coerce')\n"
+        "print(df['streams'].mean())"
+    )
+    for kept in (
+        "df = pd.read_csv('s.csv')\ndf['streams'] = pd.to_numeric(df['streams'], errors='coerce')",
+        "df = pd.read_csv('s.csv', thousands=',')",
+        "def f():\n    df = pd.read_csv('s.csv')\n    return df",  # only a top-level read
+        "df = read_csv('s.csv')",  # no module to call to_numeric on
+    ):
+        assert preflight(kept, facts) == kept
+
+
 def test_to_datetime_of_a_date_column_gets_the_format_that_parses_it():
     assert preflight("df['Date Egg'] = pd.to_datetime(df['Date Egg'])", FACTS) == (
         "df['Date Egg'] = pd.to_datetime(df['Date Egg'], format='%m/%d/%y')"
@@ -195,7 +213,10 @@ MESSY = {
         + "".join(f"D{i} ;{i},5;{i % 28 + 1:02d}/03/2019\n" for i in range(1, 40))
         + "Montréal ;9,25;13/03/2019\n"
     ).encode("latin-1"),
-    "wind.txt": "day|Wind Speed (km/h)\n" + "".join(f"{i}|{i * 2}\n" for i in range(30)),
+    # numbers with thousands separators, and one corrupt row that makes the column text
+    "wind.txt": "day|Wind Speed (km/h)|Streams\n"
+    + "".join(f"{i}|{i * 2}|{i * 1000:,}\n" for i in range(30))
+    + "30|1|BPM110KeyAModeMajor\n",
 }
 
 
@@ -219,7 +240,7 @@ def test_real_preview_facts_make_a_models_cell_run_in_a_real_kernel(fresh_kernel
         "v['date vote'] = pd.to_datetime(v['date vote'])\n"
         "w = pd.read_csv('wind.txt')\n"
         "print(v['avg share'].sum(), v['District'].iloc[-1], v['date vote'].dt.day.max(),\n"
-        "      w['Wind Speed'].max())\n"
+        "      w['Wind Speed'].max(), w['streams'].sum())\n"
     )
     assert not k.execute(cell, timeout=60).ok
     fixed = preflight(cell, facts)
@@ -227,4 +248,6 @@ def test_real_preview_facts_make_a_models_cell_run_in_a_real_kernel(fresh_kernel
     assert ran.ok, (fixed, ran.error)
     total = sum(i + 0.5 for i in range(1, 40)) + 9.25
     printed = "".join(o.get("text", "") for o in ran.outputs)
-    assert printed == f"{total} Montréal  28 58\n", fixed
+    streams = float(sum(i * 1000 for i in range(30)))
+    assert printed == f"{total} Montréal  28 58 {streams}\n", fixed
+    assert facts["wind.txt"].numeric == ("Streams",) and facts["votes.csv"].numeric == ()

@@ -15,6 +15,10 @@ writes them into the cell instead, before it runs:
   ``'Flipper Length (mm)'``);
 - **the file's read call**: a ``read_csv``/``read_table`` of a previewed file gets the
   separator, encoding and decimal comma the preview read it with;
+- **numbers stored as text**: after a top-level ``df = pd.read_csv(f)`` of a file whose
+  numbers have thousands separators, currency or percent signs, or a few values that are
+  not numbers (one corrupt row made Spotify's ``streams`` text; ``sum()`` then joined the
+  strings), the line that reads them as numbers, unless the cell converts columns itself;
 - **the date format**: ``to_datetime`` of a previewed date column gets the format that
   parses (nearly) every value, in place of another one or of none;
 - **an answer slot written as code**: a line ``@name[expr]`` (Python reads a decorator;
@@ -55,7 +59,7 @@ _COLUMN_KEYWORDS = frozenset(
 )
 _READERS = {"read_csv": ",", "read_table": "\t"}
 #: where a node is in the code: (start, end) byte offsets
-Span = Callable[[ast.expr], tuple[int, int]]
+Span = Callable[[ast.expr | ast.stmt], tuple[int, int]]
 _SLOT_LINE = re.compile(r"^(?P<indent>[ \t]*)@(?P<name>[A-Za-z_]\w*)\[(?P<inner>.*)\][ \t]*$")
 
 
@@ -82,7 +86,7 @@ def preflight(
     for line in encoded.splitlines(keepends=True):
         starts.append(starts[-1] + len(line))
 
-    def span(node: ast.expr) -> tuple[int, int]:
+    def span(node: ast.expr | ast.stmt) -> tuple[int, int]:
         assert node.end_lineno is not None and node.end_col_offset is not None
         return (
             starts[node.lineno - 1] + node.col_offset,
@@ -97,6 +101,7 @@ def preflight(
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
         edits += _read_call_edits(call, facts, span)
         edits += _date_format_edits(call, facts, renames, span)
+    edits += _numbers_as_text_edits(tree, code, facts, span)
     if not edits:
         return code
     out = encoded
@@ -305,6 +310,43 @@ def _read_call_edits(call: ast.Call, facts: Mapping[str, FileFacts], span: Span)
         last = [*call.args, *(k.value for k in call.keywords)][-1]
         end = span(last)[1]
         edits.append(_Edit(end, end, ", " + ", ".join(added)))
+    return edits
+
+
+# ------------------------------------------------------------------ numbers stored as text
+_CONVERTS = re.compile(r"to_numeric|astype\s*\(|\.str\.replace|thousands\s*=|converters\s*=")
+
+
+def _numbers_as_text_edits(
+    tree: ast.Module, code: str, facts: Mapping[str, FileFacts], span: Span
+) -> list[_Edit]:
+    """After ``df = pd.read_csv(f)`` (a top-level line) of a file whose preview found
+    numbers stored as text, the lines that read them as numbers; none in a cell that
+    converts columns itself."""
+    if _CONVERTS.search(code):
+        return []
+    edits = []
+    for statement in tree.body:
+        if not (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and isinstance(statement.value, ast.Call)
+            and isinstance(statement.value.func, ast.Attribute)
+            and isinstance(statement.value.func.value, ast.Name)
+        ):
+            continue
+        file = _read_file(statement.value, facts)
+        if file is None or not file.numeric:
+            continue
+        frame, module = statement.targets[0].id, statement.value.func.value.id
+        lines = [
+            f"{frame}[{c!r}] = {module}.to_numeric({frame}[{c!r}].astype(str)"
+            f".str.replace(r'[,$€£%\\s]', '', regex=True), errors='coerce')"
+            for c in file.numeric
+        ]
+        end = span(statement)[1]
+        edits.append(_Edit(end, end, "\n" + "\n".join(lines)))
     return edits
 
 

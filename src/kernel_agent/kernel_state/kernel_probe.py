@@ -316,6 +316,7 @@ def _shape_issues(df):
         odd = texts[~money]
         example = ", ".join(repr(v[:30]) for v in odd.drop_duplicates().head(2))
         if money.mean() >= 0.8 and (grouped.any() or not plain.all()):
+            _NOW.setdefault("numeric", []).append(str(c))
             if grouped.any():
                 fix = (f"pd.to_numeric(df[{name}].astype(str).str.replace(r'[,$€£%\\s]', '', "
                        "regex=True), errors='coerce')")

@@ -39,6 +39,9 @@ class FileFacts:
     delimited: bool = False
     columns: tuple[str, ...] = ()
     dates: Mapping[str, str] = field(default_factory=dict)
+    #: columns of numbers stored as text (thousands separators, currency, percent, or a
+    #: few values that are not numbers): ``pd.to_numeric`` of the digits reads them
+    numeric: tuple[str, ...] = ()
 
 
 def split_facts(text: str) -> tuple[str, dict[str, FileFacts]]:
@@ -73,12 +76,18 @@ def _file_facts(entry: Any) -> FileFacts | None:
         for c, f in (dates_raw.items() if isinstance(dates_raw, dict) else ())
         if c in names and isinstance(f, str) and _DATE_FORMAT.fullmatch(f)
     }
+    numeric_raw = entry.get("numeric")
+    numeric = tuple(
+        c
+        for c in (numeric_raw if isinstance(numeric_raw, list) else ())[:_MAX_COLUMNS]
+        if c in names
+    )
     read = entry.get("read")
     if not isinstance(read, dict):
-        return FileFacts(columns=names, dates=dates)
+        return FileFacts(columns=names, dates=dates, numeric=numeric)
     sep, encoding = read.get("sep"), read.get("encoding")
     if sep not in _SEPARATORS or not isinstance(encoding, str) or not _ENCODING.fullmatch(encoding):
-        return FileFacts(columns=names, dates=dates)
+        return FileFacts(columns=names, dates=dates, numeric=numeric)
     return FileFacts(
         sep=str(sep),
         encoding=encoding,
@@ -86,4 +95,5 @@ def _file_facts(entry: Any) -> FileFacts | None:
         delimited=True,
         columns=names,
         dates=dates,
+        numeric=numeric,
     )
