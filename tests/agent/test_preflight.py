@@ -129,6 +129,31 @@ def test_a_read_call_gets_the_separator_encoding_and_decimal_the_preview_read_wi
         assert preflight(kept, FACTS) == kept
 
 
+def test_a_filter_value_is_written_as_the_column_holds_it():
+    values = {
+        "Species ": ("Adelie Penguin (Pygoscelis adeliae)", "Gentoo penguin (Pygoscelis papua)"),
+        "Sex": ("MALE", "FEMALE", "."),
+        "Island": ("Dream", "Torgersen", "Biscoe"),
+    }
+    facts = {"p.csv": FileFacts(columns=(*values, "x"), values=values)}
+    code = (
+        "a = df[(df['species'] == 'Adelie') & (df['Sex'] != 'male')]\n"
+        "b = df[df['Island'].isin(['dream', 'Torgersen'])]\n"
+    )
+    assert preflight(code, facts) == (
+        "a = df[(df['Species '] == 'Adelie Penguin (Pygoscelis adeliae)') & (df['Sex'] != 'MALE')]\n"
+        "b = df[df['Island'].isin(['Dream', 'Torgersen'])]\n"
+    )
+    for kept in (
+        "df[df['Island'] == 'Dream']",  # a value the column has
+        "df[df['Island'] == 'Mars']",  # none like it
+        "df[df['Species '] == 'Pygoscelis']",  # inside a value, not its start
+        "df[df['Sex'] == 'ma']",  # 'MALE' starts so, but only part of a word
+        "df[df['x'] == 'a']",  # values not known
+    ):
+        assert preflight(kept, facts) == kept
+
+
 def test_numbers_stored_as_text_are_read_as_numbers_after_the_read_line():
     facts = {"s.csv": FileFacts(delimited=True, columns=("streams", "bpm"), numeric=("streams",))}
     code = "import pandas as pd\ndf = pd.read_csv('s.csv')\nprint(df['streams'].mean())"
@@ -251,3 +276,5 @@ def test_real_preview_facts_make_a_models_cell_run_in_a_real_kernel(fresh_kernel
     streams = float(sum(i * 1000 for i in range(30)))
     assert printed == f"{total} Montréal  28 58 {streams}\n", fixed
     assert facts["wind.txt"].numeric == ("Streams",) and facts["votes.csv"].numeric == ()
+    assert "District " not in facts["votes.csv"].values  # 40 values: too many to list
+    assert len(facts["votes.csv"].values["Date Vote"]) == 28

@@ -19,6 +19,9 @@ writes them into the cell instead, before it runs:
   numbers have thousands separators, currency or percent signs, or a few values that are
   not numbers (one corrupt row made Spotify's ``streams`` text; ``sum()`` then joined the
   strings), the line that reads them as numbers, unless the cell converts columns itself;
+- **a value in a filter**: ``df['Species'] == 'Adelie'`` where the column holds
+  'Adelie Penguin (Pygoscelis adeliae)' (the filter would match nothing, and the answer
+  be ``nan``): the one value that is the literal but for case and spaces, or starts with it;
 - **the date format**: ``to_datetime`` of a previewed date column gets the format that
   parses (nearly) every value, in place of another one or of none;
 - **an answer slot written as code**: a line ``@name[expr]`` (Python reads a decorator;
@@ -102,6 +105,7 @@ def preflight(
         edits += _read_call_edits(call, facts, span)
         edits += _date_format_edits(call, facts, renames, span)
     edits += _numbers_as_text_edits(tree, code, facts, span)
+    edits += _value_edits(tree, facts, renames, span)
     if not edits:
         return code
     out = encoded
@@ -311,6 +315,58 @@ def _read_call_edits(call: ast.Call, facts: Mapping[str, FileFacts], span: Span)
         end = span(last)[1]
         edits.append(_Edit(end, end, ", " + ", ".join(added)))
     return edits
+
+
+# ------------------------------------------------------------------ values in filters
+def _value_edits(
+    tree: ast.AST, facts: Mapping[str, FileFacts], renames: Mapping[str, str], span: Span
+) -> list[_Edit]:
+    """``df[c] == 'Adelie'`` where no value of ``c`` is 'Adelie' and exactly one is but for
+    case and spaces, or starts with it ('Adelie Penguin (Pygoscelis adeliae)'): that one."""
+    edits = []
+    for node in ast.walk(tree):
+        literals: list[ast.Constant] = []
+        target: ast.expr | None = None
+        if (
+            isinstance(node, ast.Compare)
+            and len(node.ops) == 1
+            and isinstance(node.ops[0], ast.Eq | ast.NotEq)
+        ):
+            target, literals = node.left, _strings(node.comparators[0])
+        elif (
+            isinstance(node, ast.Call)
+            and _called(node) == "isin"
+            and isinstance(node.func, ast.Attribute)
+            and node.args
+        ):
+            target, literals = node.func.value, _strings(node.args[0])
+        if not isinstance(target, ast.Subscript) or not literals:
+            continue
+        names = _strings(target.slice)
+        if len(names) != 1:
+            continue
+        column = renames.get(str(names[0].value), str(names[0].value))
+        values = {v for f in facts.values() for v in f.values.get(column, ())}
+        for literal in literals:
+            meant = _value_match(str(literal.value), values)
+            if meant is not None:
+                edits.append(_Edit(*span(literal), repr(meant)))
+    return edits
+
+
+def _value_match(literal: str, values: set[str]) -> str | None:
+    if not values or literal in values or not literal.strip():
+        return None
+    same = {v for v in values if _key(v) == _key(literal)}
+    if same:
+        return same.pop() if len(same) == 1 else None
+    low = literal.strip().casefold()
+    starts = {
+        v
+        for v in values
+        if v.casefold().startswith(low) and not v[len(low) : len(low) + 1].isalnum()
+    }
+    return starts.pop() if len(starts) == 1 else None
 
 
 # ------------------------------------------------------------------ numbers stored as text

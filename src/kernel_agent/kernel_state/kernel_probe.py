@@ -372,6 +372,21 @@ def _table(df, label, note):
         lines += ["  " + line for line in text.splitlines()]
     return lines
 
+def _labels(df):
+    """{column: its distinct values} for text columns of at most 30 short values."""
+    found = {}
+    for c in df.columns[:200]:
+        values = _text_values(df[c])
+        if values is None:
+            continue
+        try:
+            distinct = values.astype(str).unique()
+        except Exception:
+            continue
+        if 0 < len(distinct) <= 30 and all(len(v) <= 100 for v in distinct):
+            found[str(c)] = [str(v) for v in distinct]
+    return found
+
 def _is_label(series):
     """A column that names things or counts few cases: text, bool, category or integers."""
     kind = series.dtype.kind
@@ -457,6 +472,7 @@ def _main():
             try:
                 for label, df, note in _frames(pd, name, kind, st.st_size):
                     _NOW.setdefault("columns", []).extend(str(c) for c in df.columns[:500])
+                    _NOW.setdefault("values", {}).update(_labels(df))
                     lines += _table(df, label, note)
             except Exception as exc:
                 lines.append(f"  not previewed: {type(exc).__name__}: {str(exc)[:120]}")

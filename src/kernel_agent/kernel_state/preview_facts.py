@@ -42,6 +42,8 @@ class FileFacts:
     #: columns of numbers stored as text (thousands separators, currency, percent, or a
     #: few values that are not numbers): ``pd.to_numeric`` of the digits reads them
     numeric: tuple[str, ...] = ()
+    #: the distinct values of text columns with few of them (at most 30)
+    values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def split_facts(text: str) -> tuple[str, dict[str, FileFacts]]:
@@ -82,18 +84,23 @@ def _file_facts(entry: Any) -> FileFacts | None:
         for c in (numeric_raw if isinstance(numeric_raw, list) else ())[:_MAX_COLUMNS]
         if c in names
     )
+    values_raw = entry.get("values")
+    values = {
+        str(c): tuple(v for v in vs[:30] if isinstance(v, str) and len(v) <= 100)
+        for c, vs in (values_raw.items() if isinstance(values_raw, dict) else ())
+        if c in names and isinstance(vs, list)
+    }
+    common = {"columns": names, "dates": dates, "numeric": numeric, "values": values}
     read = entry.get("read")
     if not isinstance(read, dict):
-        return FileFacts(columns=names, dates=dates, numeric=numeric)
+        return FileFacts(**common)  # type: ignore[arg-type]
     sep, encoding = read.get("sep"), read.get("encoding")
     if sep not in _SEPARATORS or not isinstance(encoding, str) or not _ENCODING.fullmatch(encoding):
-        return FileFacts(columns=names, dates=dates, numeric=numeric)
+        return FileFacts(**common)  # type: ignore[arg-type]
     return FileFacts(
         sep=str(sep),
         encoding=encoding,
         decimal_comma=read.get("decimal") is True,
         delimited=True,
-        columns=names,
-        dates=dates,
-        numeric=numeric,
+        **common,  # type: ignore[arg-type]
     )
