@@ -154,6 +154,47 @@ def test_a_filter_value_is_written_as_the_column_holds_it():
         assert preflight(kept, facts) == kept
 
 
+def test_a_test_on_columns_with_missing_values_omits_them():
+    code = (
+        "t, p = stats.ttest_ind(a['x'], b['x'], equal_var=False)\nr = scipy.stats.spearmanr(u, v)"
+    )
+    assert preflight(code, FACTS) == (
+        "t, p = stats.ttest_ind(a['x'], b['x'], equal_var=False, nan_policy='omit')\n"
+        "r = scipy.stats.spearmanr(u, v, nan_policy='omit')"
+    )
+    assert preflight("stats.shapiro(x)", FACTS) == "stats.shapiro(x)"  # scipy unknown
+    assert preflight("stats.shapiro(x)", FACTS, scipy="1.17.1") == (
+        "stats.shapiro(x, nan_policy='omit')"
+    )
+    for kept in (
+        "stats.pearsonr(x, y)",  # takes no nan_policy
+        "stats.ttest_ind(x, y, nan_policy='raise')",
+        "stats.ttest_ind(x, y, **kw)",
+        "np.mean(x)",
+    ):
+        assert preflight(kept, FACTS, scipy="1.17.1") == kept
+
+
+def test_a_part_of_the_one_date_column_is_read_from_it():
+    facts = {"p.csv": FileFacts(columns=("Date Egg", "x"), dates={"Date Egg": "%m/%d/%y"})}
+    code = "import pandas as pd\nd = df[df['Year'] == 2008]\nprint(d['month'].nunique())"
+    assert preflight(code, facts) == (
+        "import pandas as pd\n"
+        "d = df[pd.to_datetime(df['Date Egg'], format='%m/%d/%y').dt.year == 2008]\n"
+        "print(pd.to_datetime(d['Date Egg'], format='%m/%d/%y').dt.month.nunique())"
+    )
+    for kept in (
+        "d = df[df['Year'] == 2008]",  # pandas not imported as a name we can call
+        "import pandas as pd\ndf['year'] = 1\nprint(df['Year'])",  # a column made
+        "import pandas as pd\nprint(df['Years'])",  # not a part of a date
+    ):
+        assert preflight(kept, facts) == kept
+    two = {"p.csv": FileFacts(columns=("a", "b"), dates={"a": "%Y-%m-%d", "b": "%Y-%m-%d"})}
+    assert preflight("import pandas as pd\ndf['Year']", two) == "import pandas as pd\ndf['Year']"
+    has = {"p.csv": FileFacts(columns=("Date", "year"), dates={"Date": "%Y-%m-%d"})}
+    assert preflight("import pandas as pd\ndf['Year']", has) == "import pandas as pd\ndf['year']"
+
+
 def test_numbers_stored_as_text_are_read_as_numbers_after_the_read_line():
     facts = {"s.csv": FileFacts(delimited=True, columns=("streams", "bpm"), numeric=("streams",))}
     code = "import pandas as pd\ndf = pd.read_csv('s.csv')\nprint(df['streams'].mean())"

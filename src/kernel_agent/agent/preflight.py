@@ -24,6 +24,10 @@ writes them into the cell instead, before it runs:
   be ``nan``): the one value that is the literal but for case and spaces, or starts with it;
 - **the date format**: ``to_datetime`` of a previewed date column gets the format that
   parses (nearly) every value, in place of another one or of none;
+- **missing values in a test**: a ``stats.ttest_ind``, ``mannwhitneyu``, ``spearmanr``...
+  that takes ``nan_policy`` gets ``nan_policy='omit'`` (with a missing value it is ``nan``);
+- **a part of a date**: ``df['Year']`` where no column is one and the file has one date
+  column: that column's year, parsed with its format;
 - **an answer slot written as code**: a line ``@name[expr]`` (Python reads a decorator;
   the cell cannot parse) becomes the ``print`` that shows it.
 
@@ -78,8 +82,12 @@ def preflight(
     facts: Mapping[str, FileFacts],
     namespace: Mapping[str, VariableInfo] | None = None,
     earlier: Sequence[str] = (),
+    scipy: str = "",
 ) -> str:
-    """``code`` with what the preview measured written in (see the module); else unchanged."""
+    """``code`` with what the preview measured written in (see the module); else unchanged.
+
+    ``scipy``: the kernel's scipy version ("" when unknown: only the tests that have taken
+    ``nan_policy`` since scipy 1.9 get it)."""
     code = _slot_lines(code, namespace or {})
     tree = parse_python(code)
     if tree is None or not facts:
@@ -106,6 +114,8 @@ def preflight(
         edits += _date_format_edits(call, facts, renames, span)
     edits += _numbers_as_text_edits(tree, code, facts, span)
     edits += _value_edits(tree, facts, renames, span)
+    edits += _nan_policy_edits(tree, scipy, span)
+    edits += _date_part_edits(tree, code, facts, namespace or {}, earlier, span)
     if not edits:
         return code
     out = encoded
@@ -369,6 +379,109 @@ def _value_match(literal: str, values: set[str]) -> str | None:
     return starts.pop() if len(starts) == 1 else None
 
 
+# ------------------------------------------------------------------ missing values in tests
+#: scipy.stats functions that take nan_policy since scipy 1.9 at the latest
+_NAN_POLICY = frozenset(
+    "ttest_ind ttest_rel ttest_1samp kruskal spearmanr kendalltau skew kurtosis zscore sem "
+    "describe mannwhitneyu wilcoxon normaltest".split()
+)
+#: and those that take it since scipy 1.11
+_NAN_POLICY_1_11 = frozenset("shapiro f_oneway levene bartlett".split())
+
+
+def _nan_policy_edits(tree: ast.AST, scipy: str, span: Span) -> list[_Edit]:
+    """``stats.ttest_ind(a, b)`` on a column with missing values is ``nan``, and the
+    answer with it: ``nan_policy='omit'`` drops them, as ``dropna()`` would."""
+    names = _NAN_POLICY | (_NAN_POLICY_1_11 if _version(scipy) >= (1, 11) else frozenset())
+    edits = []
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr in names and call.args):
+            continue
+        owner = func.value
+        from_stats = (isinstance(owner, ast.Name) and owner.id in ("stats", "st", "ss")) or (
+            isinstance(owner, ast.Attribute) and owner.attr == "stats"
+        )
+        if not from_stats or any(k.arg in ("nan_policy", None) for k in call.keywords):
+            continue
+        end = span([*call.args, *(k.value for k in call.keywords)][-1])[1]
+        edits.append(_Edit(end, end, ", nan_policy='omit'"))
+    return edits
+
+
+def _version(text: str) -> tuple[int, ...]:
+    parts = re.findall(r"\d+", text)[:2]
+    return tuple(int(p) for p in parts) if parts else (0,)
+
+
+# ------------------------------------------------------------------ a part of a date
+_DATE_PARTS = {
+    "year": "year",
+    "month": "month",
+    "day": "day",
+    "weekday": "dayofweek",
+    "dayofweek": "dayofweek",
+    "quarter": "quarter",
+    "hour": "hour",
+}
+
+
+def _date_part_edits(
+    tree: ast.AST,
+    code: str,
+    facts: Mapping[str, FileFacts],
+    namespace: Mapping[str, VariableInfo],
+    earlier: Sequence[str],
+    span: Span,
+) -> list[_Edit]:
+    """``df['Year']`` where no column is a year and the file has one date column: that
+    column's year, parsed with its format (a KeyError the model repeats otherwise)."""
+    dates = {(c, f) for file in facts.values() for c, f in file.dates.items()}
+    module = _pandas_alias([code, *earlier])
+    if len(dates) != 1 or module is None or _RENAMES.search(code):
+        return []
+    ((column, fmt),) = dates
+    columns = {c for file in facts.values() for c in file.columns}
+    known = columns | {c for v in namespace.values() for c in (v.columns or ())}
+    for before in [code, *earlier]:
+        parsed = parse_python(before)
+        if parsed is not None:
+            known |= _stored_strings(parsed).keys()
+    if any(_key(k) in _DATE_PARTS for k in known):
+        return []  # a column already holds one: the name is a misspelling, or it is made
+    edits = []
+    skip = _not_frames(tree, namespace)
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)):
+            continue
+        if isinstance(node.value, ast.Name) and node.value.id in skip:
+            continue
+        key = node.slice
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            continue
+        part = _DATE_PARTS.get(_key(key.value))
+        if part is None:
+            continue
+        frame = ast.get_source_segment(code, node.value)
+        if frame is None:
+            continue
+        edits.append(
+            _Edit(
+                *span(node),
+                f"{module}.to_datetime({frame}[{column!r}], format={fmt!r}).dt.{part}",
+            )
+        )
+    return edits
+
+
+def _pandas_alias(cells: Sequence[str]) -> str | None:
+    for cell in cells:
+        match = re.search(r"^\s*import pandas as (\w+)\s*$", cell, re.MULTILINE)
+        if match:
+            return match.group(1)
+    return None
+
+
 # ------------------------------------------------------------------ numbers stored as text
 _CONVERTS = re.compile(r"to_numeric|astype\s*\(|\.str\.replace|thousands\s*=|converters\s*=")
 
@@ -483,7 +596,11 @@ class Preflight(Lever):
         if not state.libraries:  # a Python kernel's preview only (it is probed there)
             return None
         fixed = preflight(
-            code, state.data_facts, state.namespace, earlier=[c.code for c in state.cells]
+            code,
+            state.data_facts,
+            state.namespace,
+            earlier=[c.code for c in state.cells],
+            scipy=state.libraries.get("scipy", ""),
         )
         # no note, as auto_import gives none: a note is sent back as a cell by the small model
         return (fixed, "") if fixed != code else None
