@@ -18,13 +18,12 @@ from dataclasses import dataclass, field
 from ..llm.view import render_cell
 from ..prompts import prompt
 from .lever import Lever
+from .slots import OPENING, slot_values
 from .state import Ask, TaskState
 
 __all__ = ["AnswerFormat", "FormatSpec", "StatesResult", "format_problems", "numbers_in"]
 
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_SLOT = re.compile(r"@([A-Za-z_][\w-]*)\[")
-_FILLED = re.compile(r"@[A-Za-z_][\w-]*\[([^\]]*)\]")
 _WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _DECIMALS = re.compile(
     r"\b(\d|zero|one|two|three|four|five|six)\s+(?:decimal(?:\s+places?|\s+digits?|s)?|"
@@ -62,14 +61,14 @@ class FormatSpec:
 
     @classmethod
     def of(cls, task: str) -> FormatSpec:
-        slots = tuple(dict.fromkeys(_SLOT.findall(task)))
+        slots = tuple(dict.fromkeys(OPENING.findall(task)))
         decimals: int | None = None
         if asked := _DECIMALS.findall(task):  # two roundings (1 place, 4 places): the larger
             decimals = max(int(w) if w.isdigit() else _WORDS[w.lower()] for w in asked)
         elif _NEAREST_INT.search(task):
             decimals = 0
         yes_no = bool(_YES_NO.search(task))
-        placeholders = frozenset(v.strip().lower() for v in _FILLED.findall(task) if v.strip())
+        placeholders = frozenset(v.strip().lower() for v in slot_values(task) if v.strip())
         return cls(slots, decimals, yes_no, frozenset(numbers_in(task)), placeholders)
 
     @property
@@ -86,7 +85,7 @@ def format_problems(spec: FormatSpec, answer: str) -> list[str]:
     missing = [s for s in spec.slots if f"@{s}[" not in answer]
     if missing:
         problems.append("it lacks " + ", ".join(f"@{s}[...]" for s in missing))
-    filled = _FILLED.findall(answer)
+    filled = slot_values(answer)
     empty = {"", "value", "...", *spec.placeholders}
     if any(v.strip().lower() in empty for v in filled):
         problems.append("a @name[...] slot holds no value")

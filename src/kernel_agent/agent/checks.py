@@ -39,12 +39,12 @@ from ..results import CellResult
 from .answers import FormatSpec
 from .echo import normalise
 from .lever import Lever
+from .slots import FILLED
 from .state import Ask, TaskState
 
 __all__ = ["AnswerCheck", "CHECKS", "Facts", "answer_problems", "table_rows"]
 
 _PREVIEW_HEADER = "Files in the working directory"
-_SLOT = re.compile(r"@([A-Za-z_][\w-]*)\[([^\[\]\n]*)\]")
 _DIGITS = re.compile(r"\d[\d,_]*")
 _BIG_ASKED = re.compile(r"factorial|fibonacci|\bdigits?\b|\bpower\b|\*\*|\^|\bbig\b|huge", re.I)
 _EMPTY = re.compile(
@@ -146,7 +146,7 @@ def _all_zero(f: Facts) -> str | None:
     """Every count asked is 0: a filter that matched nothing (a value written otherwise)."""
     if not f.preview or not _COUNT_ASKED.search(f.task) or _ZERO_PLAUSIBLE.search(f.task):
         return None
-    values = [v for _, v in _SLOT.findall(f.answer)] or [f.answer]
+    values = [v for _, v in FILLED.findall(f.answer)] or [f.answer]
     numbers = [n for v in values for n in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])", v)]
     numbers = [n for n in numbers if n not in re.findall(r"\d+", f.task)]  # 2008: the task's
     if not numbers or any(float(n) != 0 for n in numbers):
@@ -192,7 +192,7 @@ def _verdict(answer: str) -> bool | None:
         return False
     if _POSITIVE.search(answer):
         return True
-    for name, value in _SLOT.findall(answer):
+    for name, value in FILLED.findall(answer):
         word = value.strip().lower()
         if word in ("significant", "statistically significant"):
             return True
@@ -239,7 +239,7 @@ _WHETHER = re.compile(
 
 def _verdict_missing(f: Facts) -> str | None:
     """Asked whether something is significant, the answer gives numbers and no verdict."""
-    if not _WHETHER.search(f.task) or _SLOT.search(f.task) or _SLOT.search(f.answer):
+    if not _WHETHER.search(f.task) or FILLED.search(f.task) or FILLED.search(f.answer):
         return None
     if _verdict(f.answer) is not None or re.search(r"\b(?:yes|no)\b", f.answer, re.I):
         return None
@@ -251,7 +251,7 @@ def _verdict_missing(f: Facts) -> str | None:
 
 
 def _kind(f: Facts) -> str | None:
-    for name, value in _SLOT.findall(f.answer):
+    for name, value in FILLED.findall(f.answer):
         text = value.strip()
         if (
             _NUMERIC_SLOT.search(name)
@@ -272,7 +272,7 @@ _CODE_TEXT = re.compile(
 
 
 def _code_in_slot(f: Facts) -> str | None:
-    for name, value in _SLOT.findall(f.answer):
+    for name, value in FILLED.findall(f.answer):
         if _REPR.search(value) or re.fullmatch(r"[\d.,\s%<>=()-]+", value):
             continue  # a repr is the repr check's; a number with a bound is a value
         if _CODE_TEXT.search(value):
@@ -295,7 +295,7 @@ def _repr(f: Facts) -> str | None:
 
 def _repeated_slot(f: Facts) -> str | None:
     asked = FormatSpec.of(f.task).slots
-    given = [name for name, _ in _SLOT.findall(f.answer)]
+    given = [name for name, _ in FILLED.findall(f.answer)]
     twice = [s for s in asked if given.count(s) > 1 and f"@{s}[" in f.task]
     if not twice or f.task.count(f"@{twice[0]}[") > 1:
         return None
@@ -390,7 +390,7 @@ class AnswerCheck(Lever):
         if not cell.ok:
             return None
         text = render_cell(cell, budget=4000).text
-        slots = " ".join(m.group(0) for m in _SLOT.finditer(text))
+        slots = " ".join(m.group(0) for m in FILLED.finditer(text))
         if not slots or not FormatSpec.of(state.task).slots:
             return None
         problem = self._first(state, slots)

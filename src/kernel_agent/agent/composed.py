@@ -20,6 +20,7 @@ from ..prompts import prompt
 from ..results import CellResult
 from .answers import FormatSpec
 from .lever import Lever
+from .slots import FILLED
 from .state import TaskState
 
 if TYPE_CHECKING:
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PrintedAnswer", "compose_answer", "printed_values"]
 
-_SLOT_LINE = re.compile(r"@([A-Za-z_][\w-]*)\[([^\[\]\n]*)\]")
 _LABELED = re.compile(r"^\s*['\"]?([A-Za-z_][\w ()-]{0,60}?)['\"]?\s*[:=]\s*(.+?)\s*$")
 _WRAPPED = re.compile(r"^(?:np\.|numpy\.)?(?:float|int)\d*\((.+)\)$")
 _NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
@@ -50,7 +50,7 @@ def printed_values(text: str) -> dict[str, set[str]]:
     """``{name: {values}}`` from ``@name[value]`` and ``name: value`` lines of ``text``."""
     found: dict[str, set[str]] = {}
     for line in text.splitlines():
-        slots = _SLOT_LINE.findall(line)
+        slots = FILLED.findall(line)
         if slots:
             for name, value in slots:
                 found.setdefault(_key(name), set()).add(value.strip())
@@ -89,7 +89,7 @@ def compose_answer(task: str, cell: CellResult, cells: list[CellResult]) -> str 
         return None
     found = printed_values(render_cell(cell, budget=4000).text)
     decimals = _decimals_asked(task)
-    placeholder = {name: text.strip().lower() for name, text in _SLOT_LINE.findall(task)}
+    placeholder = {name: text.strip().lower() for name, text in FILLED.findall(task)}
     parts = []
     for slot in spec.slots:
         values = found.get(_key(slot), set())

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from ..kernel_state.namespace import VariableInfo
 from ..results import CellResult
 from .imports import COMMON_ALIASES
+from .slots import CODE_LINE, OPENING
 
 __all__ = ["error_hint"]
 
@@ -43,7 +44,6 @@ _UNPACK = re.compile(r"(?:too many|not enough) values to unpack")
 _ONE_VALUE = re.compile(r"cannot unpack non-iterable (\w+) object")
 _NAME_ERROR = re.compile(r"name '([A-Za-z_]\w*)' is not defined")
 _MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
-_ANSWER_SLOT = re.compile(r"@[A-Za-z_]\w*\[")
 
 
 def _squash(name: str) -> str:
@@ -81,7 +81,7 @@ def error_hint(
     error = result.error
     if error is None or result.status != "error":
         return ""
-    if error.ename == "SyntaxError" and _ANSWER_SLOT.search(result.code):
+    if error.ename == "SyntaxError" and OPENING.search(result.code):
         return _slot_as_code(result.code)
     if error.ename == "NameError" and (match := _NAME_ERROR.search(error.evalue)):
         return _name_error(match.group(1), result.code, namespace)
@@ -177,18 +177,15 @@ def _name_error(name: str, code: str, namespace: dict[str, VariableInfo]) -> str
     return f"Hint: no variable `{name}` exists in the kernel. Variables that exist: {existing}."
 
 
-_SLOT_LINE = re.compile(r"^[ \t]*@([A-Za-z_]\w*)\[(.*)\][ \t]*$", re.M)
-
-
 def _slot_as_code(code: str) -> str:
     """A line ``@name[expr]`` (the answer's form written as code): the print that works."""
-    match = _SLOT_LINE.search(code)
+    match = CODE_LINE.search(code)
     if match is None:
         return (
             "Hint: `@name[value]` is not Python. In code it goes only inside print(): "
             'print(f"@name[{value}]"); fix that line and run the cell again.'
         )
-    name, expr = match.group(1), match.group(2).strip()
+    name, expr = match["name"], match["inner"].strip()
     quote = '"' if '"' not in expr else "'"
     line = f"print(f{quote}@{name}[{{{expr}}}]{quote})"
     return (

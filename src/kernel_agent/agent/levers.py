@@ -30,6 +30,7 @@ from .lever import Lever, normalize_code
 from .pitfalls import PandasPitfalls
 from .preflight import Preflight
 from .progress import NoInstall, ProseCell, StallGuard
+from .slots import slot_values
 from .state import Ask, Stop, TaskState, Turn
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ class UnbackedAnswer(Lever):
         # numbers the task, the code or an error message says are not the answer's own
         given = "\n".join([state.task, *(f"{c.code}\n{c.error}" for c in state.cells)])
         values = ungrounded_numbers(answer, [], given=given, ignore_below=0)
-        values += [v.strip() for v in _SLOT_VALUE.findall(answer) if not _NUMERIC.match(v)]
+        values += [v.strip() for v in slot_values(answer) if not _NUMERIC.match(v)]
         if not values:
             return None
         error = state.cells[-1].error
@@ -148,7 +149,6 @@ class UnbackedAnswer(Lever):
         )
 
 
-_SLOT_VALUE = re.compile(r"@[A-Za-z_][\w-]*\[([^\]]*)\]")
 _NUMERIC = re.compile(r"^\s*[-+]?[\d.,eE+-]*\s*$")
 
 

@@ -19,6 +19,7 @@ from ..llm.view import render_cell
 from ..prompts import prompt
 from ..results import CellResult
 from .lever import Lever, normalize_code
+from .slots import ONLY_SLOTS
 from .state import Ask, Stop, TaskState
 
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ _INSTALL = re.compile(
     re.M,
 )
 _SENTENCE = re.compile(r"^[\"'*_]*[A-Z][A-Za-z'’-]*(?: +[^\s=(){}]+){3,}")
-_SLOTS_ONLY = re.compile(r"^(?:@[A-Za-z_][\w-]*\[[^\[\]]*\][\s,;.]*)+$")
 _CODE_MARK = re.compile(r"[=(){}\[\]]|^\s*(?:import|from|def|class|for|if|print)\b")
 #: the header of a cell's output as the model is shown it (prompts/cell_output.md), which a
 #: small model sometimes sends back as a "cell" with the output it read (seen on the tuned half)
@@ -58,7 +58,7 @@ def looks_like_prose(code: str) -> bool:
     lines = [line.strip() for line in code.strip().splitlines() if line.strip()]
     if any(_OUTPUT_ECHO.match(line) for line in lines):
         return True  # a cell's output sent back as code (after a comment or an import, too)
-    if lines and all(_SLOTS_ONLY.match(line) for line in lines):
+    if lines and all(ONLY_SLOTS.match(line) for line in lines):
         return True  # "@mean[2.50]" lines: an answer in @name[value] slots, not code
     if not lines or any(line.startswith(("!", "%", "#")) for line in lines):
         return False

@@ -34,7 +34,6 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
@@ -50,6 +49,7 @@ from ..notebook.outputs import OutputCollector
 from ..syncify import blocking
 from .base import Isolation, SyncExecutor
 from .cell import KernelProtocolExecutor, Outcome, take_reply
+from .follow_up import QUIET_S, FollowUp
 from .gateway_client import Channels, Disconnected, GatewayREST, ws_url
 from .gateway_wire import new_message
 
@@ -61,64 +61,11 @@ __all__ = ["AsyncGatewaySession", "GatewaySession"]
 log = logging.getLogger(__name__)
 
 _ALIVE_CHECK_S = 1.0
-#: a cell with no message for this long gets a kernel_info sent behind it (see _FollowUp)
-_QUIET_S = 1.0
-#: an unanswered follow-up is sent again after this long, then twice as long, up to a minute
-#: (one sent to a kernel that was then restarted is never answered)
-_RESEND_S = 5.0
-_RESEND_MAX_S = 60.0
-#: how long iopub may stay silent once the shell has answered a later request
-_IOPUB_GRACE_S = 2.0
 #: how long a kernel that answers kernel_info may stay silent on iopub before we go on
 _IOPUB_JOIN_S = 5.0
 #: websocket silence before a ping, and before it counts as dropped
 _WS_PING_S = 10.0
 _WS_DEAD_S = 30.0
-
-
-@dataclass
-class _FollowUp:
-    """A ``kernel_info_request`` sent behind a quiet cell, and what came back for it.
-
-    The kernel runs shell requests in order, so its reply comes after the cell's
-    ``execute_reply``; the kernel publishes on one iopub socket, so its status comes
-    after the cell's ``idle``. Seeing its answers first means the cell's own end is lost.
-    """
-
-    msg_id: str
-    answered_at: float | None = None  # when its kernel_info_reply arrived
-    published: bool = False  # one of its iopub messages arrived
-    sent_at: float = field(default_factory=time.monotonic)
-    resend_after: float = _RESEND_S
-    earlier: list[str] = field(default_factory=list)  # ids of the sends it replaced
-
-    def due(self, now_: float) -> bool:
-        """True when it has gone unanswered long enough to be sent again."""
-        return self.answered_at is None and now_ - self.sent_at >= self.resend_after
-
-    def resent(self, msg_id: str) -> None:
-        self.earlier.append(self.msg_id)
-        self.msg_id, self.sent_at = msg_id, time.monotonic()
-        self.resend_after = min(self.resend_after * 2, _RESEND_MAX_S)
-
-    def ids(self) -> list[str]:
-        return [*self.earlier, self.msg_id]
-
-    def feed(self, msg: dict[str, Any]) -> None:
-        if msg["channel"] == "shell":
-            self.answered_at = self.answered_at or time.monotonic()
-        elif msg["channel"] == "iopub":
-            self.published = True
-
-    def cell_end_lost(self, reply: bool, now_: float) -> bool:
-        """True once the cell's missing reply (``reply`` False) or idle can no longer come."""
-        if reply and self.published:
-            return True  # the cell's idle would have come before this status
-        if self.answered_at is None:
-            return False
-        if not reply:
-            return True  # the kernel answered this first, so it never got the cell
-        return now_ - self.answered_at >= _IOPUB_GRACE_S  # iopub has gone silent
 
 
 class AsyncGatewaySession(KernelProtocolExecutor):
@@ -302,7 +249,7 @@ class AsyncGatewaySession(KernelProtocolExecutor):
         unreachable_since: float | None = None
         next_check = time.monotonic() + _ALIVE_CHECK_S
         last_msg = time.monotonic()  # when a message for this cell last arrived
-        follow_up: _FollowUp | None = None
+        follow_up: FollowUp | None = None
         channels = self._channels  # its reader thread counts the frames it dropped
         dropped_before = channels.malformed if channels is not None else 0
         try:
@@ -334,12 +281,12 @@ class AsyncGatewaySession(KernelProtocolExecutor):
                             return "died"
                         reconnected, idle_seen = True, 0
                     next_check = time.monotonic() + _ALIVE_CHECK_S
-                if follow_up is None and now_ - last_msg >= _QUIET_S:
-                    follow_up = _FollowUp(await self._send_request("kernel_info_request", {}))
+                if follow_up is None and now_ - last_msg >= QUIET_S:
+                    follow_up = FollowUp(await self._send_request("kernel_info_request", {}))
                 elif follow_up is not None and follow_up.due(now_):
                     follow_up.resent(await self._send_request("kernel_info_request", {}))
                 if follow_up is None:
-                    wake = min(next_check, last_msg + _QUIET_S)
+                    wake = min(next_check, last_msg + QUIET_S)
                 elif follow_up.answered_at is None:
                     wake = min(next_check, follow_up.sent_at + follow_up.resend_after)
                 else:

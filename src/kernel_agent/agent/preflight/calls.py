@@ -1,0 +1,234 @@
+"""Calls held against the file: its read call, its date format, a part of its one date
+column, its numbers stored as text, and missing values in a scipy test."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from ..imports import parse_python
+from .edits import _READERS, Span, _called, _Edit, _read_file, _strings
+from .names import _RENAMES, _key, _not_frames, _stored_strings
+
+if TYPE_CHECKING:
+    from ...kernel_state.namespace import VariableInfo
+    from ...kernel_state.preview_facts import FileFacts
+
+
+def _read_call_edits(call: ast.Call, facts: Mapping[str, FileFacts], span: Span) -> list[_Edit]:
+    file = _read_file(call, facts)
+    if file is None:
+        return []
+    reader = _called(call)
+    keywords = {k.arg: k for k in call.keywords if k.arg}
+    edits: list[_Edit] = []
+    added: list[str] = []
+    sep_kw = keywords.get("sep") or keywords.get("delimiter")
+    if sep_kw is None:
+        if file.sep != _READERS[reader]:
+            added.append(f"sep={file.sep!r}")
+    elif isinstance(sep_kw.value, ast.Constant) and isinstance(sep_kw.value.value, str):
+        if sep_kw.value.value != file.sep and not sep_kw.value.value.startswith(r"\s"):
+            edits.append(_Edit(*span(sep_kw.value), repr(file.sep)))
+    if file.encoding.lower() not in ("utf-8", "utf8"):
+        enc = keywords.get("encoding")
+        if enc is None:
+            added.append(f"encoding={file.encoding!r}")
+        elif isinstance(enc.value, ast.Constant) and str(enc.value.value).lower().replace(
+            "_", "-"
+        ) in (
+            "utf-8",
+            "utf8",
+        ):
+            edits.append(_Edit(*span(enc.value), repr(file.encoding)))
+    if file.decimal_comma and "decimal" not in keywords:
+        added.append("decimal=','")
+    if added and not any(k.arg is None for k in call.keywords):  # no **kwargs to clash with
+        last = [*call.args, *(k.value for k in call.keywords)][-1]
+        end = span(last)[1]
+        edits.append(_Edit(end, end, ", " + ", ".join(added)))
+    return edits
+
+
+# ------------------------------------------------------------------ date formats
+def _is_utf8(value: object) -> bool:
+    return str(value).lower().replace("_", "-") in ("utf-8", "utf8")
+
+
+def _date_format_edits(
+    call: ast.Call, facts: Mapping[str, FileFacts], renames: Mapping[str, str], span: Span
+) -> list[_Edit]:
+    func = call.func
+    name = (
+        func.attr
+        if isinstance(func, ast.Attribute)
+        else func.id
+        if isinstance(func, ast.Name)
+        else ""
+    )
+    if name != "to_datetime" or not call.args or not isinstance(call.args[0], ast.Subscript):
+        return []
+    strings = _strings(call.args[0].slice)
+    if len(strings) != 1:
+        return []
+    column = renames.get(str(strings[0].value), str(strings[0].value))
+    formats = {f.dates[column] for f in facts.values() if column in f.dates}
+    if len(formats) != 1:
+        return []
+    wanted = formats.pop()
+    keywords = {k.arg: k for k in call.keywords if k.arg}
+    given = keywords.get("format")
+    if given is None:
+        if keywords.keys() & {"dayfirst", "yearfirst", "infer_datetime_format"} or any(
+            k.arg is None for k in call.keywords
+        ):
+            return []
+        end = span([*call.args, *(k.value for k in call.keywords)][-1])[1]
+        return [_Edit(end, end, f", format={wanted!r}")]
+    value = given.value
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        if value.value != wanted and value.value not in ("mixed", "ISO8601"):
+            return [_Edit(*span(value), repr(wanted))]
+    return []
+
+
+# ------------------------------------------------------------------ a part of a date
+_DATE_PARTS = {
+    "year": "year",
+    "month": "month",
+    "day": "day",
+    "weekday": "dayofweek",
+    "dayofweek": "dayofweek",
+    "quarter": "quarter",
+    "hour": "hour",
+}
+
+
+def _date_part_edits(
+    tree: ast.AST,
+    code: str,
+    facts: Mapping[str, FileFacts],
+    namespace: Mapping[str, VariableInfo],
+    earlier: Sequence[str],
+    span: Span,
+) -> list[_Edit]:
+    """``df['Year']`` where no column is a year and the file has one date column: that
+    column's year, parsed with its format (a KeyError the model repeats otherwise)."""
+    dates = {(c, f) for file in facts.values() for c, f in file.dates.items()}
+    module = _pandas_alias([code, *earlier])
+    if len(dates) != 1 or module is None or _RENAMES.search(code):
+        return []
+    ((column, fmt),) = dates
+    columns = {c for file in facts.values() for c in file.columns}
+    known = columns | {c for v in namespace.values() for c in (v.columns or ())}
+    for before in [code, *earlier]:
+        parsed = parse_python(before)
+        if parsed is not None:
+            known |= _stored_strings(parsed).keys()
+    if any(_key(k) in _DATE_PARTS for k in known):
+        return []  # a column already holds one: the name is a misspelling, or it is made
+    edits = []
+    skip = _not_frames(tree, namespace)
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)):
+            continue
+        if isinstance(node.value, ast.Name) and node.value.id in skip:
+            continue
+        key = node.slice
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            continue
+        part = _DATE_PARTS.get(_key(key.value))
+        if part is None:
+            continue
+        frame = ast.get_source_segment(code, node.value)
+        if frame is None:
+            continue
+        edits.append(
+            _Edit(
+                *span(node),
+                f"{module}.to_datetime({frame}[{column!r}], format={fmt!r}).dt.{part}",
+            )
+        )
+    return edits
+
+
+def _pandas_alias(cells: Sequence[str]) -> str | None:
+    for cell in cells:
+        match = re.search(r"^\s*import pandas as (\w+)\s*$", cell, re.MULTILINE)
+        if match:
+            return match.group(1)
+    return None
+
+
+# ------------------------------------------------------------------ numbers stored as text
+_CONVERTS = re.compile(r"to_numeric|astype\s*\(|\.str\.replace|thousands\s*=|converters\s*=")
+
+
+def _numbers_as_text_edits(
+    tree: ast.Module, code: str, facts: Mapping[str, FileFacts], span: Span
+) -> list[_Edit]:
+    """After ``df = pd.read_csv(f)`` (a top-level line) of a file whose preview found
+    numbers stored as text, the lines that read them as numbers; none in a cell that
+    converts columns itself."""
+    if _CONVERTS.search(code):
+        return []
+    edits = []
+    for statement in tree.body:
+        if not (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and isinstance(statement.value, ast.Call)
+            and isinstance(statement.value.func, ast.Attribute)
+            and isinstance(statement.value.func.value, ast.Name)
+        ):
+            continue
+        file = _read_file(statement.value, facts)
+        if file is None or not file.numeric:
+            continue
+        frame, module = statement.targets[0].id, statement.value.func.value.id
+        lines = [
+            f"{frame}[{c!r}] = {module}.to_numeric({frame}[{c!r}].astype(str)"
+            f".str.replace(r'[,$€£%\\s]', '', regex=True), errors='coerce')"
+            for c in file.numeric
+        ]
+        end = span(statement)[1]
+        edits.append(_Edit(end, end, "\n" + "\n".join(lines)))
+    return edits
+
+
+# ------------------------------------------------------------------ missing values in tests
+#: scipy.stats functions that take nan_policy since scipy 1.9 at the latest
+_NAN_POLICY = frozenset(
+    "ttest_ind ttest_rel ttest_1samp kruskal spearmanr kendalltau skew kurtosis zscore sem "
+    "describe mannwhitneyu wilcoxon normaltest".split()
+)
+#: and those that take it since scipy 1.11
+_NAN_POLICY_1_11 = frozenset("shapiro f_oneway levene bartlett".split())
+
+
+def _nan_policy_edits(tree: ast.AST, scipy: str, span: Span) -> list[_Edit]:
+    """``stats.ttest_ind(a, b)`` on a column with missing values is ``nan``, and the
+    answer with it: ``nan_policy='omit'`` drops them, as ``dropna()`` would."""
+    names = _NAN_POLICY | (_NAN_POLICY_1_11 if _version(scipy) >= (1, 11) else frozenset())
+    edits = []
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr in names and call.args):
+            continue
+        owner = func.value
+        from_stats = (isinstance(owner, ast.Name) and owner.id in ("stats", "st", "ss")) or (
+            isinstance(owner, ast.Attribute) and owner.attr == "stats"
+        )
+        if not from_stats or any(k.arg in ("nan_policy", None) for k in call.keywords):
+            continue
+        end = span([*call.args, *(k.value for k in call.keywords)][-1])[1]
+        edits.append(_Edit(end, end, ", nan_policy='omit'"))
+    return edits
+
+
+def _version(text: str) -> tuple[int, ...]:
+    parts = re.findall(r"\d+", text)[:2]
+    return tuple(int(p) for p in parts) if parts else (0,)
