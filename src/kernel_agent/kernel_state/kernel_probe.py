@@ -327,6 +327,10 @@ def _shape_issues(df):
             lines.append(f"  ! {name} holds numbers stored as text ({what}): "
                          f"df[{name}] = {fix}")
         elif unit.mean() >= 0.8 and (~plain).any() and texts.nunique() > 2 * FEW:
+            single = texts.str.extract(r"^(?:" + _NUM + r")\s*([A-Za-zµ°/²³%]{1,8}\.?)?$")[0]
+            units = set(single.dropna())
+            if single.notna().sum() + plain.sum() >= 0.95 * len(texts) and len(units) == 1:
+                _NOW.setdefault("units", []).append(str(c))  # '50 kg': one number, one unit
             example = ", ".join(repr(v[:20]) for v in texts[~plain].drop_duplicates().head(3))
             lines.append(f"  ! {name} holds numbers with text ({example}); the first number: "
                          f"df[{name}].astype(str).str.replace(',', '').str.extract("

@@ -42,6 +42,8 @@ class FileFacts:
     #: columns of numbers stored as text (thousands separators, currency, percent, or a
     #: few values that are not numbers): ``pd.to_numeric`` of the digits reads them
     numeric: tuple[str, ...] = ()
+    #: columns of one number and one unit each ('50 kg'): the number reads them
+    units: tuple[str, ...] = ()
     #: the distinct values of text columns with few of them (at most 30)
     values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
@@ -90,7 +92,17 @@ def _file_facts(entry: Any) -> FileFacts | None:
         for c, vs in (values_raw.items() if isinstance(values_raw, dict) else ())
         if c in names and isinstance(vs, list)
     }
-    common = {"columns": names, "dates": dates, "numeric": numeric, "values": values}
+    units_raw = entry.get("units")
+    units = tuple(
+        c for c in (units_raw if isinstance(units_raw, list) else ())[:_MAX_COLUMNS] if c in names
+    )
+    common = {
+        "columns": names,
+        "dates": dates,
+        "numeric": numeric,
+        "units": units,
+        "values": values,
+    }
     read = entry.get("read")
     if not isinstance(read, dict):
         return FileFacts(**common)  # type: ignore[arg-type]

@@ -154,6 +154,21 @@ def test_a_filter_value_is_written_as_the_column_holds_it():
         assert preflight(kept, facts) == kept
 
 
+def test_numbers_with_one_unit_are_read_as_their_number():
+    facts = {"m.csv": FileFacts(delimited=True, columns=("bodywt", "name"), units=("bodywt",))}
+    code = "import pandas as pd\ndf = pd.read_csv('m.csv')\nprint(df['bodywt'].median())"
+    assert preflight(code, facts) == (
+        "import pandas as pd\ndf = pd.read_csv('m.csv')\n"
+        "df['bodywt'] = pd.to_numeric(df['bodywt'].astype(str)"
+        ".str.extract(r'^\\s*(-?\\d+\\.?\\d*)')[0], errors='coerce')\n"
+        "print(df['bodywt'].median())"
+    )
+    comma = {"m.csv": FileFacts(delimited=True, decimal_comma=True, columns=("b",), units=("b",))}
+    kept = "df = pd.read_csv('m.csv')"
+    # '3,5 kg': the decimal comma is added, no number is read from the text
+    assert preflight(kept, comma) == "df = pd.read_csv('m.csv', decimal=',')"
+
+
 def test_a_test_on_columns_with_missing_values_omits_them():
     code = (
         "t, p = stats.ttest_ind(a['x'], b['x'], equal_var=False)\nr = scipy.stats.spearmanr(u, v)"
@@ -182,6 +197,11 @@ def test_a_part_of_the_one_date_column_is_read_from_it():
         "import pandas as pd\n"
         "d = df[pd.to_datetime(df['Date Egg'], format='%m/%d/%y').dt.year == 2008]\n"
         "print(pd.to_datetime(d['Date Egg'], format='%m/%d/%y').dt.month.nunique())"
+    )
+    code = "import pandas as pd\nprint(w[w['x'] > 1].groupby(['Month', 'x'])['x'].sum())"
+    assert preflight(code, facts) == (
+        "import pandas as pd\nprint(w[w['x'] > 1].groupby([pd.to_datetime(w[w['x'] > 1]"
+        "['Date Egg'], format='%m/%d/%y').dt.month.rename('Month'), 'x'])['x'].sum())"
     )
     for kept in (
         "d = df[df['Year'] == 2008]",  # pandas not imported as a name we can call
@@ -280,9 +300,9 @@ MESSY = {
         + "Montréal ;9,25;13/03/2019\n"
     ).encode("latin-1"),
     # numbers with thousands separators, and one corrupt row that makes the column text
-    "wind.txt": "day|Wind Speed (km/h)|Streams\n"
-    + "".join(f"{i}|{i * 2}|{i * 1000:,}\n" for i in range(30))
-    + "30|1|BPM110KeyAModeMajor\n",
+    "wind.txt": "day|Wind Speed (km/h)|Streams|Gust\n"
+    + "".join(f"{i}|{i * 2}|{i * 1000:,}|{i}.5 km/h\n" for i in range(30))
+    + "30|1|BPM110KeyAModeMajor|\n",
 }
 
 
@@ -306,7 +326,7 @@ def test_real_preview_facts_make_a_models_cell_run_in_a_real_kernel(fresh_kernel
         "v['date vote'] = pd.to_datetime(v['date vote'])\n"
         "w = pd.read_csv('wind.txt')\n"
         "print(v['avg share'].sum(), v['District'].iloc[-1], v['date vote'].dt.day.max(),\n"
-        "      w['Wind Speed'].max(), w['streams'].sum())\n"
+        "      w['Wind Speed'].max(), w['streams'].sum(), w['gust'].max())\n"
     )
     assert not k.execute(cell, timeout=60).ok
     fixed = preflight(cell, facts)
@@ -315,7 +335,8 @@ def test_real_preview_facts_make_a_models_cell_run_in_a_real_kernel(fresh_kernel
     total = sum(i + 0.5 for i in range(1, 40)) + 9.25
     printed = "".join(o.get("text", "") for o in ran.outputs)
     streams = float(sum(i * 1000 for i in range(30)))
-    assert printed == f"{total} Montréal  28 58 {streams}\n", fixed
+    assert printed == f"{total} Montréal  28 58 {streams} 29.5\n", fixed
     assert facts["wind.txt"].numeric == ("Streams",) and facts["votes.csv"].numeric == ()
+    assert facts["wind.txt"].units == ("Gust",)
     assert "District " not in facts["votes.csv"].values  # 40 values: too many to list
     assert len(facts["votes.csv"].values["Date Vote"]) == 28

@@ -114,8 +114,9 @@ def _date_part_edits(
     earlier: Sequence[str],
     span: Span,
 ) -> list[_Edit]:
-    """``df['Year']`` where no column is a year and the file has one date column: that
-    column's year, parsed with its format (a KeyError the model repeats otherwise)."""
+    """``df['Year']`` (or ``df.groupby('month')``) where no column is a year and the file
+    has one date column: that column's year, parsed with its format (a KeyError the
+    model repeats otherwise)."""
     dates = {(c, f) for file in facts.values() for c, f in file.dates.items()}
     module = _pandas_alias([code, *earlier])
     if len(dates) != 1 or module is None or _RENAMES.search(code):
@@ -132,6 +133,15 @@ def _date_part_edits(
     edits = []
     skip = _not_frames(tree, namespace)
     for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _called(node) == "groupby" and node.args:
+            # df.groupby('month'): by the date column's month
+            receiver = ast.get_source_segment(code, node.func.value)  # type: ignore[attr-defined]
+            for arg in _strings(node.args[0]):
+                part = _DATE_PARTS.get(_key(str(arg.value)))
+                if part is not None and receiver is not None:
+                    when = f"{module}.to_datetime({receiver}[{column!r}], format={fmt!r})"
+                    edits.append(_Edit(*span(arg), f"{when}.dt.{part}.rename({arg.value!r})"))
+            continue
         if not (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)):
             continue
         if isinstance(node.value, ast.Name) and node.value.id in skip:
@@ -186,13 +196,18 @@ def _numbers_as_text_edits(
         ):
             continue
         file = _read_file(statement.value, facts)
-        if file is None or not file.numeric:
+        units = () if file is None or file.decimal_comma else file.units
+        if file is None or not (file.numeric or units):
             continue
         frame, module = statement.targets[0].id, statement.value.func.value.id
         lines = [
             f"{frame}[{c!r}] = {module}.to_numeric({frame}[{c!r}].astype(str)"
             f".str.replace(r'[,$€£%\\s]', '', regex=True), errors='coerce')"
             for c in file.numeric
+        ] + [
+            f"{frame}[{c!r}] = {module}.to_numeric({frame}[{c!r}].astype(str)"
+            f".str.extract(r'^\\s*(-?\\d+\\.?\\d*)')[0], errors='coerce')"
+            for c in units
         ]
         end = span(statement)[1]
         edits.append(_Edit(end, end, "\n" + "\n".join(lines)))
