@@ -99,6 +99,17 @@ def model_home() -> Path:
     return REPO / ".kernel_agent_cache"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite owns its signals: SIGINT and SIGQUIT handled as Python's default, even when
+    the run was started with them ignored (a shell's background job ignores both, and
+    every process it starts inherits that: a test's Ctrl-C to the CLI then did nothing)."""
+    if threading.current_thread() is threading.main_thread():
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        if signal.getsignal(signal.SIGQUIT) is signal.SIG_IGN:
+            signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 @pytest.fixture(autouse=True)
 def _sigint_handler_restored() -> Iterator[None]:
     """Each test leaves SIGINT's handler as it found it. In-process timeouts (``%%agent``'s
