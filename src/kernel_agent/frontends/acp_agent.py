@@ -73,6 +73,9 @@ __all__ = [
     "PERMISSION_OPTIONS",
 ]
 
+#: the pause between a turn's last update and its end (see ``_run``)
+_SETTLE_S = 0.2
+
 #: Most characters of a cell's output one tool-call update carries.
 OUTPUT_CHARS = 4000
 #: Most characters of one message (a reply's prose, the answer, a notice).
@@ -527,6 +530,10 @@ class KernelAgentAcp:
             raise acp.RequestError(-32603, f"kernel-agent: {_one_sentence(exc)}") from None
         result = updates.result
         status = result.status if result is not None else "error"
+        # every update is on the wire; a beat before the turn ends, since clients that
+        # handle notifications in tasks (Jupyter AI's) may otherwise end the turn first and
+        # miss the answer's last chunk (seen: the chat's reply read before it arrived)
+        await asyncio.sleep(_SETTLE_S)
         return S.PromptResponse(stop_reason=_STOP_REASONS.get(status, "end_turn"))
 
     async def _with_notebook(self, entry: _Entry, agent: AsyncAgent, task: str) -> str:
