@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..imports import parse_python
-from .edits import _READERS, Span, _called, _Edit, _read_file, _strings
+from .edits import _READERS, Span, _added_arguments, _called, _Edit, _read_file, _strings
 from .names import _RENAMES, _key, _not_frames, _stored_strings
 
 if TYPE_CHECKING:
@@ -32,42 +32,28 @@ def _read_call_edits(call: ast.Call, facts: Mapping[str, FileFacts], span: Span)
     elif isinstance(sep_kw.value, ast.Constant) and isinstance(sep_kw.value.value, str):
         if sep_kw.value.value != file.sep and not sep_kw.value.value.startswith(r"\s"):
             edits.append(_Edit(*span(sep_kw.value), repr(file.sep)))
-    if file.encoding.lower() not in ("utf-8", "utf8"):
+    if not _is_utf8(file.encoding):
         enc = keywords.get("encoding")
         if enc is None:
             added.append(f"encoding={file.encoding!r}")
-        elif isinstance(enc.value, ast.Constant) and str(enc.value.value).lower().replace(
-            "_", "-"
-        ) in (
-            "utf-8",
-            "utf8",
-        ):
+        elif isinstance(enc.value, ast.Constant) and _is_utf8(enc.value.value):
             edits.append(_Edit(*span(enc.value), repr(file.encoding)))
     if file.decimal_comma and "decimal" not in keywords:
         added.append("decimal=','")
     if added and not any(k.arg is None for k in call.keywords):  # no **kwargs to clash with
-        last = [*call.args, *(k.value for k in call.keywords)][-1]
-        end = span(last)[1]
-        edits.append(_Edit(end, end, ", " + ", ".join(added)))
+        edits.append(_added_arguments(call, span, ", ".join(added)))
     return edits
 
 
-# ------------------------------------------------------------------ date formats
 def _is_utf8(value: object) -> bool:
     return str(value).lower().replace("_", "-") in ("utf-8", "utf8")
 
 
+# ------------------------------------------------------------------ date formats
 def _date_format_edits(
     call: ast.Call, facts: Mapping[str, FileFacts], renames: Mapping[str, str], span: Span
 ) -> list[_Edit]:
-    func = call.func
-    name = (
-        func.attr
-        if isinstance(func, ast.Attribute)
-        else func.id
-        if isinstance(func, ast.Name)
-        else ""
-    )
+    name = _called(call)
     if name != "to_datetime" or not call.args or not isinstance(call.args[0], ast.Subscript):
         return []
     strings = _strings(call.args[0].slice)
@@ -85,8 +71,7 @@ def _date_format_edits(
             k.arg is None for k in call.keywords
         ):
             return []
-        end = span([*call.args, *(k.value for k in call.keywords)][-1])[1]
-        return [_Edit(end, end, f", format={wanted!r}")]
+        return [_added_arguments(call, span, f"format={wanted!r}")]
     value = given.value
     if isinstance(value, ast.Constant) and isinstance(value.value, str):
         if value.value != wanted and value.value not in ("mixed", "ISO8601"):
@@ -239,8 +224,7 @@ def _nan_policy_edits(tree: ast.AST, scipy: str, span: Span) -> list[_Edit]:
         )
         if not from_stats or any(k.arg in ("nan_policy", None) for k in call.keywords):
             continue
-        end = span([*call.args, *(k.value for k in call.keywords)][-1])[1]
-        edits.append(_Edit(end, end, ", nan_policy='omit'"))
+        edits.append(_added_arguments(call, span, "nan_policy='omit'"))
     return edits
 
 

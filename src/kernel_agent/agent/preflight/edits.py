@@ -33,6 +33,12 @@ def _strings(node: ast.expr) -> list[ast.Constant]:
     return []
 
 
+def _added_arguments(call: ast.Call, span: Span, text: str) -> _Edit:
+    """``text`` (``name=value, ...``) added after the call's last argument."""
+    end = span([*call.args, *(k.value for k in call.keywords)][-1])[1]
+    return _Edit(end, end, ", " + text)
+
+
 def _called(call: ast.Call) -> str:
     """The name of the function or method a call calls ("" for another callee)."""
     func = call.func
@@ -40,14 +46,7 @@ def _called(call: ast.Call) -> str:
 
 
 def _read_file(call: ast.Call, facts: Mapping[str, FileFacts]) -> FileFacts | None:
-    func = call.func
-    name = (
-        func.attr
-        if isinstance(func, ast.Attribute)
-        else func.id
-        if isinstance(func, ast.Name)
-        else ""
-    )
+    name = _called(call)
     if name not in _READERS or not call.args:
         return None
     first = call.args[0]
