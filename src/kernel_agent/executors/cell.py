@@ -27,6 +27,7 @@ from ..notebook.bounds import RunBudget, sane_count
 from ..notebook.outputs import DisplayMap, OutputCollector
 from ..results import CellError, CellResult, CellStatus
 from .base import OutputCallback, check_timeout
+from .late_output import window_for
 from .messages import user_expressions
 
 __all__ = ["Outcome", "KernelProtocolExecutor", "execute_content", "take_reply", "now"]
@@ -101,6 +102,8 @@ class KernelProtocolExecutor(ABC):
         self.kernelspec: dict[str, Any] = {}
         #: The kernel's language_info (from kernel_info_reply); empty until started.
         self.language_info: dict[str, Any] = {}
+        #: how long a finished cell waits for output published after its idle (late_output)
+        self.late_output_s = 0.0
         self.display_map: DisplayMap = {}
         #: what all the cells of this executor's kernel(s) may keep, restarts included
         self.run_budget = RunBudget.for_outputs(max_output_chars)
@@ -226,6 +229,7 @@ class KernelProtocolExecutor(ABC):
         language_info = info.get("language_info")
         if isinstance(language_info, dict):
             self.language_info = dict(language_info)
+        self.late_output_s = window_for(info)
         if self.init_code:
             await self._run_silent(self.init_code)
 

@@ -52,6 +52,7 @@ from .cell import KernelProtocolExecutor, Outcome, take_reply
 from .follow_up import QUIET_S, FollowUp
 from .gateway_client import Channels, Disconnected, GatewayREST, ws_url
 from .gateway_wire import new_message
+from .late_output import LateOutput
 
 if TYPE_CHECKING:
     from ..remote.work import RemoteWork
@@ -317,12 +318,25 @@ class AsyncGatewaySession(KernelProtocolExecutor):
                 elif item["channel"] == "shell" and item["msg_type"] == "execute_reply":
                     reply = True
                     reply_status = take_reply(collector, item["content"])
+            await self._late_output(msg_id, collector)
         finally:
             if follow_up is not None and self._channels is not None:
                 self._channels.expected.difference_update(follow_up.ids())
             if channels is not None:
                 collector.malformed += max(0, channels.malformed - dropped_before)
         return "ok" if reply_status == "ok" else "reply_error"
+
+    async def _late_output(self, msg_id: str, collector: OutputCollector) -> None:
+        """Output for the cell published after its idle (late_output); anything else waits."""
+        late = LateOutput(self.late_output_s).open(time.monotonic())
+        while (left := late.closes_at() - time.monotonic()) > 0:
+            item = await self._inbox.get(left)
+            ours = isinstance(item, dict) and item["parent_header"].get("msg_id") == msg_id
+            if not (ours and item["channel"] == "iopub"):
+                self._inbox.put_back(item)  # None: the window passed quietly
+                return
+            self._take_iopub(item, collector, True)
+            late.heard(time.monotonic())
 
     def _websocket_alive(self) -> bool:
         """False if nothing came over the websocket for ``_WS_DEAD_S``; pings it when quiet."""

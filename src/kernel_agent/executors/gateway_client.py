@@ -212,6 +212,12 @@ class _Inbox:
     def __len__(self) -> int:
         return len(self._items)
 
+    def put_back(self, item: Any) -> None:
+        """Return ``item`` (unless None) to the front: the next ``get`` has it again."""
+        if item is not None:
+            with self._lock:
+                self._items.appendleft(item)
+
     def pop_nowait(self) -> Any:
         with self._lock:
             return self._items.popleft() if self._items else None

@@ -33,6 +33,7 @@ from ..sandbox.env import kernel_environment
 from ..syncify import blocking
 from .base import Isolation, SyncExecutor
 from .cell import KernelProtocolExecutor, Outcome, take_reply
+from .late_output import LateOutput
 from .messages import checked
 
 if TYPE_CHECKING:
@@ -321,6 +322,7 @@ class AsyncKernelSession(KernelProtocolExecutor):
         status = "ok"
         half_done: float | None = None  # when one of idle and reply came
         follow_up: str | None = None
+        late = LateOutput(self.late_output_s)
         self._drain_between_cells(False)
         while True:
             for frames in _queued(iopub):
@@ -331,6 +333,7 @@ class AsyncKernelSession(KernelProtocolExecutor):
                 parent = msg["parent_header"].get("msg_id")
                 if parent == msg_id:
                     idle = self._take_iopub(msg, collector, idle)
+                    late.heard(time.monotonic())
                 elif follow_up is not None and parent == follow_up and not idle:
                     lost = True
             for frames in _queued(shell):
@@ -344,9 +347,13 @@ class AsyncKernelSession(KernelProtocolExecutor):
                     status = take_reply(collector, msg["content"])
                 elif follow_up is not None and parent == follow_up and reply is None:
                     lost = True
-            if idle and reply is not None:
-                return ("ok" if status == "ok" else "reply_error"), reply
             now = time.monotonic()
+            if idle and reply is not None:
+                late.open(now)
+                if now >= late.closes_at():
+                    return ("ok" if status == "ok" else "reply_error"), reply
+                await _readable((iopub,), late.closes_at() - now)
+                continue
             if lost:
                 collector.notes.append(LOST_END_NOTE)
                 ok = status == "ok" and collector.error is None
