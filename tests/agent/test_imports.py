@@ -62,3 +62,20 @@ def test_the_cell_runs_with_the_import_and_the_model_reads_only_its_output(fake_
     assert code[0].source.startswith("from scipy import stats\n")
     assert code[0].metadata["kernel_agent"]["lever"] == "auto_import"
     assert "NameError" not in str(code[0].outputs)
+
+
+def test_a_well_known_name_used_bare_gets_its_import():
+    code = (
+        "X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2)\n"
+        "from sklearn.linear_model import LinearRegression\n"
+        "m = LinearRegression().fit(X_train, y_train)\nr, p = pearsonr(a, b)"
+    )
+    libs = LIBS | {"sklearn": "1.7"}
+    assert needs(code, libraries=libs) == [
+        "from scipy.stats import pearsonr",
+        "from sklearn.model_selection import train_test_split",
+    ]
+    assert needs("c = Counter(words)") == ["from collections import Counter"]
+    assert needs("train_test_split(X, y)") == []  # sklearn is not importable here
+    assert needs("pearsonr = 1\nprint(pearsonr)") == []  # the cell binds it
+    assert needs("print(zscore(x))", variables=("zscore",)) == []  # the kernel holds it

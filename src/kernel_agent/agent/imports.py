@@ -1,4 +1,4 @@
-"""A cell that uses a well-known module alias it never imported gets the import, before it runs.
+"""A cell that uses a well-known module alias or name it never imported gets the import first.
 
 Small models write ``stats.chi2_contingency(...)`` or ``np.sqrt(...)`` and forget the
 import; told of the NameError, they often send the same cell again (in the eval's
@@ -7,11 +7,15 @@ conventional import line at the top of such a cell instead: the cell that runs, 
 transcript and the clean notebook all hold the line. The model is not told: the kernel has
 the module from then on, and told, the bundled model sent the note back as a cell.
 
-Nothing is guessed: only the aliases below, used as ``alias.attr``; never a name the cell
-or an earlier cell of the task binds (by import, assignment, ``def``...) nor one the kernel
-holds as a variable; only a module the kernel can import (its probed libraries; the
-standard library's always); never in a cell that starts with a cell magic or has a
-``__future__`` import. Python kernels only (the libraries are probed there alone).
+The same for a library's well-known function or class used by its bare name with no
+import (``train_test_split(...)``): :data:`COMMON_NAMES` gives its one import line.
+
+Nothing is guessed: only the aliases below, used as ``alias.attr``, and those names; never
+a name the cell or an earlier cell of the task binds (by import, assignment, ``def``...)
+nor one the kernel holds as a variable; only a module the kernel can import (its probed
+libraries; the standard library's always); never in a cell that starts with a cell magic
+or has a ``__future__`` import. Python kernels only (the libraries are probed there
+alone).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import ast
 from .lever import Lever
 from .state import TaskState
 
-__all__ = ["AutoImport", "COMMON_ALIASES", "missing_imports", "parse_python"]
+__all__ = ["AutoImport", "COMMON_ALIASES", "COMMON_NAMES", "missing_imports", "parse_python"]
 
 #: alias -> (its import line, the import name the kernel must have; "" for the stdlib)
 COMMON_ALIASES: dict[str, tuple[str, str]] = {
@@ -36,6 +40,40 @@ COMMON_ALIASES: dict[str, tuple[str, str]] = {
     "statistics": ("import statistics", ""),
     "re": ("import re", ""),
     "json": ("import json", ""),
+}
+
+#: a library's well-known function or class used by its bare name -> (import line, import name)
+COMMON_NAMES: dict[str, tuple[str, str]] = {
+    **{
+        name: (f"from sklearn.{module} import {name}", "sklearn")
+        for module, names in (
+            ("model_selection", "train_test_split cross_val_score KFold GridSearchCV"),
+            ("linear_model", "LinearRegression LogisticRegression Ridge Lasso"),
+            ("preprocessing", "StandardScaler MinMaxScaler LabelEncoder OneHotEncoder"),
+            ("ensemble", "RandomForestClassifier RandomForestRegressor"),
+            ("tree", "DecisionTreeClassifier DecisionTreeRegressor"),
+            ("cluster", "KMeans"),
+            ("decomposition", "PCA"),
+            ("neighbors", "KNeighborsClassifier KNeighborsRegressor"),
+            (
+                "metrics",
+                "mean_squared_error mean_absolute_error r2_score accuracy_score f1_score "
+                "precision_score recall_score confusion_matrix classification_report "
+                "roc_auc_score",
+            ),
+        )
+        for name in names.split()
+    },
+    **{
+        name: (f"from scipy.stats import {name}", "scipy")
+        for name in (
+            "pearsonr spearmanr kendalltau ttest_ind ttest_rel ttest_1samp chi2_contingency "
+            "f_oneway shapiro mannwhitneyu kruskal linregress zscore levene normaltest "
+            "chisquare wilcoxon"
+        ).split()
+    },
+    "Counter": ("from collections import Counter", ""),
+    "defaultdict": ("from collections import defaultdict", ""),
 }
 
 
@@ -89,6 +127,10 @@ def missing_imports(
         and isinstance(node.value, ast.Name)
         and isinstance(node.value.ctx, ast.Load)
         and node.value.id in COMMON_ALIASES
+    } | {
+        node.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in COMMON_NAMES
     }
     if not used:
         return []
@@ -99,7 +141,7 @@ def missing_imports(
             taken |= _bound(parsed)
     lines = []
     for alias in sorted(used - taken):
-        line, needs = COMMON_ALIASES[alias]
+        line, needs = COMMON_ALIASES.get(alias) or COMMON_NAMES[alias]
         if not needs or needs in libraries:
             lines.append(line)
     return lines

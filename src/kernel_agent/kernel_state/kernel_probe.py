@@ -339,6 +339,7 @@ def _shape_issues(df):
             lines.append(f"  ! {name} mixes numbers and text ({' and '.join(sorted(kinds))}): "
                          f"pd.to_numeric(df[{name}], errors='coerce') keeps the numbers")
     if whole:
+        _NOW.setdefault("whole", []).extend(str(c) for c in whole)
         shown = ", ".join(repr(str(c)) for c in whole[:6])
         more = f" and {len(whole) - 6} more" if len(whole) > 6 else ""
         lines.append(f"  ! whole numbers as float64 because of missing values: {shown}{more} "

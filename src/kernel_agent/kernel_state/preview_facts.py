@@ -44,6 +44,8 @@ class FileFacts:
     numeric: tuple[str, ...] = ()
     #: columns of one number and one unit each ('50 kg'): the number reads them
     units: tuple[str, ...] = ()
+    #: columns of whole numbers read as float64 because some are missing (no int cast)
+    whole: tuple[str, ...] = ()
     #: the distinct values of text columns with few of them (at most 30)
     values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
@@ -92,15 +94,13 @@ def _file_facts(entry: Any) -> FileFacts | None:
         for c, vs in (values_raw.items() if isinstance(values_raw, dict) else ())
         if c in names and isinstance(vs, list)
     }
-    units_raw = entry.get("units")
-    units = tuple(
-        c for c in (units_raw if isinstance(units_raw, list) else ())[:_MAX_COLUMNS] if c in names
-    )
+    units, whole = (_named_columns(entry.get(key), names) for key in ("units", "whole"))
     common = {
         "columns": names,
         "dates": dates,
         "numeric": numeric,
         "units": units,
+        "whole": whole,
         "values": values,
     }
     read = entry.get("read")
@@ -116,3 +116,8 @@ def _file_facts(entry: Any) -> FileFacts | None:
         delimited=True,
         **common,  # type: ignore[arg-type]
     )
+
+
+def _named_columns(raw: Any, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The columns of ``raw`` (a list, else none) that the file has."""
+    return tuple(c for c in (raw if isinstance(raw, list) else ())[:_MAX_COLUMNS] if c in names)

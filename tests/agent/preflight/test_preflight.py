@@ -340,3 +340,46 @@ def test_real_preview_facts_make_a_models_cell_run_in_a_real_kernel(fresh_kernel
     assert facts["wind.txt"].units == ("Gust",)
     assert "District " not in facts["votes.csv"].values  # 40 values: too many to list
     assert len(facts["votes.csv"].values["Date Vote"]) == 28
+
+
+def test_an_integer_cast_of_a_column_with_gaps_keeps_them():
+    facts = {"c.tsv": FileFacts(columns=("Horsepower", "Name", "n"), whole=("Horsepower",))}
+    for cast in ("int", "'int'", "'int64'", "np.int32"):
+        code = f"df['Horsepower'] = df['Horsepower'].astype({cast})"
+        assert preflight(code, facts) == "df['Horsepower'] = df['Horsepower'].astype('Int64')"
+    assert preflight("x = df[df.n > 1].Horsepower.astype(int)", facts) == (
+        "x = df[df.n > 1].Horsepower.astype('Int64')"
+    )
+    for kept in (
+        "df['Horsepower'].dropna().astype(int)",  # no gaps left to fail on
+        "df['Horsepower'].fillna(0).astype(int)",
+        "df['n'].astype(int)",  # a column with no gaps
+        "df['Horsepower'].astype(float)",
+        "df['Horsepower'].astype(int, copy=False)",  # arguments we do not rewrite
+        "df.astype({'Horsepower': int})",
+    ):
+        assert preflight(kept, facts) == kept
+
+
+def test_a_cast_of_a_column_with_gaps_runs_in_a_real_kernel(fresh_kernel, tmp_path):
+    """The preview finds the gaps; the model's cast fails as written and runs corrected,
+    and scipy reads the corrected column (its gap dropped)."""
+    k = fresh_kernel(cwd=tmp_path)
+    rows = "".join(f"car{i}\t{'' if i == 3 else 100 + i}\n" for i in range(12))
+    (Path(k.kernel_cwd) / "cars.tsv").write_text("Name\tHorsepower\n" + rows)
+    result = k.execute("", timeout=120, user_expressions={"p": data_preview_expression(facts=True)})
+    _, facts = split_facts(parse_text_expression(result.user_expressions["p"]) or "")
+    assert facts["cars.tsv"].whole == ("Horsepower",)
+    cell = (
+        "import pandas as pd\nfrom scipy import stats\n"
+        "df = pd.read_csv('cars.tsv', sep='\\t')\n"
+        "df['Horsepower'] = df['Horsepower'].astype(int)\n"
+        "print(df['Horsepower'].sum(), stats.ttest_1samp(df['Horsepower'], 100).pvalue < 0.05)"
+    )
+    assert "IntCastingNaNError" in str(k.execute(cell, timeout=60).error)
+    ran = k.execute(preflight(cell, facts, scipy="1.16"), timeout=60)
+    assert ran.ok, ran.error
+    assert (
+        "".join(o.get("text", "") for o in ran.outputs)
+        == f"{sum(100 + i for i in range(12)) - 103} True\n"
+    )

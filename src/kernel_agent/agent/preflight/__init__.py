@@ -24,6 +24,8 @@ writes them into the cell instead, before it runs:
   be ``nan``): the one value that is the literal but for case and spaces, or starts with it;
 - **the date format**: ``to_datetime`` of a previewed date column gets the format that
   parses (nearly) every value, in place of another one or of none;
+- **an integer cast of a column with gaps**: ``.astype(int)`` of a column of whole numbers
+  the preview found missing values in raises; ``.astype('Int64')`` keeps the gaps;
 - **missing values in a test**: a ``stats.ttest_ind``, ``mannwhitneyu``, ``spearmanr``...
   that takes ``nan_policy`` gets ``nan_policy='omit'`` (with a missing value it is ``nan``);
 - **a part of a date**: ``df['Year']`` where no column is one and the file has one date
@@ -49,6 +51,7 @@ from ..state import TaskState
 from .calls import (
     _date_format_edits,
     _date_part_edits,
+    _int_cast_edits,
     _nan_policy_edits,
     _numbers_as_text_edits,
     _read_call_edits,
@@ -101,6 +104,7 @@ def preflight(
     edits += _numbers_as_text_edits(tree, code, facts, span)
     edits += _value_edits(tree, facts, renames, span)
     edits += _nan_policy_edits(tree, scipy, span)
+    edits += _int_cast_edits(tree, facts, renames, span)
     edits += _date_part_edits(tree, code, facts, namespace or {}, earlier, span)
     if not edits:
         return code

@@ -1,5 +1,6 @@
 """Calls held against the file: its read call, its date format, a part of its one date
-column, its numbers stored as text, and missing values in a scipy test."""
+column, its numbers stored as text, integer casts of columns with gaps, and missing values
+in a scipy test."""
 
 from __future__ import annotations
 
@@ -197,6 +198,48 @@ def _numbers_as_text_edits(
         end = span(statement)[1]
         edits.append(_Edit(end, end, "\n" + "\n".join(lines)))
     return edits
+
+
+# ------------------------------------------------------------------ integer casts
+_INT_DTYPES = frozenset({"int", "int8", "int16", "int32", "int64"})
+
+
+def _int_cast_edits(
+    tree: ast.AST, facts: Mapping[str, FileFacts], renames: Mapping[str, str], span: Span
+) -> list[_Edit]:
+    """``df['x'].astype(int)`` of a column of whole numbers with missing values raises
+    (``IntCastingNaNError``): ``'Int64'`` holds them and their gaps (it reads as floats
+    with ``nan`` where numpy or scipy take it). A cast after ``dropna``/``fillna`` stays."""
+    whole = {c for f in facts.values() for c in f.whole}
+    edits = []
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        if _called(call) != "astype" or not isinstance(call.func, ast.Attribute):
+            continue
+        dtype = call.args[0] if len(call.args) == 1 and not call.keywords else None
+        if dtype is None or _dtype_name(dtype) not in _INT_DTYPES:
+            continue
+        receiver = call.func.value
+        inner = [n for n in ast.walk(receiver) if isinstance(n, ast.Call)]
+        if any(_called(c) in ("dropna", "fillna") for c in inner):
+            continue
+        named = {
+            renames.get(str(c.value), str(c.value))
+            for n in ast.walk(receiver)
+            if isinstance(n, ast.Subscript)
+            for c in _strings(n.slice)
+        } | {n.attr for n in ast.walk(receiver) if isinstance(n, ast.Attribute)}
+        if named & whole:
+            edits.append(_Edit(*span(dtype), "'Int64'"))
+    return edits
+
+
+def _dtype_name(node: ast.expr) -> str:
+    """``int``, ``'int64'``, ``np.int32``... as a lower-case name ("" for anything else)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return node.id
+    return node.attr if isinstance(node, ast.Attribute) else ""
 
 
 # ------------------------------------------------------------------ missing values in tests
