@@ -95,6 +95,15 @@ def _run(fake: FakeLLM, tmp_path: Path, executor: FakeExecutor, levers: object) 
     return events[-1].result, events
 
 
+def test_values_typed_into_a_print_after_a_failure_are_not_composed_into_the_answer() -> None:
+    failed = CellResult("x = df['a'].astype(int)", "error", 1, [], None, NOW, NOW)
+    typed = ok("@year[1982]\n@mean_unemp[9.7]\n", "print('@year[1982]')\nprint('@mean_unemp[9.7]')")
+    assert compose_answer(TASK, typed, [failed, typed]) is None  # the model answers, checked
+    assert compose_answer(TASK, typed, [typed]) == "@year[1982] @mean_unemp[9.7]"  # no failure
+    computed = ok("@year[1982]\n@mean_unemp[9.7]\n", "print(f'@year[{y}]')\nprint(m)")
+    assert compose_answer(TASK, computed, [failed, computed]) == "@year[1982] @mean_unemp[9.7]"
+
+
 def test_the_loop_answers_from_printed_slots_without_another_model_turn(fake_llm, tmp_path):
     executor = FakeExecutor(FakeCell(stdout="@year[1982]\n@mean_unemp[9.70]\n"))
     fake_llm.enqueue(run_cell("print(...)"))

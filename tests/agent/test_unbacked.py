@@ -59,6 +59,21 @@ def test_values_stated_when_no_cell_succeeded_are_asked_for_once_then_refused() 
     assert isinstance(lever.on_answer(words, "@firm[General Motors]"), Ask), "a word slot too"
 
 
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "print('@verdict[not significant] @t_statistic[0.123]')",
+        "# the answer\nprint('@verdict[not significant]')\n\nprint('@t_statistic[0.123]')",
+        "print('t =', 0.123)",
+    ],
+)
+def test_a_cell_that_prints_typed_values_after_a_failure_backs_nothing(typed) -> None:
+    """The bundled model, its cell failing, sent one printing the answer it made up."""
+    st = TaskState("@verdict[name] @t_statistic[value]", cells=[failed(), ok(typed, "x\n")])
+    ask = UnbackedAnswer().on_answer(st, "@verdict[not significant] @t_statistic[0.123]")
+    assert isinstance(ask, Ask) and "typed into it computes nothing" in ask.message
+
+
 def test_after_push_after_error_pushed_an_unbacked_answer_ends_the_run() -> None:
     st = TaskState("What is the mean?", cells=[failed()])
     push, lever = PushAfterError(), UnbackedAnswer()
@@ -70,7 +85,8 @@ def test_after_push_after_error_pushed_an_unbacked_answer_ends_the_run() -> None
     ("cells", "answer"),
     [
         ([], "It is 1307674368000."),  # no cell ran: nudge_no_code's case
-        ([failed(), ok("print(4.2)", "4.2\n")], "The mean is 4.2."),  # one cell succeeded
+        ([failed(), ok("print(df['r'].mean())", "4.2\n")], "The mean is 4.2."),  # one succeeded
+        ([ok("# the constant\nprint(22 / 7)", "3.14\n")], "It is 3.14."),  # it computes
         ([failed()], "The file g.csv has no column 0; I could not compute it."),  # the error's 0
         ([failed()], "I could not compute it."),
     ],
@@ -114,3 +130,28 @@ def test_the_loop_reports_no_invented_value_when_every_cell_failed(fake_llm, tmp
              if c.metadata.get("kernel_agent", {}).get("role") == "note"]  # fmt: skip
     assert [n["lever"] for n in notes] == ["push_after_error", "unbacked_answer"]
     assert notes[-1]["reply"] == "The mean ratio is 0.146.", "the refused reply is kept"
+
+
+def test_the_loop_asks_for_a_computation_when_a_failure_is_followed_by_typed_values(
+    fake_llm, tmp_path
+):
+    """The messy tuned half: a cast failed, then the model printed a t statistic it made up;
+    the answer was composed from it. Now the model is asked to fix the error first."""
+    typed = "print('@verdict[not significant] @t_statistic[0.123]')"
+    executor = FakeExecutor(
+        FakeCell(error=("IntCastingNaNError", "Cannot convert non-finite values")),
+        FakeCell(stdout="@verdict[not significant] @t_statistic[0.123]\n"),
+        FakeCell(stdout="-1.754\n"),
+    )
+    fake_llm.enqueue(
+        run_cell("df['Luggage.room'] = df['Luggage.room'].astype(int)"),
+        run_cell(typed),
+        text("@verdict[not significant] @t_statistic[0.123]"),
+        run_cell("t, p = stats.ttest_ind(a, b, equal_var=False)\nprint(round(t, 3))"),
+        text("@verdict[not significant] @t_statistic[-1.754]"),
+    )
+    task = "Welch's t-test of MPG by Origin.\nGive it as: @verdict[name] @t_statistic[value]"
+    result = _run(fake_llm, tmp_path, executor, task=task)
+    assert result.status == "ok" and result.answer.endswith("@t_statistic[-1.754]")
+    asked = fake_llm.requests[3]["messages"][-1]["content"]
+    assert "typed into it computes nothing" in asked and "Cannot convert non-finite" in asked

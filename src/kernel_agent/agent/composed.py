@@ -19,7 +19,7 @@ from ..llm.view import render_cell
 from ..prompts import prompt
 from ..results import CellResult
 from .answers import FormatSpec
-from .lever import Lever
+from .lever import Lever, typed_values_only
 from .slots import FILLED
 from .state import TaskState
 
@@ -85,6 +85,8 @@ def compose_answer(task: str, cell: CellResult, cells: list[CellResult]) -> str 
     spec = FormatSpec.of(task)
     if not spec.slots or not cell.ok:
         return None
+    if typed_values_only(cell.code) and not all(c.ok for c in cells):
+        return None  # typed after a failure: the model's to answer for, and checked
     if _PLOT.search(task) and not any(_has_image(c) for c in cells):
         return None
     found = printed_values(render_cell(cell, budget=4000).text)

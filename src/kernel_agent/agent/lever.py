@@ -25,6 +25,7 @@ no lever, so every lever module can import it.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -35,12 +36,34 @@ if TYPE_CHECKING:
     from ..executors.base import AsyncExecutor
     from ..settings import Settings
 
-__all__ = ["Lever", "first_decision", "first_rewrite", "normalize_code"]
+__all__ = ["Lever", "first_decision", "first_rewrite", "normalize_code", "typed_values_only"]
 
 
 def normalize_code(code: str) -> str:
     """The code without blank lines and trailing blanks: two cells that differ only so are one."""
     return "\n".join(line.rstrip() for line in code.strip().splitlines() if line.strip())
+
+
+def typed_values_only(code: str) -> bool:
+    """The cell is nothing but ``print`` calls of constants: it reads no name, computes
+    nothing, and what it prints was typed, not found (comments and blank lines aside)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    if not tree.body:
+        return False
+    for statement in tree.body:
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id == "print"
+            and not call.keywords
+            and all(isinstance(a, ast.Constant) for a in call.args)
+        ):
+            return False
+    return True
 
 
 class Lever:

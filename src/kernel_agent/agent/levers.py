@@ -26,7 +26,7 @@ from .composed import PrintedAnswer
 from .echo import PromptEcho
 from .grounding import ungrounded_numbers
 from .imports import AutoImport
-from .lever import Lever, normalize_code
+from .lever import Lever, normalize_code, typed_values_only
 from .pitfalls import PandasPitfalls
 from .preflight import Preflight
 from .progress import NoInstall, ProseCell, StallGuard
@@ -118,6 +118,8 @@ _VARIABLES_NOTE = re.compile(r"^\s*Variables (?:new|changed|removed|gone)\b")
 class UnbackedAnswer(Lever):
     """No cell succeeded, yet the answer states values: they cannot come from the data.
 
+    After a cell that failed, one that only prints values typed into its code
+    (``print('@t[0.123]')``) computed nothing, so it does not count as one that succeeded.
     (``grounding_check`` has no output to compare them with.) The first such answer gets
     one request to fix the error and print the values, unless ``push_after_error`` has
     already pushed; the next one ends the run with status ``no_answer``, and the values
@@ -127,7 +129,8 @@ class UnbackedAnswer(Lever):
     name = "unbacked_answer"
 
     def on_answer(self, state: TaskState, answer: str) -> Ask | Stop | None:
-        if not state.cells or any(c.ok for c in state.cells):
+        cells = state.cells
+        if all(c.ok for c in cells) or any(c.ok and not typed_values_only(c.code) for c in cells):
             return None
         # numbers the task, the code or an error message says are not the answer's own
         given = "\n".join([state.task, *(f"{c.code}\n{c.error}" for c in state.cells)])
@@ -135,11 +138,11 @@ class UnbackedAnswer(Lever):
         values += [v.strip() for v in slot_values(answer) if not _NUMERIC.match(v)]
         if not values:
             return None
-        error = state.cells[-1].error
+        error = next(c.error for c in reversed(cells) if not c.ok)
         if "push_after_error" in state.fired or not self._once(state):
             return Stop(
                 "no_answer",
-                "No answer: no cell ran without an error, so the values the model stated "
+                "No answer: no cell computed without an error, so the values the model stated "
                 f"are not from the data and are not reported. The last error was: {error}",
                 notice="the answer states values, but no cell succeeded; stopping without it",
             )
