@@ -522,9 +522,24 @@ def test_a_later_task_gets_the_preview_only_when_the_files_changed(fake_llm, tmp
 
 
 def test_no_preview_when_the_work_dir_holds_only_folders(fake_llm, tmp_path):
+    (tmp_path / "sub").mkdir()
     fake_llm.enqueue(run_cell("print(2)"), text("2"))
     result, _ = run(fake_llm, tmp_path, task="two")
     assert fake_llm.requests[0]["messages"][-1]["content"] == "two"
+
+
+def test_a_task_with_no_files_is_told_to_compute_from_its_own_words(fake_llm, tmp_path):
+    """The bundled model read a `data.csv` of its own invention in 7 of the generic suite's
+    10 tuned tasks (no file comes with them); an empty work dir now says so, once."""
+    empty = tmp_path / "w"
+    empty.mkdir()
+    fake_llm.enqueue(run_cell("print(2)"), text("2"), run_cell("print(3)"), text("3"))
+    with Agent(settings_for(fake_llm, tmp_path, cwd=empty)) as agent:
+        agent.run_to_end("two")
+        agent.run_to_end("three")
+    first = fake_llm.requests[0]["messages"][-1]["content"]
+    assert first.startswith("two") and "no data file comes with this task" in first
+    assert fake_llm.requests[2]["messages"][-1]["content"] == "three", "said once a session"
 
 
 def test_a_spinning_model_is_asked_for_its_answer_once_then_stopped(fake_llm, tmp_path):

@@ -72,8 +72,14 @@ class DataPreview(Lever):
         if text is not None:
             text, state.data_facts = split_facts(text)
             text = text[: 2 * self.budget_chars]  # the kernel's answer: bounded again
-        if text is None or text.startswith("No files"):
+        if text is None:
             return None
+        if text.startswith("No files"):
+            # no-data tasks (dates, sequences, numeric methods): the bundled model otherwise
+            # reads a `data.csv` of its own invention (the generic suite, 2026-11-27)
+            text = prompt("no_files")
+            shown, self._shown = self._shown, text
+            return None if text == shown else text
         if all(line.endswith("/ (directory)") for line in text.splitlines()):
             return None  # nothing to preview: no files, or only folders
         if text == self._shown:
