@@ -62,7 +62,7 @@ def test_state_carries_across_cells_and_notebook_records_everything(fake_llm, tm
         for c in nb.cells
         if c.cell_type == "markdown"
     ]
-    assert roles == ["task", "answer"]
+    assert roles == ["task", "briefing", "answer"]  # the briefing: the work dir is empty
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert [c.source for c in code] == ["x = 6 * 7", "print(x + 1)"]
     assert code[1].outputs[0]["text"] == "43\n" and code[1].execution_count == 2
@@ -251,7 +251,9 @@ def test_interactive_use_keeps_one_kernel_and_one_notebook(fake_llm, tmp_path):
     nb = read_nb(second.notebook)
     tasks = [c.source for c in nb.cells if c.metadata.get("kernel_agent", {}).get("role") == "task"]
     assert len(tasks) == 2
-    assert any(m.get("content") == "set total" for m in fake_llm.requests[2]["messages"])
+    assert any(
+        m.get("content", "").startswith("set total") for m in fake_llm.requests[2]["messages"]
+    )
 
 
 def test_empty_task_is_refused(fake_llm, tmp_path):
@@ -571,3 +573,30 @@ def test_pip_install_is_refused_without_running(fake_llm, tmp_path):
     assert result.status == "ok" and [c.code for c in result.cells] == ["print(3)"]
     refusal = fake_llm.requests[1]["messages"][-1]["content"]
     assert "not possible in this kernel" in refusal and "pandas" in refusal
+
+
+def test_an_empty_work_dir_beside_variables_is_not_said_to_hold_no_data():
+    """In `%%agent` or a session the data may be the kernel's variables, not a file."""
+    import asyncio
+
+    from kernel_agent.agent.briefing import DataPreview
+    from kernel_agent.agent.state import TaskState
+    from kernel_agent.kernel_state.namespace import VariableInfo
+    from kernel_agent.testing import FakeExecutor
+
+    class NoFiles(FakeExecutor):
+        async def execute(self, code, timeout=None, on_output=None, user_expressions=None):
+            result = await super().execute(code, timeout, on_output, user_expressions)
+            text = repr("No files in the work dir.")
+            result.user_expressions = {"preview": {"status": "ok", "data": {"text/plain": text}}}
+            return result
+
+    async def note(namespace):
+        executor = NoFiles()
+        await executor.start()
+        state = TaskState("sum the sales")
+        state.namespace = namespace
+        return await DataPreview().task_note(state, executor)
+
+    assert "no data file comes with this task" in asyncio.run(note({}))
+    assert asyncio.run(note({"sales": VariableInfo(name="sales", type="list")})) is None

@@ -75,6 +75,8 @@ class DataPreview(Lever):
         if text is None:
             return None
         if text.startswith("No files"):
+            if state.namespace:
+                return None  # the data may be the kernel's variables (%%agent, a session)
             # no-data tasks (dates, sequences, numeric methods): the bundled model otherwise
             # reads a `data.csv` of its own invention (the generic suite, 2026-11-27)
             text = prompt("no_files")
