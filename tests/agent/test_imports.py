@@ -79,3 +79,11 @@ def test_a_well_known_name_used_bare_gets_its_import():
     assert needs("train_test_split(X, y)") == []  # sklearn is not importable here
     assert needs("pearsonr = 1\nprint(pearsonr)") == []  # the cell binds it
     assert needs("print(zscore(x))", variables=("zscore",)) == []  # the kernel holds it
+
+
+def test_the_standard_library_of_no_data_tasks_is_imported_too():
+    """A generic question on the bundled model: `calendar.day_name[...]` with no import
+    cost it three cells (2026-11-27)."""
+    code = "d = datetime.date(2024, 12, 31)\nprint(calendar.day_name[d.weekday()])"
+    assert needs(code) == ["import calendar", "import datetime"]
+    assert needs("from datetime import datetime\nprint(datetime.now())") == []  # bound

@@ -40,6 +40,14 @@ COMMON_ALIASES: dict[str, tuple[str, str]] = {
     "statistics": ("import statistics", ""),
     "re": ("import re", ""),
     "json": ("import json", ""),
+    # the standard library of no-data tasks (dates, sequences, puzzles): `calendar.day_name`
+    # unimported cost a generic question three cells (2026-11-27)
+    **{
+        name: (f"import {name}", "")
+        for name in (
+            "datetime calendar itertools functools collections string fractions decimal random"
+        ).split()
+    },
 }
 
 #: a library's well-known function or class used by its bare name -> (import line, import name)
