@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 
-from .lever import Lever
+from .lever import Lever, parse_python
 from .state import TaskState
 
 __all__ = ["AutoImport", "COMMON_ALIASES", "COMMON_NAMES", "missing_imports", "parse_python"]
@@ -104,14 +104,6 @@ def _bound(tree: ast.AST) -> set[str]:
         elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
             names.add(node.name)
     return names
-
-
-def parse_python(code: str) -> ast.Module | None:
-    """The model's code as an ast, or None when it is not Python (or too deep to parse)."""
-    try:
-        return ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 def missing_imports(

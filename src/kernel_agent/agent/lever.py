@@ -36,7 +36,14 @@ if TYPE_CHECKING:
     from ..executors.base import AsyncExecutor
     from ..settings import Settings
 
-__all__ = ["Lever", "first_decision", "first_rewrite", "normalize_code", "typed_values_only"]
+__all__ = [
+    "Lever",
+    "first_decision",
+    "first_rewrite",
+    "normalize_code",
+    "parse_python",
+    "typed_values_only",
+]
 
 
 def normalize_code(code: str) -> str:
@@ -44,14 +51,19 @@ def normalize_code(code: str) -> str:
     return "\n".join(line.rstrip() for line in code.strip().splitlines() if line.strip())
 
 
+def parse_python(code: str) -> ast.Module | None:
+    """The model's code as an ast, or None when it is not Python (or too deep to parse)."""
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def typed_values_only(code: str) -> bool:
     """The cell is nothing but ``print`` calls of constants: it reads no name, computes
     nothing, and what it prints was typed, not found (comments and blank lines aside)."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    if not tree.body:
+    tree = parse_python(code)
+    if tree is None or not tree.body:
         return False
     for statement in tree.body:
         call = statement.value if isinstance(statement, ast.Expr) else None

@@ -234,7 +234,7 @@ def _int_cast_edits(
 
 
 def _dtype_name(node: ast.expr) -> str:
-    """``int``, ``'int64'``, ``np.int32``... as a lower-case name ("" for anything else)."""
+    """``int``, ``'int64'``, ``np.int32``... as the name written ("" for anything else)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.Name):
