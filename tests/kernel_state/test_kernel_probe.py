@@ -340,6 +340,38 @@ def test_preview_flags_numbers_stored_as_text_and_its_fix_makes_them_numbers(
     ), (out, check.outputs)
 
 
+def test_preview_gives_fixes_only_for_the_columns_the_task_names(kernel, kernel_workdir):
+    """A small model copies every fix it is shown into its first cell (a wide export's
+    fixes cut its reply at the token limit, or put the wrong column in its code)."""
+    folder = kernel_workdir / "textnums_focus"
+    folder.mkdir(exist_ok=True)
+    n = 40
+    frame = pd.DataFrame(
+        {
+            "Body wt": [f"{i} kg" for i in range(n)],
+            "brain.wt": [f"{i}.5 g" for i in range(n)],
+            "plays": [f"{1000 + i:,}" for i in range(n)],
+            "Delta 15 N (o/oo)": [float(i) if i % 5 else None for i in range(n)],
+            "rating": [float(i) if i % 7 else None for i in range(n)],
+        }
+    )
+    frame.to_csv(folder / "chart.csv", index=False)
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    expression = data_preview_expression(
+        budget_chars=4000, focus="The mean of body wt by Delta 15 N, in chart.csv?"
+    )
+    result = kernel.execute("", timeout=60, user_expressions={"p": expression})
+    out = parse_text_expression(result.user_expressions["p"]) or ""
+    flagged = [c.split("]", 1)[0] for c in _fixes(out)]
+    assert flagged == ["df['Body wt'"], out  # named in another case
+    assert "whole numbers as float64 because of missing values: 'Delta 15 N (o/oo)'" in out
+    assert "'rating'" not in out.split("whole numbers")[1].split("\n")[0]
+    assert "other columns hold numbers as text: 'brain.wt', 'plays'" in out
+    # a task that names none of the columns keeps every fix line
+    everything = preview(kernel, budget_chars=4000)
+    assert len(_fixes(everything)) == 3, everything
+
+
 def test_preview_names_the_format_of_dates_stored_as_text(kernel, kernel_workdir):
     folder = kernel_workdir / "dates"
     folder.mkdir(exist_ok=True)

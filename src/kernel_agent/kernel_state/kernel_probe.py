@@ -272,8 +272,15 @@ def _date_format(texts):
     return found[0] if len(found) == 1 else None
 
 def _shape_issues(df):
-    """Lines that say what in a table will trip code up, each with the one-line fix."""
+    """Lines that say what in a table will trip code up, each with the one-line fix.
+
+    When the task names some of the table's columns, the fix lines are of those (and of
+    dates) only; the others are named on one line. A small model copies every fix it is
+    shown into its first cell: a wide export's fixes cut its reply at the token limit or
+    put the wrong column in its code."""
     lines, spaced = [], [c for c in df.columns if str(c) != str(c).strip()]
+    focus = set(_mentioned(df.columns))
+    aside = []
     if spaced:
         shown = ", ".join(repr(str(c)) for c in spaced[:6])
         lines.append(f"  ! column names with a space at an end: {shown} (write them so, or "
@@ -315,6 +322,7 @@ def _shape_issues(df):
             continue
         odd = texts[~money]
         example = ", ".join(repr(v[:30]) for v in odd.drop_duplicates().head(2))
+        said = lines if not focus or c in focus else []
         if money.mean() >= 0.8 and (grouped.any() or not plain.all()):
             _NOW.setdefault("numeric", []).append(str(c))
             if grouped.any():
@@ -324,7 +332,7 @@ def _shape_issues(df):
                 fix = f"pd.to_numeric(df[{name}], errors='coerce')"
             what = f"{len(odd)} not numbers, e.g. {example}" if len(odd) else "e.g. " + ", ".join(
                 repr(v[:20]) for v in texts[grouped].head(2))
-            lines.append(f"  ! {name} holds numbers stored as text ({what}): "
+            said.append(f"  ! {name} holds numbers stored as text ({what}): "
                          f"df[{name}] = {fix}")
         elif unit.mean() >= 0.8 and (~plain).any() and texts.nunique() > 2 * FEW:
             single = texts.str.extract(r"^(?:" + _NUM + r")\s*([A-Za-zµ°/²³%]{1,8}\.?)?$")[0]
@@ -332,18 +340,26 @@ def _shape_issues(df):
             if single.notna().sum() + plain.sum() >= 0.95 * len(texts) and len(units) == 1:
                 _NOW.setdefault("units", []).append(str(c))  # '50 kg': one number, one unit
             example = ", ".join(repr(v[:20]) for v in texts[~plain].drop_duplicates().head(3))
-            lines.append(f"  ! {name} holds numbers with text ({example}); the first number: "
+            said.append(f"  ! {name} holds numbers with text ({example}); the first number: "
                          f"df[{name}].astype(str).str.replace(',', '').str.extract("
                          f"r'(-?\\d+\\.?\\d*)')[0].astype(float)")
         elif len(kinds) > 1 and kinds & {"int", "float"} and "str" in kinds:
-            lines.append(f"  ! {name} mixes numbers and text ({' and '.join(sorted(kinds))}): "
+            said.append(f"  ! {name} mixes numbers and text ({' and '.join(sorted(kinds))}): "
                          f"pd.to_numeric(df[{name}], errors='coerce') keeps the numbers")
+        if said is not lines and said:
+            aside.append(c)
     if whole:
         _NOW.setdefault("whole", []).extend(str(c) for c in whole)
+    whole = [c for c in whole if not focus or c in focus]
+    if whole:
         shown = ", ".join(repr(str(c)) for c in whole[:6])
         more = f" and {len(whole) - 6} more" if len(whole) > 6 else ""
         lines.append(f"  ! whole numbers as float64 because of missing values: {shown}{more} "
                      "(.astype(int) fails on NaN: .dropna() first, or .astype('Int64'))")
+    if aside:
+        shown = ", ".join(repr(str(c)) for c in aside[:8])
+        lines.append(f"  other columns hold numbers as text: {shown} (the task does not name "
+                     "them: leave them as they are unless you use one)")
     return lines[:8]
 
 def _table(df, label, note):
@@ -442,6 +458,23 @@ def _few_values(df, columns):
         parts.append(f"{str(c)!r} " + ", ".join(texts))
     text = "; ".join(parts)
     return text if len(text) <= 400 else text[:396].rsplit("; ", 1)[0] + "; ..."
+
+def _mentioned(columns):
+    """The columns the task names, loosely: as written, or without a bracketed unit, with
+    dots and underscores read as spaces, any case ('Delta 15 N' names 'Delta 15 N (o/oo)')."""
+    import re
+    if not FOCUS:
+        return []
+    task = re.sub(r"[._]+", " ", FOCUS)
+    found = []
+    for c in columns:
+        name = str(c).lower().strip()
+        bare = re.sub(r"\s*[(\[][^)\]]*[)\]]\s*$", "", name)
+        for key in {name, bare, re.sub(r"[._]+", " ", name), re.sub(r"[._]+", " ", bare)}:
+            if len(key) > 1 and re.search(r"(?<![\w])" + re.escape(key) + r"(?![\w])", task):
+                found.append(c)
+                break
+    return found
 
 def _named(columns):
     """The columns the task names (as whole words), to show rows of a wide table."""
