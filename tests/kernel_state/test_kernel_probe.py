@@ -353,6 +353,7 @@ def test_preview_gives_fixes_only_for_the_columns_the_task_names(kernel, kernel_
             "plays": [f"{1000 + i:,}" for i in range(n)],
             "Delta 15 N (o/oo)": [float(i) if i % 5 else None for i in range(n)],
             "rating": [float(i) if i % 7 else None for i in range(n)],
+            "Sampled": [f"{1 + i % 12:02d}/{1 + i % 28:02d}/2021" for i in range(n)],
         }
     )
     frame.to_csv(folder / "chart.csv", index=False)
@@ -366,10 +367,16 @@ def test_preview_gives_fixes_only_for_the_columns_the_task_names(kernel, kernel_
     assert flagged == ["df['Body wt'"], out  # named in another case
     assert "whole numbers as float64 because of missing values: 'Delta 15 N (o/oo)'" in out
     assert "'rating'" not in out.split("whole numbers")[1].split("\n")[0]
-    assert "other columns hold numbers as text: 'brain.wt', 'plays'" in out
+    assert "other columns hold text to convert: 'brain.wt' (numbers), 'plays' (numbers), " in out
+    assert "'Sampled' (dates)" in out
+    # a date column keeps its fix line when the task speaks of time
+    expression = data_preview_expression(budget_chars=4000, focus="The monthly mean of body wt?")
+    result = kernel.execute("", timeout=60, user_expressions={"p": expression})
+    monthly = parse_text_expression(result.user_expressions["p"]) or ""
+    assert [c.split("]", 1)[0] for c in _fixes(monthly)] == ["df['Body wt'", "df['Sampled'"]
     # a task that names none of the columns keeps every fix line
     everything = preview(kernel, budget_chars=4000)
-    assert len(_fixes(everything)) == 3, everything
+    assert len(_fixes(everything)) == 4, everything
 
 
 def test_preview_names_the_format_of_dates_stored_as_text(kernel, kernel_workdir):

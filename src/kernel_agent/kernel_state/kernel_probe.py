@@ -119,6 +119,7 @@ _NOT_TABLES = frozenset(
 
 _PREVIEW_SOURCE = r'''
 import os
+import re
 
 #: what the preview measured, per file: the read call's arguments, every column's name, the
 #: strftime format of each date column (sent to the host as JSON after FACTS_MARK, on ask)
@@ -252,6 +253,10 @@ def _decimal_comma(df):
             return True
     return False
 
+_TIME_WORDS = re.compile(
+    r"\b(?:date|day|week|month|year|time|season|quarter|hour|spell|consecutive|period|"
+    r"annual|daily|decade|century)")
+
 def _date_format(texts):
     """The one strftime format that parses (nearly) every value, else None: a local date
     ('11/11/07') the model would otherwise match as text ('2008' in it) or misread."""
@@ -315,7 +320,10 @@ def _shape_issues(df):
         name = repr(str(c))
         if dates.mean() > 0.5:
             fmt = _date_format(texts) if dates.mean() > 0.9 else None
-            if fmt:
+            if fmt and focus and c not in focus and not _TIME_WORDS.search(FOCUS):
+                _NOW.setdefault("dates", {})[str(c)] = fmt
+                aside.append((c, "dates"))
+            elif fmt:
                 _NOW.setdefault("dates", {})[str(c)] = fmt
                 lines.append(f"  ! {name} holds dates as text (e.g. {texts.iloc[0][:20]!r}): "
                              f"df[{name}] = pd.to_datetime(df[{name}], format={fmt!r})")
@@ -347,7 +355,7 @@ def _shape_issues(df):
             said.append(f"  ! {name} mixes numbers and text ({' and '.join(sorted(kinds))}): "
                          f"pd.to_numeric(df[{name}], errors='coerce') keeps the numbers")
         if said is not lines and said:
-            aside.append(c)
+            aside.append((c, "numbers"))
     if whole:
         _NOW.setdefault("whole", []).extend(str(c) for c in whole)
     whole = [c for c in whole if not focus or c in focus]
@@ -357,9 +365,9 @@ def _shape_issues(df):
         lines.append(f"  ! whole numbers as float64 because of missing values: {shown}{more} "
                      "(.astype(int) fails on NaN: .dropna() first, or .astype('Int64'))")
     if aside:
-        shown = ", ".join(repr(str(c)) for c in aside[:8])
-        lines.append(f"  other columns hold numbers as text: {shown} (the task does not name "
-                     "them: leave them as they are unless you use one)")
+        shown = ", ".join(f"{str(c)!r} ({what})" for c, what in aside[:8])
+        lines.append(f"  other columns hold text to convert: {shown}; the task does not name "
+                     "them: leave them as they are unless you use one")
     return lines[:8]
 
 def _table(df, label, note):
@@ -462,7 +470,6 @@ def _few_values(df, columns):
 def _mentioned(columns):
     """The columns the task names, loosely: as written, or without a bracketed unit, with
     dots and underscores read as spaces, any case ('Delta 15 N' names 'Delta 15 N (o/oo)')."""
-    import re
     if not FOCUS:
         return []
     task = re.sub(r"[._]+", " ", FOCUS)
@@ -477,12 +484,8 @@ def _mentioned(columns):
     return found
 
 def _named(columns):
-    """The columns the task names (as whole words), to show rows of a wide table."""
-    import re
-    if not FOCUS:
-        return []
-    return [c for c in columns if len(str(c)) > 1 and re.search(
-        r"(?<![\w])" + re.escape(str(c).lower()) + r"(?![\w])", FOCUS)][:MAX_COLS]
+    """The columns the task names, to show rows of a wide table."""
+    return _mentioned(columns)[:MAX_COLS]
 
 def _main():
     names = NAMES if NAMES is not None else sorted(  # data files first, then the rest
