@@ -379,6 +379,33 @@ def test_preview_gives_fixes_only_for_the_columns_the_task_names(kernel, kernel_
     assert len(_fixes(everything)) == 4, everything
 
 
+def test_preview_names_missing_values_written_as_text_and_its_fix_counts_them(
+    kernel, kernel_workdir
+):
+    folder = kernel_workdir / "marks"
+    folder.mkdir(exist_ok=True)
+    frame = pd.DataFrame(
+        {
+            "Sex": ["MALE", "FEMALE", ".", "MALE", "?", None] * 8,
+            "Note": ["ok", " ", "fine", "good"] * 12,
+            "Level": ["low", "-", "high", "mid", "low", "mid"] * 8,
+            "Mass": [float(i) if i % 6 else None for i in range(48)],
+        }
+    )
+    frame.to_csv(folder / "marks.csv", index=False)
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    out = preview(kernel, budget_chars=4000)
+    assert "! 'Sex' writes a missing value as '.' or '?' (16 rows): " in out, out
+    assert "! 'Note' writes a missing value as ' ' (12 rows): " in out, out
+    assert "! 'Level' writes a missing value as '-' (8 rows): " in out, out
+    assert "(16 of 48 rows have one)" in out, out  # Sex's 8 NaN and Mass's 8, in other rows
+    fixes = [line.split("): ", 1)[1] for line in out.splitlines() if "writes a missing" in line]
+    run = "import pandas as pd\ndf = pd.read_csv('marks.csv')\n" + "\n".join(fixes)
+    run += "\nprint(df['Sex'].isna().sum(), df['Note'].isna().sum(), df['Level'].isna().sum())"
+    check = kernel.execute(run, timeout=30)
+    assert check.ok and stdout(check) == "24 12 8\n", (out, check.outputs)
+
+
 def test_preview_names_the_format_of_dates_stored_as_text(kernel, kernel_workdir):
     folder = kernel_workdir / "dates"
     folder.mkdir(exist_ok=True)

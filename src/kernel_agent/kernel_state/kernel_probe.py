@@ -253,6 +253,10 @@ def _decimal_comma(df):
             return True
     return False
 
+#: what an export writes for a missing value that pandas' default reader keeps as text
+_MISSING_MARKS = {".", "?", "-", "--", "---", "_", "*", "missing", "not available",
+                  "not recorded", "no data"}
+
 _TIME_WORDS = re.compile(
     r"\b(?:date|day|week|month|year|time|season|quarter|hour|spell|consecutive|period|"
     r"annual|daily|decade|century)")
@@ -354,6 +358,20 @@ def _shape_issues(df):
         elif len(kinds) > 1 and kinds & {"int", "float"} and "str" in kinds:
             said.append(f"  ! {name} mixes numbers and text ({' and '.join(sorted(kinds))}): "
                          f"pd.to_numeric(df[{name}], errors='coerce') keeps the numbers")
+        else:
+            raw = values.astype(str)
+            key = raw.str.strip().str.lower()
+            marks = raw[key.isin(_MISSING_MARKS) | (key == "")]
+            if len(marks) and len(marks) <= len(texts) / 2:
+                found = list(marks.value_counts().index[:3])
+                mark = found[0] if len(found) == 1 else found
+                count = int(series.isin(found).sum())
+                said.append(f"  ! {name} writes a missing value as "
+                            f"{' or '.join(repr(m) for m in found)} ({count} rows): "
+                            f"df[{name}] = df[{name}].replace({mark!r}, pd.NA)")
+                if said is not lines:
+                    aside.append((c, f"missing as {found[0]!r}"))
+                continue
         if said is not lines and said:
             aside.append((c, "numbers"))
     if whole:
@@ -386,7 +404,9 @@ def _table(df, label, note):
     missing = missing[missing > 0]
     if len(missing):
         parts = [f"{str(c)!r} {int(n)}" for c, n in missing.items()][:MAX_COLS]
-        lines.append("  missing values: " + ", ".join(parts))
+        gappy = int(df.isna().any(axis=1).sum())
+        lines.append("  missing values: " + ", ".join(parts) + f" ({gappy} of {rows} rows "
+                     f"have one)")
     else:
         lines.append("  missing values: none")
     few = _few_values(df, shown)
