@@ -216,6 +216,24 @@ def test_all_nan_or_empty_values_say_to_print_each_steps_size():
     assert error_hint(failed("x", "ValueError", "math domain error"), {}) == ""
 
 
+def test_two_selections_combined_on_the_index_say_to_put_them_side_by_side():
+    """``s[mask1] - s[mask2]`` aligns on the row index: all NaN, then idxmax fails."""
+    for code in (
+        "df['gain'] = df['lifeExp'][df['year'] == 2007] - df['lifeExp'][df['year'] == 1952]",
+        "g = df.loc[df.year == 2007, 'x'] - df.loc[df.year == 1952, 'x']\ng.idxmax()",
+        "r = df[df['y'] > 2000]['v'] / df[df['y'] <= 2000]['v']",
+    ):
+        hint = error_hint(failed(code, "ValueError", "Encountered all NA values"), {})
+        assert "pairs rows by their index" in hint and "pivot_table" in hint, code
+    for code in (  # by position (numpy), or a statistic of one selection: the general hint
+        "g = df.loc[df.year == 2007, 'x'].values - df.loc[df.year == 1952, 'x'].values",
+        "d = df[df.a > 1]['x'].mean() - df['x'].mean()",
+        "d = df['a'] - df['b']",
+    ):
+        hint = error_hint(failed(code, "ValueError", "Encountered all NA values"), {})
+        assert "Print len() and .head() of each step" in hint, code
+
+
 def test_a_key_error_names_every_misspelt_column_of_the_cell_at_once():
     columns = ("Species ", "Island", "Delta 15 N (o/oo)", "Flipper Length (mm)")
     ns = {"df": VariableInfo("df", "DataFrame", columns=columns)}

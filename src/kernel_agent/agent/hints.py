@@ -5,13 +5,14 @@ Pure: built from the error, the cell's code and the namespace summary.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 from collections.abc import Mapping, Sequence
 
 from ..kernel_state.namespace import VariableInfo
 from ..results import CellResult
-from .imports import COMMON_ALIASES
+from .imports import COMMON_ALIASES, parse_python
 from .slots import CODE_LINE, OPENING
 
 __all__ = ["error_hint"]
@@ -281,6 +282,13 @@ def _data_shape_hint(ename: str, evalue: str, code: str, told: str) -> str:
             "`df[c].astype(str).str.extract(r'(-?\\d+\\.?\\d*)')[0].astype(float)`. "
             "A category for a model: `pd.get_dummies`."
         )
+    if ename == "ValueError" and _EMPTY.search(evalue) and _selections_combined(code):
+        return (
+            "Hint: `a[mask1] - a[mask2]` pairs rows by their index, and two selections of "
+            "different rows share none, so every value is NaN. Put the values side by side "
+            "by a key first: `w = df.pivot_table(index='key', columns='year', values='x')`, "
+            "then `w[2007] - w[1952]`."
+        )
     if ename == "ValueError" and _EMPTY.search(evalue):
         return (
             "Hint: the values are all NaN or there are none: a step before emptied them (a "
@@ -290,6 +298,35 @@ def _data_shape_hint(ename: str, evalue: str, code: str, told: str) -> str:
     if ename == "AttributeError" and "Can only use .str accessor" in evalue:
         return "Hint: that column is already numeric: drop the `.str` step and use it as it is."
     return ""
+
+
+def _selections_combined(code: str) -> bool:
+    """The code adds, subtracts, multiplies or divides two selections by a condition
+    (``s[s.year == 2007] - s[s.year == 1952]``, ``.loc`` too), which align on the index."""
+    tree = parse_python(code)
+    if tree is None:
+        return False
+
+    def condition(index: ast.expr) -> bool:
+        first = index.elts[0] if isinstance(index, ast.Tuple) and index.elts else index
+        return isinstance(first, ast.Compare | ast.BinOp)
+
+    def selected(node: ast.expr) -> bool:
+        while isinstance(node, ast.Attribute | ast.Subscript):
+            if isinstance(node, ast.Attribute) and node.attr in ("values", "array"):
+                return False  # numpy: paired by position
+            if isinstance(node, ast.Subscript) and condition(node.slice):
+                return True
+            node = node.value
+        return False
+
+    return any(
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Sub | ast.Add | ast.Div | ast.Mult)
+        and selected(node.left)
+        and selected(node.right)
+        for node in ast.walk(tree)
+    )
 
 
 def _names_a_column(line: str, code: str) -> bool:
