@@ -579,7 +579,7 @@ def test_an_empty_work_dir_beside_variables_is_not_said_to_hold_no_data():
     """In `%%agent` or a session the data may be the kernel's variables, not a file."""
     import asyncio
 
-    from kernel_agent.agent.briefing import DataPreview
+    from kernel_agent.agent.levers.data_preview import DataPreview
     from kernel_agent.agent.state import TaskState
     from kernel_agent.kernel_state.namespace import VariableInfo
     from kernel_agent.testing import FakeExecutor

@@ -7,13 +7,9 @@ from datetime import datetime, timezone
 
 from nbformat.v4 import new_output
 
-from kernel_agent.agent.answers import (
-    AnswerFormat,
-    FormatSpec,
-    StatesResult,
-    format_problems,
-    numbers_in,
-)
+from kernel_agent.agent.answers import FormatSpec, format_problems, numbers_in
+from kernel_agent.agent.levers.answer_format import AnswerFormat
+from kernel_agent.agent.levers.states_result import StatesResult
 from kernel_agent.agent.state import TaskState
 from kernel_agent.results import CellResult
 

@@ -6,7 +6,8 @@ from datetime import datetime, timezone
 
 from nbformat.v4 import new_output
 
-from kernel_agent.agent.checks import AnswerCheck, Facts, answer_problems, table_rows
+from kernel_agent.agent.checks import Facts, answer_problems, table_rows
+from kernel_agent.agent.levers.answer_check import AnswerCheck
 from kernel_agent.agent.state import TaskState
 from kernel_agent.results import CellResult
 
@@ -133,8 +134,9 @@ def test_the_lever_asks_once_per_kind_and_notes_a_printed_answer():
     assert lever.on_answer(state, "@mean_streams[413342891.2]") is None
     # a cell that prints no slot line, or a task that asks for none: no note
     other = TaskState("What is the mean of streams?", told=[PREVIEW])
-    assert lever.after_cell(other, cell(huge + "\n"), "") is None
-    assert lever.after_cell(TaskState(task), cell("1" * 60 + "\n"), "") is None
+    fresh = lever.for_task()  # another task: nothing asked yet
+    assert fresh.after_cell(other, cell(huge + "\n"), "") is None
+    assert fresh.after_cell(TaskState(task), cell("1" * 60 + "\n"), "") is None
 
 
 def test_the_row_count_is_the_whole_tables_not_a_filtered_frames():

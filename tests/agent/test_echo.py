@@ -15,8 +15,9 @@ from fake_openai import run_cell, scripted_settings, text
 from nbformat.v4 import new_output
 
 from kernel_agent.agent import Agent
-from kernel_agent.agent.echo import ECHO_ASKS, WINDOW, PromptEcho, echo_share
+from kernel_agent.agent.echo import WINDOW, echo_share
 from kernel_agent.agent.levers import LEVERS, levers_for
+from kernel_agent.agent.levers.prompt_echo import ECHO_ASKS, PromptEcho
 from kernel_agent.agent.state import Ask, Stop, TaskState
 from kernel_agent.events import RunFinished
 from kernel_agent.prompts import prompt, templates
@@ -125,8 +126,8 @@ def test_the_lever_asks_twice_in_a_task_then_ends_the_run_without_the_echo() -> 
     assert isinstance(stop, Stop) and stop.status == "no_answer"
     assert "repeated the instructions" in stop.answer and "4.2" in stop.answer
     assert "not done yet" not in stop.answer
-    fresh = pushed()
-    assert lever.on_answer(fresh, "The mean is 4.2.") is None and fresh.echoes == 0
+    fresh, again = pushed(), lever.for_task()  # a new task: a fresh lever
+    assert again.on_answer(fresh, "The mean is 4.2.") is None and again.asked == 0
     assert lever.on_answer(TaskState(TASK), PUSH) is None, "nothing sent: nothing to echo"
 
 

@@ -8,17 +8,13 @@ import pytest
 from nbformat.v4 import new_output
 
 from kernel_agent.agent.history import History
-from kernel_agent.agent.levers import (
-    LEVERS,
-    SMALL_MODEL_LEVERS,
-    FencedRules,
-    GroundingCheck,
-    NudgeNoCode,
-    PushAfterError,
-    RepeatGuard,
-    levers_for,
-)
-from kernel_agent.agent.progress import NoInstall
+from kernel_agent.agent.levers import LEVERS, SMALL_MODEL_LEVERS, levers_for
+from kernel_agent.agent.levers.fenced_rules import FencedRules
+from kernel_agent.agent.levers.grounding_check import GroundingCheck
+from kernel_agent.agent.levers.no_install import NoInstall
+from kernel_agent.agent.levers.nudge_no_code import NudgeNoCode
+from kernel_agent.agent.levers.push_after_error import PushAfterError
+from kernel_agent.agent.levers.repeat_guard import RepeatGuard
 from kernel_agent.agent.protocols import FencedProtocol, ToolsProtocol
 from kernel_agent.agent.state import TaskState, Turn
 from kernel_agent.errors import ConfigError
@@ -47,14 +43,14 @@ def test_nudge_asks_once_when_no_cell_ran() -> None:
     assert lever.on_answer(st, "It is 120.") is not None
     assert lever.on_answer(st, "It is 120.") is None, "once per task"
     ran = TaskState("t", cells=[ok("x = 1")])
-    assert lever.on_answer(ran, "done") is None
+    assert lever.for_task().on_answer(ran, "done") is None, "a new task: a fresh lever"
 
 
 def test_push_after_error_carries_the_last_hint_once() -> None:
     st, lever = TaskState("t"), PushAfterError()
     cell = failed("print(x)")
     st.cells.append(cell)
-    lever.after_cell(st, cell, "Hint: define x")
+    st.last_hint = "Hint: define x"  # the loop records the hint of a failing cell
     ask = lever.on_answer(st, "I give up")
     assert (
         ask is not None
@@ -63,7 +59,7 @@ def test_push_after_error_carries_the_last_hint_once() -> None:
     )
     assert lever.on_answer(st, "I give up") is None
     fine = TaskState("t", cells=[ok("x = 1")])
-    assert lever.on_answer(fine, "done") is None
+    assert lever.for_task().on_answer(fine, "done") is None
 
 
 def test_grounding_check_questions_numbers_no_output_shows_once() -> None:
@@ -72,10 +68,11 @@ def test_grounding_check_questions_numbers_no_output_shows_once() -> None:
     ask = lever.on_answer(st, "The sum is 255.")
     assert ask is not None and "255" in ask.message and ask.notice
     assert lever.on_answer(st, "The sum is 255.") is None
+    again = lever.for_task()  # a new task
     assert (
-        lever.on_answer(TaskState("t", cells=[ok("print(2550)", "2550\n")]), "It is 2550.") is None
+        again.on_answer(TaskState("t", cells=[ok("print(2550)", "2550\n")]), "It is 2550.") is None
     )
-    assert lever.on_answer(TaskState("t"), "It is 255.") is None, (
+    assert again.on_answer(TaskState("t"), "It is 255.") is None, (
         "no outputs: nothing to check against"
     )
 

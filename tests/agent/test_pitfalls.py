@@ -13,8 +13,8 @@ from fake_openai import run_cell, scripted_settings, text
 from nbformat.v4 import new_output
 
 from kernel_agent.agent import Agent
+from kernel_agent.agent.levers.pandas_pitfalls import PandasPitfalls
 from kernel_agent.agent.pitfalls import (
-    PandasPitfalls,
     all_rows_counts,
     asked_column,
     cut_edges,
@@ -310,7 +310,7 @@ def test_a_statistic_of_the_wrong_kind_kept_in_a_name_is_noted_again():
     lever, st = PandasPitfalls(), TaskState("What is the Pearson correlation of a and b?")
     code = "r = df['a'].corr(df['b'], method='spearman')\nn = len(df)\nprint(r, n)"
     first = lever.after_cell(st, CellResult(code, "ok", 1, [], None, NOW, NOW), "")
-    assert first is not None and "Pearson" in first and set(st.noted) == {"r"}
+    assert first is not None and "Pearson" in first and set(lever.noted) == {"r"}
     again = lever.after_cell(st, CellResult("print(f'@r[{r}]')", "ok", 2, [], None, NOW, NOW), "")
     assert again is not None and again.startswith("Note: `r` keeps a value")
     assert lever.after_cell(st, CellResult("print(n)", "ok", 3, [], None, NOW, NOW), "") is None

@@ -7,13 +7,9 @@ from datetime import datetime, timezone
 
 from nbformat.v4 import new_output
 
-from kernel_agent.agent.progress import (
-    STALL_LIMIT,
-    NoInstall,
-    ProseCell,
-    StallGuard,
-    looks_like_prose,
-)
+from kernel_agent.agent.levers.no_install import NoInstall
+from kernel_agent.agent.levers.prose_cell import ProseCell, looks_like_prose
+from kernel_agent.agent.levers.stall_guard import STALL_LIMIT, StallGuard
 from kernel_agent.agent.state import Ask, Stop, TaskState
 from kernel_agent.results import CellResult
 

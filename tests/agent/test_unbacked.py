@@ -12,11 +12,9 @@ from fake_openai import run_cell, scripted_settings, text
 from nbformat.v4 import new_output
 
 from kernel_agent.agent import Agent
-from kernel_agent.agent.levers import (
-    GroundingCheck,
-    PushAfterError,
-    UnbackedAnswer,
-)
+from kernel_agent.agent.levers.grounding_check import GroundingCheck
+from kernel_agent.agent.levers.push_after_error import PushAfterError
+from kernel_agent.agent.levers.unbacked_answer import UnbackedAnswer
 from kernel_agent.agent.state import Ask, Stop, TaskState
 from kernel_agent.events import RunFinished
 from kernel_agent.results import CellError, CellResult
@@ -56,7 +54,8 @@ def test_values_stated_when_no_cell_succeeded_are_asked_for_once_then_refused() 
     assert isinstance(stop, Stop) and stop.status == "no_answer"
     assert "0.146" not in stop.answer and "KeyError: 0" in stop.answer
     words = TaskState("@firm[name]", cells=[failed()])
-    assert isinstance(lever.on_answer(words, "@firm[General Motors]"), Ask), "a word slot too"
+    fresh = lever.for_task()  # a new task
+    assert isinstance(fresh.on_answer(words, "@firm[General Motors]"), Ask), "a word slot too"
 
 
 @pytest.mark.parametrize(

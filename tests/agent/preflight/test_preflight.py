@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel_agent.agent.preflight import Preflight, preflight
+from kernel_agent.agent.levers.preflight import Preflight
+from kernel_agent.agent.preflight import preflight
 from kernel_agent.agent.state import TaskState
 from kernel_agent.kernel_state.kernel_probe import data_preview_expression, parse_text_expression
 from kernel_agent.kernel_state.namespace import VariableInfo
