@@ -119,26 +119,6 @@ def cell(printed: str) -> CellResult:
     return CellResult("print(x)", "ok", 1, out, None, NOW, NOW)
 
 
-def test_the_lever_asks_once_per_kind_and_notes_a_printed_answer():
-    task = "What is the mean of streams? Answer as @mean_streams[value]."
-    state = TaskState(task, told=[PREVIEW])
-    huge = "@mean_streams[" + "1" * 60 + "]"
-    lever = AnswerCheck()
-    note = lever.after_cell(state, cell(huge + "\n"), "")
-    assert note is not None and "60 digits" in note and "pd.to_numeric" in note
-    state.cells.append(cell(huge + "\n"))
-    assert lever.on_answer(state, huge) is None  # asked once already, by the note
-    ask = lever.on_answer(state, "@mean_streams[nan]")
-    assert ask is not None and "'nan'" in ask.message and "cannot be right yet" in ask.message
-    assert lever.on_answer(state, "@mean_streams[nan]") is None
-    assert lever.on_answer(state, "@mean_streams[413342891.2]") is None
-    # a cell that prints no slot line, or a task that asks for none: no note
-    other = TaskState("What is the mean of streams?", told=[PREVIEW])
-    fresh = lever.for_task()  # another task: nothing asked yet
-    assert fresh.after_cell(other, cell(huge + "\n"), "") is None
-    assert fresh.after_cell(TaskState(task), cell("1" * 60 + "\n"), "") is None
-
-
 def test_the_row_count_is_the_whole_tables_not_a_filtered_frames():
     # a right count of a filter (3952 women with children) is a frame's row count too: only
     # the data file's rows, as the preview read them, count as "all rows"

@@ -154,3 +154,9 @@ def test_the_loop_asks_for_a_computation_when_a_failure_is_followed_by_typed_val
     assert result.status == "ok" and result.answer.endswith("@t_statistic[-1.754]")
     asked = fake_llm.requests[3]["messages"][-1]["content"]
     assert "typed into it computes nothing" in asked and "Cannot convert non-finite" in asked
+
+
+def test_a_push_already_given_is_read_from_the_task_state_not_another_levers_memory() -> None:
+    st = TaskState("What is the mean?", cells=[failed()], error_pushed=True)
+    stop = UnbackedAnswer().on_answer(st, "The mean is 4.2.")
+    assert isinstance(stop, Stop) and stop.status == "no_answer"
