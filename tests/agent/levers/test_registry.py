@@ -40,3 +40,22 @@ def test_each_lever_is_named_once_by_its_class_and_made_from_the_settings() -> N
     assert isinstance(grounding, GroundingCheck) and grounding.output_chars == 1234
     assert isinstance(repeat, RepeatGuard) and repeat.temperature == 1.5
     assert isinstance(install, NoInstall) and install.policy == "any"
+
+
+def test_the_order_the_levers_depend_on_is_kept() -> None:
+    """First-wins dispatch makes the order semantic (the comment on SMALL_MODEL_LEVERS)."""
+    at = LEVERS.index
+    assert at("push_after_error") < at("unbacked_answer"), "it reads error_pushed"
+    assert at("nudge_no_code") < at("push_after_error") < at("prompt_echo") < at("answer_check")
+    assert at("no_install") < at("stall_guard") and at("prose_cell") < at("stall_guard")
+    assert at("preflight") < at("auto_import"), "auto_import imports for the corrected cell"
+    assert at("data_preview") < at("printed_answer"), "the preview is the first note"
+
+
+def test_result_check_comes_last_and_only_when_a_result_is_asked_for() -> None:
+    missing = lambda: True  # noqa: E731
+    assert "result_check" not in [lv.name for lv in levers_for(Settings(home="."), missing)]
+    made = levers_for(Settings(home=".", ask_result=True, levers="none"), missing)
+    assert [lv.name for lv in made] == ["result_check"]
+    made = levers_for(Settings(home=".", ask_result=True), missing)
+    assert made[-1].name == "result_check" and len(made) == len(LEVERS) + 1

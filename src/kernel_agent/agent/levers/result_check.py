@@ -14,8 +14,8 @@ __all__ = ["ResultCheck"]
 class ResultCheck(Lever):
     """A run that asked for ``set_result`` and got an answer without one: told once.
 
-    Not a small-model lever (``levers_for`` does not make it): the agent adds it when
-    its settings ask for a result.
+    Not a small-model lever (not in ``SMALL_MODEL_LEVERS``, not named by ``--levers``):
+    ``levers_for`` adds it, last, when the settings ask for a result.
     """
 
     name = "result_check"
