@@ -27,8 +27,6 @@ from kernel_agent.errors import ConfigError, LLMAuthError
 from kernel_agent.events import ModelDelta, Notice, RunFinished
 from kernel_agent.settings import Settings
 
-pytestmark = pytest.mark.timeout(120)
-
 
 def settings_for(fake: FakeLLM, tmp_path: Path, **kw: Any) -> Settings:
     return scripted_settings(fake, tmp_path, **kw)
@@ -573,30 +571,3 @@ def test_pip_install_is_refused_without_running(fake_llm, tmp_path):
     assert result.status == "ok" and [c.code for c in result.cells] == ["print(3)"]
     refusal = fake_llm.requests[1]["messages"][-1]["content"]
     assert "not possible in this kernel" in refusal and "pandas" in refusal
-
-
-def test_an_empty_work_dir_beside_variables_is_not_said_to_hold_no_data():
-    """In `%%agent` or a session the data may be the kernel's variables, not a file."""
-    import asyncio
-
-    from kernel_agent.agent.briefing import DataPreview
-    from kernel_agent.agent.state import TaskState
-    from kernel_agent.kernel_state.namespace import VariableInfo
-    from kernel_agent.testing import FakeExecutor
-
-    class NoFiles(FakeExecutor):
-        async def execute(self, code, timeout=None, on_output=None, user_expressions=None):
-            result = await super().execute(code, timeout, on_output, user_expressions)
-            text = repr("No files in the work dir.")
-            result.user_expressions = {"preview": {"status": "ok", "data": {"text/plain": text}}}
-            return result
-
-    async def note(namespace):
-        executor = NoFiles()
-        await executor.start()
-        state = TaskState("sum the sales")
-        state.namespace = namespace
-        return await DataPreview().task_note(state, executor)
-
-    assert "no data file comes with this task" in asyncio.run(note({}))
-    assert asyncio.run(note({"sales": VariableInfo(name="sales", type="list")})) is None

@@ -1,23 +1,16 @@
-"""The final answer composed from the last cell's printed slots: the pure rule, then the
-loop on a scripted executor and the loopback model server (no model turn is spent)."""
+"""The final answer composed from the last cell's printed slots: the pure rule. (The
+printed_answer lever in the loop: tests/agent/levers/test_printed_answer.py.)"""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from pathlib import Path
 
-import nbformat
 import pytest
-from fake_openai import FakeLLM, run_cell, scripted_settings, text
 from nbformat.v4 import new_output
 
-from kernel_agent.agent import Agent
 from kernel_agent.agent.composed import compose_answer, printed_values
-from kernel_agent.events import Notice, RunFinished
 from kernel_agent.results import CellResult
-from kernel_agent.testing import FakeCell, FakeExecutor
 
-pytestmark = pytest.mark.timeout(30)
 NOW = datetime.now(timezone.utc)
 TASK = (
     "Using the file macrodata.csv: Which year had the highest average unemp, and what was "
@@ -87,14 +80,6 @@ def test_compose_needs_slots_a_successful_cell_one_rounding_and_a_plot_if_asked(
     assert compose_answer(plot, printed, [image, printed]) == "@a[1.23456] @b[2.5]"
 
 
-def _run(fake: FakeLLM, tmp_path: Path, executor: FakeExecutor, levers: object) -> tuple:
-    settings = scripted_settings(fake, tmp_path, clean_notebook=False, levers=levers)
-    with Agent(settings, executor=executor) as agent:
-        events = list(agent.run(TASK))
-    assert isinstance(events[-1], RunFinished)
-    return events[-1].result, events
-
-
 def test_values_typed_into_a_print_after_a_failure_are_not_composed_into_the_answer() -> None:
     failed = CellResult("x = df['a'].astype(int)", "error", 1, [], None, NOW, NOW)
     typed = ok("@year[1982]\n@mean_unemp[9.7]\n", "print('@year[1982]')\nprint('@mean_unemp[9.7]')")
@@ -102,44 +87,3 @@ def test_values_typed_into_a_print_after_a_failure_are_not_composed_into_the_ans
     assert compose_answer(TASK, typed, [typed]) == "@year[1982] @mean_unemp[9.7]"  # no failure
     computed = ok("@year[1982]\n@mean_unemp[9.7]\n", "print(f'@year[{y}]')\nprint(m)")
     assert compose_answer(TASK, computed, [failed, computed]) == "@year[1982] @mean_unemp[9.7]"
-
-
-def test_the_loop_answers_from_printed_slots_without_another_model_turn(fake_llm, tmp_path):
-    executor = FakeExecutor(FakeCell(stdout="@year[1982]\n@mean_unemp[9.70]\n"))
-    fake_llm.enqueue(run_cell("print(...)"))
-    result, events = _run(fake_llm, tmp_path, executor, ("printed_answer",))
-    assert result.status == "ok" and result.answer == "@year[1982] @mean_unemp[9.70]"
-    assert len(fake_llm.requests) == 1, "no model turn after the cell"
-    assert any(isinstance(e, Notice) and "answered from them" in e.text for e in events)
-    nb = nbformat.read(result.notebook, as_version=4)
-    answer = [c for c in nb.cells if c.metadata.get("kernel_agent", {}).get("role") == "answer"]
-    assert answer[-1].metadata["kernel_agent"]["composed_by"] == "printed_answer"
-
-
-def test_a_task_asking_for_slots_is_told_to_print_them_and_only_such_a_task(fake_llm, tmp_path):
-    executor = FakeExecutor(FakeCell(stdout="@year[1982]\n@mean_unemp[9.70]\n"))
-    fake_llm.enqueue(run_cell("print(...)"))
-    _run(fake_llm, tmp_path, executor, ("printed_answer",))
-    first = fake_llm.requests[0]["messages"][-1]["content"]
-    assert first.startswith(TASK) and "@year[...] @mean_unemp[...]" in first
-    assert 'print(f"@year[{value}]")' in first
-    system = fake_llm.requests[0]["messages"][0]["content"]
-    assert "only inside print()" in system
-    fake_llm.requests.clear()
-    fake_llm.enqueue(text("It is 4."))
-    settings = scripted_settings(fake_llm, tmp_path, clean_notebook=False, levers="printed_answer")
-    with Agent(settings, executor=FakeExecutor()) as agent:
-        agent.run_to_end("What is 2 + 2?")
-    assert fake_llm.requests[0]["messages"][-1]["content"] == "What is 2 + 2?"
-
-
-def test_without_the_lever_or_the_slots_the_model_answers(fake_llm, tmp_path):
-    executor = FakeExecutor(FakeCell(stdout="@year[1982]\n@mean_unemp[9.70]\n"))
-    fake_llm.enqueue(run_cell("print(...)"), text("@year[1982] @mean_unemp[9.70]"))
-    result, _ = _run(fake_llm, tmp_path, executor, "-printed_answer")
-    assert result.answer == "@year[1982] @mean_unemp[9.70]" and len(fake_llm.requests) == 2
-    fake_llm.requests.clear()
-    partial = FakeExecutor(FakeCell(stdout="@year[1982]\n"))  # one slot missing: ask the model
-    fake_llm.enqueue(run_cell("print(...)"), text("@year[1982] @mean_unemp[9.70]"))
-    result, _ = _run(fake_llm, tmp_path, partial, ("printed_answer",))
-    assert result.status == "ok" and len(fake_llm.requests) == 2

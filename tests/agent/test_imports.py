@@ -1,13 +1,10 @@
-"""AutoImport: a well-known alias used and never imported gets its import before the cell
-runs. Pure units, then the loop with a real kernel and the scripted model server."""
+"""The imports a cell is missing: a well-known alias or name used and never imported.
+Pure units (the auto_import lever in the loop: tests/agent/levers/test_auto_import.py)."""
 
 from __future__ import annotations
 
-import nbformat
 import pytest
-from fake_openai import run_cell, scripted_settings, text
 
-from kernel_agent.agent import Agent
 from kernel_agent.agent.imports import missing_imports
 
 LIBS = {"pandas": "3.0", "numpy": "2.3", "scipy": "1.16"}
@@ -44,24 +41,6 @@ def test_the_aliases_a_cell_uses_and_nothing_binds_are_imported():
 )
 def test_nothing_is_added_where_it_could_be_wrong(code, earlier, variables, libraries):
     assert needs(code, earlier, variables, libraries) == []
-
-
-def test_the_cell_runs_with_the_import_and_the_model_reads_only_its_output(fake_llm, tmp_path):
-    fake_llm.enqueue(
-        run_cell("r = stats.norm.cdf(0)\nprint('r =', r)"),
-        text("r is 0.5."),
-    )
-    settings = scripted_settings(fake_llm, tmp_path, clean_notebook=False)
-    with Agent(settings) as agent:
-        result = list(agent.run("What is the standard normal CDF at 0?"))[-1].result
-    assert result.status == "ok"
-    seen = fake_llm.requests[1].last_user_text
-    assert "r = 0.5" in seen and "was added" not in seen and "NameError" not in seen
-    nb = nbformat.read(result.notebook, as_version=4)
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert code[0].source.startswith("from scipy import stats\n")
-    assert code[0].metadata["kernel_agent"]["lever"] == "auto_import"
-    assert "NameError" not in str(code[0].outputs)
 
 
 def test_a_well_known_name_used_bare_gets_its_import():

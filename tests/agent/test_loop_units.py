@@ -111,6 +111,23 @@ def test_the_no_code_nudge_asks_again_once(fake_llm, tmp_path) -> None:
     assert len(fake_llm.requests) == 3
 
 
+def test_each_task_of_one_agent_gets_fresh_levers(fake_llm, tmp_path) -> None:
+    """A lever's memory lasts one task: the once-a-task nudge asks again in the next task
+    of the same agent (a chat session, ``%%agent``, a follow-up question)."""
+    fake_llm.enqueue(text("42, from memory."), text("Still 42."))
+    fake_llm.enqueue(text("7, from memory."), text("Still 7."))
+    settings = settings_for(fake_llm, tmp_path, levers="nudge_no_code")
+    with Agent(settings, executor=FakeExecutor()) as agent:
+        results = [list(agent.run(task))[-1].result for task in ("first", "second")]
+        assert [type(lever).__name__ for lever in agent.aio.levers] == ["NudgeNoCode"]
+        assert agent.aio.levers[0].asked == 0, "the configured lever is only copied, never used"
+    assert [(r.status, r.answer) for r in results] == [
+        ("no_code", "Still 42."),
+        ("no_code", "Still 7."),
+    ]
+    assert len(fake_llm.requests) == 4, "asked once in each task"
+
+
 def test_a_fenced_block_runs_on_the_fake(fake_llm, tmp_path) -> None:
     executor = FakeExecutor(FakeCell(result="4"))
     fake_llm.enqueue(fenced("2 + 2"), text("It is 4."))
@@ -191,3 +208,15 @@ def test_a_note_names_the_lever_and_keeps_the_reply_it_refused(fake_llm, tmp_pat
         if c.metadata.get("kernel_agent", {}).get("role") == "note"
     ]
     assert [(n["lever"], n["reply"]) for n in notes] == [("states_result", "The mean is about 7.")]
+
+
+def test_the_loop_keeps_the_last_failing_cells_hint_for_the_levers_asks(fake_llm, tmp_path) -> None:
+    """``TaskState.last_hint`` is the loop's: push_after_error sends it with its push."""
+    executor = FakeExecutor(FakeCell(error=("NameError", "name 'np' is not defined")))
+    fake_llm.enqueue(run_cell("np.mean([1])"), text("I give up."), text("Still nothing."))
+    result, _ = run(fake_llm, tmp_path, executor, levers="push_after_error")
+    push = fake_llm.requests[2]["messages"][-1]["content"]
+    assert "task is not done" in push and push.endswith(
+        "`import numpy as np` at the top of the cell."
+    )
+    assert result.answer == "Still nothing."

@@ -1,20 +1,16 @@
-"""PandasPitfalls: a shown idxmax() of a row-numbered variable, a shown len() of a mask.
-Pure units on the code's ast, then the loop with a real kernel (its namespace probe says
-which index is row numbers, which series is a mask) and the scripted model server: the
-note reaches the model, and the answer composed from printed slots waits for it."""
+"""The pandas pitfalls' detectors, pure units on the code's ast and the namespace: a shown
+idxmax() of a row-numbered variable, a shown len() of a mask, a fraction for a percentage,
+another statistic, a normality verdict read backwards, a bin edge. (The lever and the loop:
+tests/agent/levers/test_pandas_pitfalls.py.)"""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
-import nbformat
 import pytest
-from fake_openai import run_cell, scripted_settings, text
 from nbformat.v4 import new_output
 
-from kernel_agent.agent import Agent
 from kernel_agent.agent.pitfalls import (
-    PandasPitfalls,
     all_rows_counts,
     asked_column,
     cut_edges,
@@ -24,12 +20,9 @@ from kernel_agent.agent.pitfalls import (
     row_label_calls,
     shown_names,
 )
-from kernel_agent.agent.state import TaskState
-from kernel_agent.events import RunFinished
 from kernel_agent.kernel_state.namespace import VariableInfo
 from kernel_agent.results import CellResult
 
-NOW = datetime.now(timezone.utc)
 NS = {
     "df": VariableInfo("df", "DataFrame", columns=("state", "murder"), row_numbers=True),
     "rolling": VariableInfo("rolling", "Series", row_numbers=True),
@@ -90,89 +83,6 @@ def test_a_shown_count_of_a_whole_mask_is_found(code, call):
 )
 def test_a_count_of_true_rows_or_of_a_non_mask_is_left_alone(code):
     assert all_rows_counts(code, NS) == []
-
-
-# ---------------------------------------------------------------- the loop
-TASK = (
-    "Using the file crime.csv: which state has the highest murder rate?\n"
-    "Give the final answer in this format: @state[name]"
-)
-CSV = "state,murder\nAlabama,7.1\nDistrict of Columbia,24.2\nMaine,1.6\n"
-
-
-def test_the_note_reaches_the_model_and_the_printed_slot_waits_for_it(fake_llm, tmp_path):
-    (tmp_path / "crime.csv").write_text(CSV)
-    fake_llm.enqueue(
-        run_cell(
-            "import pandas as pd\ndf = pd.read_csv('crime.csv')\n"
-            "best = df['murder'].idxmax()\nprint(f'@state[{best}]')"
-        ),
-        run_cell("print(f'@state[{best}]')"),  # the kept row number, printed again
-        run_cell("print(f\"@state[{df.loc[best, 'state']}]\")"),
-    )
-    settings = scripted_settings(fake_llm, tmp_path, clean_notebook=False)
-    with Agent(settings) as agent:
-        events = list(agent.run(TASK))
-    result = events[-1].result
-    assert isinstance(events[-1], RunFinished)
-    # the cells printed @state[1]: not composed into the answer; the model read the note
-    first, again = fake_llm.requests[1].last_user_text, fake_llm.requests[2].last_user_text
-    assert "holds row numbers" in first and "df.loc[df['murder'].idxmax(), 'state']" in first
-    assert "`best` keeps a value an earlier note questioned" in again
-    assert "df.loc[df['murder'].idxmax(), 'state']" in again
-    assert result.status == "ok" and result.answer == "@state[District of Columbia]"
-    assert len(fake_llm.requests) == 3, "the last cell's slot was composed, with no turn"
-    nb = nbformat.read(result.notebook, as_version=4)
-    levers = [c.metadata["kernel_agent"].get("lever") for c in nb.cells if c.cell_type == "code"]
-    assert levers == ["pandas_pitfalls", "pandas_pitfalls", None]
-
-
-def test_without_the_lever_the_row_number_is_the_answer(fake_llm, tmp_path):
-    """What the lever prevents, on the same script (so the test above can fail)."""
-    (tmp_path / "crime.csv").write_text(CSV)
-    fake_llm.enqueue(
-        run_cell(
-            "import pandas as pd\ndf = pd.read_csv('crime.csv')\n"
-            "print(f\"@state[{df['murder'].idxmax()}]\")"
-        ),
-        text("unused"),
-    )
-    settings = scripted_settings(
-        fake_llm, tmp_path, clean_notebook=False, levers=("printed_answer",)
-    )
-    with Agent(settings) as agent:
-        result = list(agent.run(TASK))[-1].result
-    assert result.answer == "@state[1]"
-
-
-def test_a_mask_counted_whole_is_noted_and_an_answer_restating_it_is_sent_back_once(
-    fake_llm, tmp_path
-):
-    (tmp_path / "crime.csv").write_text(CSV)
-    fake_llm.enqueue(
-        run_cell(
-            "import pandas as pd\ndf = pd.read_csv('crime.csv')\n"
-            "high = df['murder'] > 5\nprint('high:', len(high))"
-        ),
-        text("3 states have a murder rate above 5."),  # restates the note's value
-        run_cell("print('high:', high.sum())"),
-        text("2 states have a murder rate above 5."),
-    )
-    settings = scripted_settings(fake_llm, tmp_path, clean_notebook=False)
-    with Agent(settings) as agent:
-        result = list(agent.run("How many states have a murder rate above 5 in crime.csv?"))[
-            -1
-        ].result
-    seen = fake_llm.requests[1].last_user_text
-    assert "high: 3" in seen and "`len(high)` counts every row of high" in seen
-    assert "`high.sum()`" in seen
-    asked = fake_llm.requests[2].last_user_text
-    assert "restates a value" in asked and "`len(high)` counts every row" in asked
-    assert "high: 2" in fake_llm.requests[3].last_user_text
-    assert result.status == "ok" and result.answer.startswith("2 states")
-    nb = nbformat.read(result.notebook, as_version=4)
-    notes = [c.metadata["kernel_agent"] for c in nb.cells if c.cell_type == "markdown"]
-    assert [n.get("lever") for n in notes if n.get("role") == "note"] == ["pandas_pitfalls"]
 
 
 @pytest.mark.parametrize(
@@ -290,27 +200,3 @@ def test_a_normality_verdict_printed_as_p_below_the_level_is_noted(task, code, p
     cell = _printed(printed)
     cell.code = code
     assert normality_reversed(task, cell) is noted
-
-
-def test_a_count_kept_in_a_name_and_printed_by_a_later_cell_is_noted_again():
-    lever, st = PandasPitfalls(), TaskState("How many outliers?")
-    st.namespace = dict(NS)
-    counted = CellResult("n = len(mask)\nprint('outliers:', n)", "ok", 1, [], None, NOW, NOW)
-    first = lever.after_cell(st, counted, "")
-    assert first is not None and "`len(mask)` counts every row" in first
-    later = CellResult("print('outliers:', n)", "ok", 2, [], None, NOW, NOW)
-    again = lever.after_cell(st, later, "")
-    assert again is not None and again.startswith("Note: `n` keeps a value an earlier note")
-    assert "counts every row" in again
-    fixed = CellResult("n = mask.sum()\nprint('outliers:', n)", "ok", 3, [], None, NOW, NOW)
-    assert lever.after_cell(st, fixed, "") is None
-
-
-def test_a_statistic_of_the_wrong_kind_kept_in_a_name_is_noted_again():
-    lever, st = PandasPitfalls(), TaskState("What is the Pearson correlation of a and b?")
-    code = "r = df['a'].corr(df['b'], method='spearman')\nn = len(df)\nprint(r, n)"
-    first = lever.after_cell(st, CellResult(code, "ok", 1, [], None, NOW, NOW), "")
-    assert first is not None and "Pearson" in first and set(st.noted) == {"r"}
-    again = lever.after_cell(st, CellResult("print(f'@r[{r}]')", "ok", 2, [], None, NOW, NOW), "")
-    assert again is not None and again.startswith("Note: `r` keeps a value")
-    assert lever.after_cell(st, CellResult("print(n)", "ok", 3, [], None, NOW, NOW), "") is None

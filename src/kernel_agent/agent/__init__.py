@@ -1,7 +1,8 @@
 """The agent: a loop of mechanism (:mod:`.loop`, its blocking face :mod:`.blocking`), the
-run's state (:mod:`.state`), the small-model levers it consults (:mod:`.levers`), the two
-protocols (:mod:`.protocols`), the message history (:mod:`.history`), one streamed reply
-(:mod:`.reply`) and the end of a run (:mod:`.handover`). Cells run through the kernel's
+run's state (:mod:`.state`), the small-model levers it consults (:mod:`.levers`, a package
+of one module per lever), the two protocols (:mod:`.protocols`), the message history
+(:mod:`.history`), one streamed reply (:mod:`.reply`) and the end of a run
+(:mod:`.handover`). Cells run through the kernel's
 :class:`~kernel_agent.kernel_state.KernelState`."""
 
 from .blocking import Agent

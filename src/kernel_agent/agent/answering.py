@@ -16,7 +16,7 @@ from ..llm.stream import Completion
 from ..notebook import cellmeta as M
 from ..prompts import prompt
 from .history import History
-from .levers import Lever
+from .levers.base import Lever
 from .state import Ask, Stop, TaskState, Turn
 
 __all__ = ["compose_answer", "settle_answer"]

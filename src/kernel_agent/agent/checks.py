@@ -21,10 +21,11 @@ preview, returning each problem as one line that says what to do:
 - ``repeated_slot``: one asked slot given several times (a list goes in one slot);
 - ``preview_copy``: half or more of the answer copied from the data preview.
 
-:class:`AnswerCheck` sends an answer back with the first problem, each kind at most once a
-task; the model's next answer is taken. It also reads a cell that prints ``@name[value]``
-lines (the answer's form): a problem there is noted under the output, so the answer
-composed from it waits for the model, which reads the note first.
+The ``answer_check`` lever (:mod:`.levers.answer_check`) sends an answer back with the
+first problem, each kind at most once a task; the model's next answer is taken. It also
+reads a cell that prints ``@name[value]`` lines (the answer's form): a problem there is
+noted under the output, so the answer composed from it waits for the model, which reads
+the note first.
 """
 
 from __future__ import annotations
@@ -34,15 +35,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..llm.view import render_cell
-from ..prompts import prompt
-from ..results import CellResult
 from .answers import FormatSpec
 from .echo import normalise
-from .lever import Lever
 from .slots import FILLED
-from .state import Ask, TaskState
+from .state import TaskState
 
-__all__ = ["AnswerCheck", "CHECKS", "Facts", "answer_problems", "table_rows"]
+__all__ = ["CHECKS", "Facts", "answer_problems", "facts_of", "table_rows"]
 
 _PREVIEW_HEADER = "Files in the working directory"
 _DIGITS = re.compile(r"\d[\d,_]*")
@@ -366,41 +364,3 @@ def facts_of(state: TaskState, answer: str) -> Facts:
         if info.value is not None and info.type in ("float", "float64", "float32", "int")
     }
     return Facts(state.task, answer, outputs, table_rows(preview), preview, variables)
-
-
-class AnswerCheck(Lever):
-    """An answer the task's words and the printed values contradict goes back, with why.
-
-    Each kind of problem is sent back at most once a task; a cell that prints the answer's
-    ``@name[value]`` lines with a problem gets it as a note under its output.
-    """
-
-    name = "answer_check"
-
-    def on_answer(self, state: TaskState, answer: str) -> Ask | None:
-        problem = self._first(state, answer)
-        if problem is None:
-            return None
-        return Ask(
-            prompt("answer_doubt", problem=problem),
-            notice=f"the answer does not hold against the task and the outputs ({problem[:60]}...)",
-        )
-
-    def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> str | None:
-        if not cell.ok:
-            return None
-        text = render_cell(cell, budget=4000).text
-        slots = " ".join(m.group(0) for m in FILLED.finditer(text))
-        if not slots or not FormatSpec.of(state.task).slots:
-            return None
-        problem = self._first(state, slots)
-        return prompt("answer_doubt_note", problem=problem) if problem else None
-
-    def _first(self, state: TaskState, answer: str) -> str | None:
-        done = frozenset(n.split(".", 1)[1] for n in state.fired if n.startswith(f"{self.name}."))
-        problems = answer_problems(facts_of(state, answer), skip=done)
-        if not problems:
-            return None
-        kind, line = problems[0]
-        state.fired.add(f"{self.name}.{kind}")
-        return line

@@ -13,20 +13,14 @@ plot the task asks for that no cell made: the model answers as usual.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from ..llm.view import render_cell
-from ..prompts import prompt
 from ..results import CellResult
 from .answers import FormatSpec
-from .lever import Lever, typed_values_only
+from .code_text import typed_values_only
 from .slots import FILLED
-from .state import TaskState
 
-if TYPE_CHECKING:
-    from ..executors.base import AsyncExecutor
-
-__all__ = ["PrintedAnswer", "compose_answer", "printed_values"]
+__all__ = ["compose_answer", "printed_values"]
 
 _LABELED = re.compile(r"^\s*['\"]?([A-Za-z_][\w ()-]{0,60}?)['\"]?\s*[:=]\s*(.+?)\s*$")
 _WRAPPED = re.compile(r"^(?:np\.|numpy\.)?(?:float|int)\d*\((.+)\)$")
@@ -111,25 +105,3 @@ def _has_image(cell: CellResult) -> bool:
     return any(
         any(mime.startswith("image/") for mime in out.get("data", {})) for out in cell.outputs
     )
-
-
-class PrintedAnswer(Lever):
-    """The last cell printed every asked ``@name[value]`` slot: that is the final answer.
-
-    A task that asks for slots is told, in a note, to print them so (Python kernels); a
-    task that does not is told nothing (a small model otherwise prints slots, or writes
-    them as code, where prose is asked).
-    """
-
-    name = "printed_answer"
-
-    async def task_note(self, state: TaskState, executor: AsyncExecutor) -> str | None:
-        slots = FormatSpec.of(state.task).slots
-        if not slots or executor.language_info.get("name") != "python":
-            return None
-        return prompt("print_slots", slots=" ".join(f"@{s}[...]" for s in slots), first=slots[0])
-
-    def compose(self, state: TaskState) -> str | None:
-        if not state.cells:
-            return None
-        return compose_answer(state.task, state.cells[-1], state.cells)

@@ -1,4 +1,5 @@
-"""An answer that repeats our own instructions is not an answer: :class:`PromptEcho`.
+"""An answer that repeats our own instructions is not an answer: :func:`echo_share`
+(the ``prompt_echo`` lever, :mod:`.levers.prompt_echo`, acts on it).
 
 A small model sometimes replies with the push it was just sent ("The last cell failed,
 so the task is not done yet. Do not give up ...") and the run would end with that as
@@ -18,19 +19,14 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from string import Template
 
-from ..llm.view import render_cell
-from ..prompts import prompt, templates
-from .lever import Lever
-from .state import Ask, Stop, TaskState
+from ..prompts import templates
 
-__all__ = ["ECHO_ASKS", "SHORTEST", "WINDOW", "PromptEcho", "echo_share"]
+__all__ = ["SHORTEST", "WINDOW", "echo_share", "normalise"]
 
 #: the verbatim run, in normalised characters, that counts as copied
 WINDOW = 40
 #: an answer shorter than this is not judged (a shorter one is judged whole)
 SHORTEST = 24
-#: asks per task for an answer that is not an echo; the next echo ends the run
-ECHO_ASKS = 2
 #: how much of an answer, and of each text compared with it, is read
 _READ = 6000
 
@@ -88,39 +84,3 @@ def echo_share(answer: str, told: Sequence[str], given: Sequence[str]) -> float:
     n_copied = sum(copied)
     own = len(text) - sum(1 for c, n in zip(copied, neutral, strict=True) if n and not c)
     return n_copied / own if n_copied else 0.0
-
-
-class PromptEcho(Lever):
-    """An answer that mostly repeats an instruction we sent in the task is sent back.
-
-    At most :data:`ECHO_ASKS` times a task; the next echo ends the run with status
-    ``no_answer`` (our own words are not the run's answer).
-    """
-
-    name = "prompt_echo"
-
-    def __init__(self, share: float = 0.5) -> None:
-        self.share = share
-
-    def on_answer(self, state: TaskState, answer: str) -> Ask | Stop | None:
-        if not state.told:
-            return None
-        given = [state.task]
-        for cell in state.cells:
-            given += [cell.code, render_cell(cell, budget=4000).text]
-        if echo_share(answer, state.told, given) < self.share:
-            return None
-        state.echoes += 1
-        if state.echoes > ECHO_ASKS:
-            last = next((c for c in reversed(state.cells) if c.ok), None)
-            shown = render_cell(last, budget=1500).text.strip() if last is not None else ""
-            return Stop(
-                "no_answer",
-                "No final answer: the model repeated the instructions it was sent instead "
-                "of answering." + (f" The last output was:\n\n```\n{shown}\n```" if shown else ""),
-                notice="the model kept repeating our instructions as its answer; stopping",
-            )
-        return Ask(
-            prompt("prompt_echo"),
-            notice="the answer repeats our own instructions; asking the model again",
-        )

@@ -2,10 +2,11 @@
 
 Small models write ``stats.chi2_contingency(...)`` or ``np.sqrt(...)`` and forget the
 import; told of the NameError, they often send the same cell again (in the eval's
-transcripts of 2026-11-25, three failed tasks ended so). :class:`AutoImport` adds the
-conventional import line at the top of such a cell instead: the cell that runs, the
-transcript and the clean notebook all hold the line. The model is not told: the kernel has
-the module from then on, and told, the bundled model sent the note back as a cell.
+transcripts of 2026-11-25, three failed tasks ended so). :func:`missing_imports` finds the
+conventional import line that the ``auto_import`` lever adds at the top of such a cell: the
+cell that runs, the transcript and the clean notebook all hold the line. The model is not
+told: the kernel has the module from then on, and told, the bundled model sent the note
+back as a cell.
 
 The same for a library's well-known function or class used by its bare name with no
 import (``train_test_split(...)``): :data:`COMMON_NAMES` gives its one import line.
@@ -22,10 +23,9 @@ from __future__ import annotations
 
 import ast
 
-from .lever import Lever, parse_python
-from .state import TaskState
+from .code_text import parse_python
 
-__all__ = ["AutoImport", "COMMON_ALIASES", "COMMON_NAMES", "missing_imports", "parse_python"]
+__all__ = ["COMMON_ALIASES", "COMMON_NAMES", "missing_imports"]
 
 #: alias -> (its import line, the import name the kernel must have; "" for the stdlib)
 COMMON_ALIASES: dict[str, tuple[str, str]] = {
@@ -145,22 +145,3 @@ def missing_imports(
         if not needs or needs in libraries:
             lines.append(line)
     return lines
-
-
-class AutoImport(Lever):
-    """A cell using ``stats.``, ``np.``... that nothing imported runs with the import added."""
-
-    name = "auto_import"
-
-    def rewrite(self, state: TaskState, code: str) -> tuple[str, str] | None:
-        lines = missing_imports(
-            code,
-            earlier=[c.code for c in state.cells],
-            variables=set(state.namespace),
-            libraries=state.libraries,
-        )
-        if not lines:
-            return None
-        # no note to the model: the kernel has the module from now on, and a note made the
-        # bundled model send it back as a cell, with the output it read (synthetic tuned half)
-        return "\n".join(lines) + "\n" + code, ""

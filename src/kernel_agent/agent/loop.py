@@ -6,8 +6,8 @@ nothing here prints. :class:`~.blocking.Agent` is its blocking face.
 The loop is mechanism only: generate (:mod:`.reply`), parse (the :mod:`.protocols`),
 approve, then run and record each cell through the kernel's
 :class:`~kernel_agent.kernel_state.KernelState` (the one path every front end uses).
-The small-model policies are :mod:`.levers` it consults at named points; their memory
-is the run's :class:`~.state.TaskState`; the messages live in one
+The small-model policies are :mod:`.levers` it consults at named points (fresh each task;
+what they share is on the run's :class:`~.state.TaskState`); the messages live in one
 :class:`~.history.History`. The end of a run is :mod:`.handover`.
 """
 
@@ -54,8 +54,8 @@ from .briefing import probe_libraries, system_prompt
 from .budget import Budget, BudgetStop, found_so_far, stop_or_extend, stopped_answer
 from .handover import hand_over, remote_files, summarise
 from .history import History
-from .lever import Lever, first_decision, first_rewrite
-from .levers import ResultCheck, levers_for
+from .levers import levers_for
+from .levers.base import Lever, first_decision, first_rewrite
 from .protocols import FencedProtocol, Protocol, make_protocol
 from .reply import stream_reply
 from .state import Stop, TaskState, Turn
@@ -129,9 +129,8 @@ class AsyncAgent:
         self.history = History()
         self.cells: list[CellResult] = []
         self.usage = Usage(source="")
-        self.levers: list[Lever] = levers_for(self.settings)
-        if self.settings.ask_result:
-            self.levers.append(ResultCheck(self.host.result_missing))
+        #: the levers as configured; each task runs fresh copies (:meth:`Lever.for_task`)
+        self.levers: list[Lever] = levers_for(self.settings, self.host.result_missing)
         self._tracer = make_tracer(self.settings, tracer_provider, lambda: self.history.messages)
         #: the isolation's warning is said once per agent, not once per task
         self._warned = False
@@ -314,9 +313,8 @@ class AsyncAgent:
             self._warned = True  # once per agent, not per task
         state = TaskState(task, step=self._step, libraries=self.libraries, budget=budget)
         state.namespace = dict(self.state.namespace)
-        notes = [
-            n for n in [await lever.task_note(state, self.executor) for lever in self.levers] if n
-        ]
+        levers = self._task_levers = [lever.for_task() for lever in self.levers]
+        notes = [n for n in [await lever.task_note(state, self.executor) for lever in levers] if n]
         if notes:
             self.state.note("\n\n".join(_fenced(n) for n in notes), M.ROLE_BRIEFING)
             state.told.extend(notes)
@@ -406,7 +404,7 @@ class AsyncAgent:
         if st.budget is not None:
             st.budget.record(completion.usage, gen_s)
         turn = self.protocol.parse(completion)
-        for lever in self.levers:
+        for lever in self._task_levers:
             lever.after_reply(st, turn)
         self.protocol.remember(self.history, completion, turn)
         if turn.prose.strip() and turn.codes:
@@ -422,7 +420,7 @@ class AsyncAgent:
         st.sampling = {}
         if not turn.codes:
             async for event in settle_answer(
-                self.levers, self.state, self.history, st, result, completion, turn, gen_s
+                self._task_levers, self.state, self.history, st, result, completion, turn, gen_s
             ):
                 yield event
             return
@@ -430,7 +428,7 @@ class AsyncAgent:
         async for event in self._run_cells(st, result, turn, completion, gen_s):
             yield event
         if result.status == "error" and len(st.cells) > ran and st.cells[-1].ok:
-            notice = compose_answer(self.levers, self.history, st, result)
+            notice = compose_answer(self._task_levers, self.history, st, result)
             if notice is not None:
                 yield notice
 
@@ -444,7 +442,7 @@ class AsyncAgent:
             st.steps += 1
             st.step += 1
             call_id = turn.call_id(index)
-            code, st.rewritten_by, rewrite_note = first_rewrite(self.levers, st, code)
+            code, st.rewritten_by, rewrite_note = first_rewrite(self._task_levers, st, code)
             decision, code = await self._approve(code, st.step)
             if decision == "quit":
                 result.status, result.answer = (
@@ -462,7 +460,7 @@ class AsyncAgent:
                 )
                 yield CellSkipped(st.step, code)
                 continue
-            by, ask = first_decision(self.levers, st, code)
+            by, ask = first_decision(self._task_levers, st, code)
             if isinstance(ask, Stop):
                 state.skipped(code, **{M.STEP: st.step, M.LEVER: by}, **self.provenance)
                 self.protocol.reply(self.history, call_id, ask.answer)
@@ -529,7 +527,9 @@ class AsyncAgent:
         namespace = summary if summary is not None else self.state.namespace
         st.namespace = dict(namespace)
         error = hints.error_hint(cell, namespace, st.libraries, self.settings.install, st.told)
-        noted = [(lever.name, lever.after_cell(st, cell, error)) for lever in self.levers]
+        if not cell.ok and cell.error is not None and error:
+            st.last_hint = error  # the last hint for a failing cell, for the levers' asks
+        noted = [(lever.name, lever.after_cell(st, cell, error)) for lever in self._task_levers]
         st.doubts = [note for _, note in noted if note]
         hint.extend(note for note in (error, *st.doubts) if note)
         st.failures = st.failures + 1 if cell.status != "ok" else 0

@@ -19,9 +19,10 @@ Mistakes a small model makes in code that runs, prints and looks done:
 - **an edge in the wrong bin**: ``pd.cut(age, [0, 18, 60, inf])`` puts 18 with the children
   (bins hold their right edge) where the task says "under 18".
 
-:class:`PandasPitfalls` notes one under the cell's output, and an answer composed from
-that cell waits for the model to read the note. The first two are read from the cell's
-code (``ast``) and the namespace the kernel reported after it, and fire only when the value
+The ``pandas_pitfalls`` lever (:mod:`.levers.pandas_pitfalls`) notes one under the cell's
+output, and an answer composed from that cell waits for the model to read the note. The
+first two are read from the cell's code (``ast``) and the namespace the kernel reported
+after it, and fire only when the value
 is shown (printed, formatted, or kept in a name that is), not when it only selects rows
 (``df.loc[s.idxmax(), 'state']`` is what the first note asks for).
 """
@@ -34,17 +35,15 @@ from collections.abc import Sequence
 
 from ..kernel_state.namespace import VariableInfo
 from ..llm.view import render_cell
-from ..prompts import prompt
 from ..results import CellResult
 from .answers import FormatSpec
+from .code_text import parse_python
 from .composed import printed_values
-from .imports import parse_python
-from .lever import Lever
-from .state import Ask, TaskState
 
 __all__ = [
-    "PandasPitfalls",
+    "STATISTIC",
     "all_rows_counts",
+    "assigned_by",
     "asked_column",
     "cut_edges",
     "fraction_for_percentage",
@@ -305,10 +304,10 @@ _NORMALITY_TEST = re.compile(r"\b(?:shapiro|normaltest|kstest|jarque_bera|anders
 _P_BELOW = re.compile(r"\bp\w*\s*<=?\s*(?:0?\.\d+|alpha)\b", re.I)
 
 
-_STATISTIC = re.compile(r"spearman|kendall|pearsonr|\.corr\(|ttest_ind\(")
+STATISTIC = re.compile(r"spearman|kendall|pearsonr|\.corr\(|ttest_ind\(")
 
 
-def _assigned_by(code: str, pattern: re.Pattern[str]) -> set[str]:
+def assigned_by(code: str, pattern: re.Pattern[str]) -> set[str]:
     """The names that statements matching ``pattern`` assign (they keep what it computed)."""
     parsed = _parse(code)
     if parsed is None:
@@ -333,73 +332,3 @@ def asked_column(task: str, columns: Sequence[str]) -> str:
 
 
 _WHICH = re.compile(r"\b(?:which|what)\s+([A-Za-z_]\w*)", re.I)
-
-
-class PandasPitfalls(Lever):
-    """One of the pitfalls above: a note under the cell (again under a later cell that shows
-    a name keeping the noted value); an answer given right after that cell is sent back
-    once with the note (small models restate the printed value otherwise)."""
-
-    name = "pandas_pitfalls"
-
-    def on_answer(self, state: TaskState, answer: str) -> Ask | None:
-        if not state.doubts or not self._once(state):
-            return None
-        return Ask(
-            prompt("pitfall_answer", note=state.doubts[0]),
-            notice="the answer restates a value the last cell's note questions; asking for a fix",
-        )
-
-    def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> str | None:
-        if not cell.ok:
-            return None
-        note = self._note(state, cell)
-        if note is None and (again := shown_names(cell.code, set(state.noted))):
-            earlier = state.noted[again[0]].removeprefix("Note: ")
-            note = f"Note: `{again[0]}` keeps a value an earlier note questioned: {earlier}"
-        return note
-
-    def _note(self, state: TaskState, cell: CellResult) -> str | None:
-        if labels := row_label_calls(cell.code, state.namespace):
-            call, variable, _ = labels[0]
-            frames = [v for v in state.namespace.values() if v.columns and v.row_numbers]
-            frame = next((v for v in frames if v.name == variable), frames[0] if frames else None)
-            column = asked_column(state.task, frame.columns or () if frame else ())
-            note = (
-                f"Note: `{call}` is a label of {variable}'s index, and that index holds row "
-                "numbers (0, 1, 2, ...), so the value printed for it is a row number, not a "
-                "value from the data. If the task asks which name, year, date or group, read "
-                f"it from that row: `{frame.name if frame else 'df'}.loc[{call}, "
-                f"{column!r}]` (or first `.set_index` the column that holds the key)."
-            )
-            state.noted.update(dict.fromkeys(set().union(*(n for _, _, n in labels)), note))
-            return note
-        if fraction := fraction_for_percentage(state.task, cell):
-            slot, value = fraction
-            return (
-                f"Note: the task asks for a percentage, and {slot} printed {value}, which "
-                "looks like a fraction of 1. A percentage is 100 times the fraction: if "
-                f"{value} is a share, print 100 * it."
-            )
-        if normality_reversed(state.task, cell):
-            return (
-                "Note: this cell printed whether the normality test's p-value is below the "
-                "level, and a p-value below it rejects normality: True there means the data do "
-                'NOT look normal. For "looks normal", print `p >= 0.05` (or write yes/no '
-                "from it)."
-            )
-        if edges := cut_edges(state.task, cell.code):
-            return f"Note: {edges}"
-        if method := method_mismatch(state.task, cell.code):
-            note = f"Note: {method}"
-            state.noted.update(dict.fromkeys(_assigned_by(cell.code, _STATISTIC), note))
-            return note
-        if counts := all_rows_counts(cell.code, state.namespace):
-            call, mask, _ = counts[0]
-            note = (
-                f"Note: `{call}` counts every row of {mask}, a True/False series, not only "
-                f"the rows where it is True. To count those, use `{mask}.sum()`."
-            )
-            state.noted.update(dict.fromkeys(set().union(*(n for _, _, n in counts)), note))
-            return note
-        return None

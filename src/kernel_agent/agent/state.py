@@ -65,7 +65,11 @@ class Turn:
 
 @dataclass
 class TaskState:
-    """Everything one task's run tracks: the loop's counters and the levers' memory."""
+    """Everything one task's run tracks: the loop's counters and the facts the levers share.
+
+    A lever's own memory is on the lever (each task gets fresh levers,
+    :meth:`~.levers.base.Lever.for_task`), not here.
+    """
 
     task: str
     #: cells asked for in this task (run, skipped, repeated); bounded by ``max_steps``
@@ -76,19 +80,19 @@ class TaskState:
     failures: int = 0
     #: the cells run for this task, in order
     cells: list[CellResult] = field(default_factory=list)
-    #: normalized code of each failed cell -> its error and hint (the repeat guard)
-    failed: dict[str, str] = field(default_factory=dict)
-    #: the last non-empty hint for a failing cell
+    #: the last non-empty hint for a failing cell (the loop's; push_after_error and
+    #: unbacked_answer send it with their asks)
     last_hint: str = ""
-    #: names of the levers that used their one ask in this task
-    fired: set[str] = field(default_factory=set)
+    #: the model was pushed to fix a failing cell in this task (push_after_error says so;
+    #: unbacked_answer then stops instead of asking again)
+    error_pushed: bool = False
     #: sampling overrides for the next reply
     sampling: dict[str, Any] = field(default_factory=dict)
     #: what the kernel can import, ``{import name: version}`` (empty: not probed)
     libraries: dict[str, str] = field(default_factory=dict)
-    #: normalized code of each successful cell -> the output the model saw
-    succeeded: dict[str, str] = field(default_factory=dict)
-    #: turns in a row that made no progress (a repeated cell or output, a refused install)
+    #: turns in a row that made no progress, a fact several levers share: stall_guard
+    #: counts a repeated cell or output (and resets it on progress), no_install a refused
+    #: install, prose_cell prose in a cell; stall_guard acts on it
     stalls: int = 0
     #: what this task may spend, and has spent (None: no accounting, as in lever tests)
     budget: Budget | None = None
@@ -103,13 +107,9 @@ class TaskState:
     rewritten_by: str = ""
     #: the conversation's length when the task was sent (where a rewind goes back to)
     history_start: int = 0
-    #: names that keep a value a note questioned -> that note (pandas_pitfalls)
-    noted: dict[str, str] = field(default_factory=dict)
     #: what the levers and hints told the model in this task, as sent: the task's notes,
     #: asks, notes and hints under a cell's output (prompt_echo compares answers with them)
     told: list[str] = field(default_factory=list)
-    #: answers sent back as an echo of our own instructions (prompt_echo)
-    echoes: int = 0
     #: what the data preview measured, by file name (data_preview; preflight reads it)
     data_facts: dict[str, FileFacts] = field(default_factory=dict)
 

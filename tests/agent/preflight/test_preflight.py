@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_agent.agent.preflight import Preflight, preflight
-from kernel_agent.agent.state import TaskState
+from kernel_agent.agent.preflight import preflight
 from kernel_agent.kernel_state.kernel_probe import data_preview_expression, parse_text_expression
 from kernel_agent.kernel_state.namespace import VariableInfo
 from kernel_agent.kernel_state.preview_facts import FileFacts, split_facts
@@ -263,14 +262,6 @@ def test_an_answer_slot_written_as_code_becomes_its_print():
     assert preflight(valid, {}) == valid  # Python: a real decorator
     broken = "@total[1]\nprint(("
     assert preflight(broken, {}) == broken  # still not Python once printed: left as written
-
-
-def test_the_lever_needs_a_python_kernel_and_names_itself():
-    state = TaskState(task="t", data_facts=dict(FACTS))
-    assert Preflight().rewrite(state, "df['species']") is None  # libraries not probed
-    state.libraries = {"pandas": "2"}
-    assert Preflight().rewrite(state, "df['species']") == ("df['Species ']", "")
-    assert Preflight().rewrite(state, "df['Island']") is None
 
 
 @pytest.mark.parametrize(

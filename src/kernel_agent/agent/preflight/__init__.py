@@ -35,7 +35,8 @@ writes them into the cell instead, before it runs:
 
 Nothing is guessed: a name with two candidates, a cell that renames columns (or a task
 that did), a frame whose columns the kernel's report cut short, keep the cell as it is.
-The cell that runs, the transcript and the clean notebook hold the corrected code.
+The cell that runs, the transcript and the clean notebook hold the corrected code. The
+``preflight`` lever (:mod:`..levers.preflight`) applies it.
 """
 
 from __future__ import annotations
@@ -44,10 +45,8 @@ import ast
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ..imports import parse_python
-from ..lever import Lever
+from ..code_text import parse_python
 from ..slots import CODE_LINE
-from ..state import TaskState
 from .calls import (
     _date_format_edits,
     _date_part_edits,
@@ -63,7 +62,7 @@ if TYPE_CHECKING:
     from ...kernel_state.namespace import VariableInfo
     from ...kernel_state.preview_facts import FileFacts
 
-__all__ = ["Preflight", "preflight"]
+__all__ = ["preflight"]
 
 
 def preflight(
@@ -143,22 +142,3 @@ def _slot_lines(code: str, namespace: Mapping[str, VariableInfo]) -> str:
         changed = True
     fixed = "\n".join(lines)
     return fixed if changed and parse_python(fixed) is not None else code
-
-
-class Preflight(Lever):
-    """A cell gets the preview's column names, read call and date format before it runs."""
-
-    name = "preflight"
-
-    def rewrite(self, state: TaskState, code: str) -> tuple[str, str] | None:
-        if not state.libraries:  # a Python kernel's preview only (it is probed there)
-            return None
-        fixed = preflight(
-            code,
-            state.data_facts,
-            state.namespace,
-            earlier=[c.code for c in state.cells],
-            scipy=state.libraries.get("scipy", ""),
-        )
-        # no note, as auto_import gives none: a note is sent back as a cell by the small model
-        return (fixed, "") if fixed != code else None

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ..imports import parse_python
+from ..code_text import parse_python
 from .edits import _READERS, Span, _added_arguments, _called, _Edit, _read_file, _strings
 from .names import _RENAMES, _key, _not_frames, _stored_strings
 

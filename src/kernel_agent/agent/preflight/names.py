@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ..imports import parse_python
+from ..code_text import parse_python
 from .edits import Span, _called, _Edit, _read_file, _strings
 
 if TYPE_CHECKING:

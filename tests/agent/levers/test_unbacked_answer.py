@@ -12,11 +12,9 @@ from fake_openai import run_cell, scripted_settings, text
 from nbformat.v4 import new_output
 
 from kernel_agent.agent import Agent
-from kernel_agent.agent.levers import (
-    GroundingCheck,
-    PushAfterError,
-    UnbackedAnswer,
-)
+from kernel_agent.agent.levers.grounding_check import GroundingCheck
+from kernel_agent.agent.levers.push_after_error import PushAfterError
+from kernel_agent.agent.levers.unbacked_answer import UnbackedAnswer
 from kernel_agent.agent.state import Ask, Stop, TaskState
 from kernel_agent.events import RunFinished
 from kernel_agent.results import CellError, CellResult
@@ -56,7 +54,8 @@ def test_values_stated_when_no_cell_succeeded_are_asked_for_once_then_refused() 
     assert isinstance(stop, Stop) and stop.status == "no_answer"
     assert "0.146" not in stop.answer and "KeyError: 0" in stop.answer
     words = TaskState("@firm[name]", cells=[failed()])
-    assert isinstance(lever.on_answer(words, "@firm[General Motors]"), Ask), "a word slot too"
+    fresh = lever.for_task()  # a new task
+    assert isinstance(fresh.on_answer(words, "@firm[General Motors]"), Ask), "a word slot too"
 
 
 @pytest.mark.parametrize(
@@ -155,3 +154,9 @@ def test_the_loop_asks_for_a_computation_when_a_failure_is_followed_by_typed_val
     assert result.status == "ok" and result.answer.endswith("@t_statistic[-1.754]")
     asked = fake_llm.requests[3]["messages"][-1]["content"]
     assert "typed into it computes nothing" in asked and "Cannot convert non-finite" in asked
+
+
+def test_a_push_already_given_is_read_from_the_task_state_not_another_levers_memory() -> None:
+    st = TaskState("What is the mean?", cells=[failed()], error_pushed=True)
+    stop = UnbackedAnswer().on_answer(st, "The mean is 4.2.")
+    assert isinstance(stop, Stop) and stop.status == "no_answer"

@@ -1,0 +1,44 @@
+"""What a cell's code says, read without running it: the helpers the levers share.
+
+Pure functions of the code's text: :func:`normalize_code` (two cells that differ only in
+blank lines are one), :func:`parse_python` (the ast, or None), :func:`typed_values_only`
+(a cell that only prints constants computed nothing).
+"""
+
+from __future__ import annotations
+
+import ast
+
+__all__ = ["normalize_code", "parse_python", "typed_values_only"]
+
+
+def normalize_code(code: str) -> str:
+    """The code without blank lines and trailing blanks: two cells that differ only so are one."""
+    return "\n".join(line.rstrip() for line in code.strip().splitlines() if line.strip())
+
+
+def parse_python(code: str) -> ast.Module | None:
+    """The model's code as an ast, or None when it is not Python (or too deep to parse)."""
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def typed_values_only(code: str) -> bool:
+    """The cell is nothing but ``print`` calls of constants: it reads no name, computes
+    nothing, and what it prints was typed, not found (comments and blank lines aside)."""
+    tree = parse_python(code)
+    if tree is None or not tree.body:
+        return False
+    for statement in tree.body:
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id == "print"
+            and not call.keywords
+            and all(isinstance(a, ast.Constant) for a in call.args)
+        ):
+            return False
+    return True

@@ -1,0 +1,105 @@
+"""``pandas_pitfalls``: a printed value that is not what it looks like gets a note under it.
+
+The pitfalls are :mod:`..pitfalls`' detectors (a row number for a key, all rows for a
+count, a fraction for a percentage, another statistic than the named one, normality read
+backwards, a ``pd.cut`` edge in the wrong bin); this lever writes the notes, remembers the
+names that keep a questioned value, and sends an answer given right after a noted cell
+back once.
+"""
+
+from __future__ import annotations
+
+from ...prompts import prompt
+from ...results import CellResult
+from ..pitfalls import (
+    STATISTIC,
+    all_rows_counts,
+    asked_column,
+    assigned_by,
+    cut_edges,
+    fraction_for_percentage,
+    method_mismatch,
+    normality_reversed,
+    row_label_calls,
+    shown_names,
+)
+from ..state import Ask, TaskState
+from .base import AskBudget, Lever
+
+__all__ = ["PandasPitfalls"]
+
+
+class PandasPitfalls(Lever):
+    """One of the pitfalls above: a note under the cell (again under a later cell that shows
+    a name keeping the noted value); an answer given right after that cell is sent back
+    once with the note (small models restate the printed value otherwise)."""
+
+    name = "pandas_pitfalls"
+    budget = AskBudget(asks=1, then="accept")
+
+    def forget(self) -> None:
+        super().forget()
+        #: names that keep a value a note questioned -> that note
+        self.noted: dict[str, str] = {}
+
+    def check_answer(self, state: TaskState, answer: str) -> Ask | None:
+        if not state.doubts:
+            return None
+        return Ask(
+            prompt("pitfall_answer", note=state.doubts[0]),
+            notice="the answer restates a value the last cell's note questions; asking for a fix",
+        )
+
+    def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> str | None:
+        if not cell.ok:
+            return None
+        note = self._note(state, cell)
+        if note is None and (again := shown_names(cell.code, set(self.noted))):
+            earlier = self.noted[again[0]].removeprefix("Note: ")
+            note = f"Note: `{again[0]}` keeps a value an earlier note questioned: {earlier}"
+        return note
+
+    def _note(self, state: TaskState, cell: CellResult) -> str | None:
+        if labels := row_label_calls(cell.code, state.namespace):
+            call, variable, _ = labels[0]
+            frames = [v for v in state.namespace.values() if v.columns and v.row_numbers]
+            frame = next((v for v in frames if v.name == variable), frames[0] if frames else None)
+            column = asked_column(state.task, frame.columns or () if frame else ())
+            note = (
+                f"Note: `{call}` is a label of {variable}'s index, and that index holds row "
+                "numbers (0, 1, 2, ...), so the value printed for it is a row number, not a "
+                "value from the data. If the task asks which name, year, date or group, read "
+                f"it from that row: `{frame.name if frame else 'df'}.loc[{call}, "
+                f"{column!r}]` (or first `.set_index` the column that holds the key)."
+            )
+            self.noted.update(dict.fromkeys(set().union(*(n for _, _, n in labels)), note))
+            return note
+        if fraction := fraction_for_percentage(state.task, cell):
+            slot, value = fraction
+            return (
+                f"Note: the task asks for a percentage, and {slot} printed {value}, which "
+                "looks like a fraction of 1. A percentage is 100 times the fraction: if "
+                f"{value} is a share, print 100 * it."
+            )
+        if normality_reversed(state.task, cell):
+            return (
+                "Note: this cell printed whether the normality test's p-value is below the "
+                "level, and a p-value below it rejects normality: True there means the data do "
+                'NOT look normal. For "looks normal", print `p >= 0.05` (or write yes/no '
+                "from it)."
+            )
+        if edges := cut_edges(state.task, cell.code):
+            return f"Note: {edges}"
+        if method := method_mismatch(state.task, cell.code):
+            note = f"Note: {method}"
+            self.noted.update(dict.fromkeys(assigned_by(cell.code, STATISTIC), note))
+            return note
+        if counts := all_rows_counts(cell.code, state.namespace):
+            call, mask, _ = counts[0]
+            note = (
+                f"Note: `{call}` counts every row of {mask}, a True/False series, not only "
+                f"the rows where it is True. To count those, use `{mask}.sum()`."
+            )
+            self.noted.update(dict.fromkeys(set().union(*(n for _, _, n in counts)), note))
+            return note
+        return None

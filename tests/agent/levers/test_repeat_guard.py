@@ -1,0 +1,59 @@
+"""repeat_guard: a failed cell is not run again; the first time the attempt is forgotten."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from nbformat.v4 import new_output
+
+from kernel_agent.agent.levers.repeat_guard import RepeatGuard
+from kernel_agent.agent.state import TaskState
+from kernel_agent.results import CellError, CellResult
+
+NOW = datetime.now(timezone.utc)
+
+
+def ok(code: str, printed: str = "") -> CellResult:
+    outputs = [new_output("stream", name="stdout", text=printed)] if printed else []
+    return CellResult(code, "ok", 1, outputs, None, NOW, NOW)
+
+
+def failed(
+    code: str, ename: str = "NameError", evalue: str = "name 'x' is not defined"
+) -> CellResult:
+    return CellResult(code, "error", 1, [], CellError(ename, evalue, []), NOW, NOW)
+
+
+def test_repeat_guard_refuses_a_failed_cell_and_resamples() -> None:
+    st, lever = TaskState("t", step=7), RepeatGuard(temperature=0.0)
+    cell = failed("df = make(df)")
+    lever.after_cell(st, cell, "Hint: no make")
+    assert lever.before_cell(st, "x = 1") is None
+    st.failures = 3
+    first = lever.before_cell(st, "df = make(df)  \n\n")
+    assert first is not None and first.rewind and "NameError" in first.message
+    assert st.failures == 0  # the fresh attempt has the whole bound of failing cells
+    assert "Hint: no make" in first.message  # the fresh start keeps what the hint taught
+    assert dict(first.cell_meta) == {"repeat": True, "rewind": True}
+    ask = lever.before_cell(st, "df = make(df)")
+    assert ask is not None and not ask.rewind
+    assert "NameError" in ask.message and "Hint: no make" in ask.message
+    assert dict(ask.sampling) == {"temperature": 0.7, "seed": 7}
+    assert dict(ask.cell_meta) == {"repeat": True}
+    assert RepeatGuard(temperature=1.2).temperature == 1.2
+
+
+def test_repeat_guard_notes_the_same_error_from_other_code() -> None:
+    st, lever = TaskState("t"), RepeatGuard()
+    first = failed("df['Age'].mean()", "KeyError", "'Age'")
+    st.cells.append(first)
+    assert lever.after_cell(st, first, "Hint: there is no column 'Age'") is None
+    again = failed("df['Age '].mean()", "KeyError", "'Age'")
+    st.cells.append(again)
+    note = lever.after_cell(st, again, "Hint: there is no column 'Age'")
+    assert note is not None and "same error as the cell before" in note
+    other = failed("df[' Age'].median()", "KeyError", "' Age'")  # another error: no note
+    st.cells.append(other)
+    assert lever.after_cell(st, other, "") is None
+    st.cells.append(ok("print(1)", "1\n"))
+    assert lever.after_cell(st, st.cells[-1], "") is None
