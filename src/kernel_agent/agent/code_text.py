@@ -25,9 +25,15 @@ def parse_python(code: str) -> ast.Module | None:
         return None
 
 
+#: calls that only re-type a constant: ``str(0)``, ``round(4.25, 1)``
+_RETYPING = frozenset({"str", "int", "float", "round", "format", "repr", "bool"})
+
+
 def typed_values_only(code: str) -> bool:
-    """The cell is nothing but ``print`` calls of constants: it reads no name, computes
-    nothing, and what it prints was typed, not found (comments and blank lines aside)."""
+    """The cell is nothing but ``print`` calls of values built from constants alone (a
+    literal, an f-string of literals, ``'@days[' + str(0) + ']'``): it reads no name,
+    computes nothing from the data, and what it prints was typed, not found (comments
+    and blank lines aside)."""
     tree = parse_python(code)
     if tree is None or not tree.body:
         return False
@@ -37,8 +43,23 @@ def typed_values_only(code: str) -> bool:
             isinstance(call, ast.Call)
             and isinstance(call.func, ast.Name)
             and call.func.id == "print"
-            and not call.keywords
-            and all(isinstance(a, ast.Constant) for a in call.args)
+            and all(_constant_built(a) for a in (*call.args, *(k.value for k in call.keywords)))
         ):
             return False
     return True
+
+
+def _constant_built(node: ast.expr) -> bool:
+    """Made of constants only: no name read, no attribute, no subscript, no call but a
+    re-typing of constants."""
+    retyping = {
+        id(sub.func)
+        for sub in ast.walk(node)
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in _RETYPING
+    }
+    return not any(
+        isinstance(sub, ast.Attribute | ast.Subscript | ast.Lambda | ast.NamedExpr)
+        or (isinstance(sub, ast.Name) and id(sub) not in retyping)
+        or isinstance(sub, ast.Starred)
+        for sub in ast.walk(node)
+    )

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 
 from ..kernel_state.namespace import VariableInfo
 from ..results import CellResult
-from .imports import COMMON_ALIASES, parse_python
+from .code_text import parse_python
+from .imports import COMMON_ALIASES
 from .slots import CODE_LINE, OPENING
 
 __all__ = ["error_hint"]

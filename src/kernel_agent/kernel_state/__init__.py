@@ -7,7 +7,9 @@
   each hold one.
 - :mod:`.namespace`: the namespace summary probe and what changed between cells;
 - :mod:`.rebuild`: the replay after a restart;
-- :mod:`.kernel_probe`: what a kernel can import, and a preview of its data files.
+- :mod:`.kernel_probe`: what a kernel can import, and a preview of its data files
+  (:mod:`.preview_source` is the code the kernel runs for the preview;
+  :mod:`.preview_facts` reads what it measured).
 
 Below the agent and the session: nothing here imports them, the service or the MCP server.
 """

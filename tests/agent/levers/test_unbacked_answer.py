@@ -64,6 +64,9 @@ def test_values_stated_when_no_cell_succeeded_are_asked_for_once_then_refused() 
         "print('@verdict[not significant] @t_statistic[0.123]')",
         "# the answer\nprint('@verdict[not significant]')\n\nprint('@t_statistic[0.123]')",
         "print('t =', 0.123)",
+        # the messy tuned half: a run's cell failed, then it printed a made-up run length
+        "print('@days[' + str(0) + ']')\nprint('@start[2012-01-03]')",
+        "print(f\"@rho[{-0.594}]\", sep='')\nprint(round(0.1234, 3))",
     ],
 )
 def test_a_cell_that_prints_typed_values_after_a_failure_backs_nothing(typed) -> None:

@@ -1,0 +1,467 @@
+"""The code a kernel runs to preview the data files in its cwd, as one source text.
+
+:mod:`.kernel_probe` runs it in a cell or as a ``user_expression`` (in globals of its own,
+so it leaves no names), with its settings (``NAMES``, ``BUDGET``, ``FOCUS``...) as those
+globals. It is plain Python for whatever pandas the kernel has: it imports nothing from
+kernel-agent, which the kernel may not have. For each file: its size, the read call that
+works (separator, encoding, decimal comma sniffed), shape, columns with dtypes, lines
+starting with ``!`` naming what will trip code up with the one-line fix (for the columns
+the task names), missing values, few distinct values and a few rows; and, on ask, the
+facts it measured as JSON (:mod:`.preview_facts` reads them on the host).
+"""
+
+from __future__ import annotations
+
+__all__ = ["PREVIEW_SOURCE"]
+
+PREVIEW_SOURCE = r'''
+import os
+import re
+
+#: what the preview measured, per file: the read call's arguments, every column's name, the
+#: strftime format of each date column (sent to the host as JSON after FACTS_MARK, on ask)
+FACTS = {}
+_NOW = {}  # the facts of the file being previewed
+
+def _size(n):
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+def _reader(name):
+    low = name.lower()
+    for ext, kind in ((".csv", "csv"), (".tsv", "tsv"), (".tab", "tsv"), (".xlsx", "excel"),
+                      (".xlsm", "excel"), (".xls", "excel"), (".parquet", "parquet"),
+                      (".pq", "parquet"), (".jsonl", "jsonl"), (".ndjson", "jsonl"),
+                      (".json", "json"), (".txt", "text"), (".dat", "text"),
+                      (".data", "text"), (".psv", "csv")):
+        if low.endswith(ext):
+            return kind
+    ext = low.rsplit(".", 1)[-1] if "." in low else ""
+    if ext not in NOT_TABLES:  # another name (u.user): a table if its lines split evenly
+        return "text"
+    return None
+
+def _encoding(path):
+    """utf-8 when the file's first MBs decode so, else latin-1 (which decodes any byte)."""
+    with open(path, "rb") as fh:
+        raw = fh.read(4 << 20)
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(raw) - 4:  # not a character cut at the sample's end
+            return "latin-1"
+    return "utf-8"
+
+def _sep(path, encoding="utf-8", strict=False):
+    """The separator of a delimited file: the one of , ; tab | that splits the first lines
+    into the same number of fields (None, if ``strict``, when none does)."""
+    import csv
+    with open(path, newline="", encoding=encoding, errors="replace") as fh:
+        sample = fh.read(65536)
+    lines = [ln for ln in sample.splitlines()[:30] if ln.strip()]
+    if len(sample) == 65536 and len(lines) > 1:
+        lines = lines[:-1]  # the last line may be cut
+    best, most = None, 0
+    for sep in ("\t", "|", ";", ","):
+        try:
+            counts = {len(row) for row in csv.reader(lines, delimiter=sep)}
+        except csv.Error:
+            continue
+        if len(counts) == 1 and (n := counts.pop()) > most and n > 1:
+            best, most = sep, n
+    if best is None and not strict:
+        try:
+            best = csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
+        except csv.Error:
+            best = ","
+    return best
+
+def _read_call(name, sep, encoding, decimal):
+    args = [repr(name)]
+    if sep != ",":
+        args.append(f"sep={sep!r}")
+    if encoding != "utf-8":
+        args.append(f"encoding={encoding!r}")
+    if decimal:
+        args.append("decimal=','")
+    return f"pd.read_csv({', '.join(args)})"
+
+def _frames(pd, path, kind, size):
+    """[(label, DataFrame, note)] for one file."""
+    big = size > MAX_READ
+    if kind in ("csv", "tsv", "text"):
+        encoding = _encoding(path)
+        sep = _sep(path, encoding, strict=kind == "text")
+        if sep is None:  # a text file that is not a table
+            return []
+        nrows = PARTIAL_ROWS if big else None
+        df = pd.read_csv(path, sep=sep, low_memory=False, encoding=encoding, nrows=nrows)
+        decimal = sep == ";" and _decimal_comma(df)
+        if decimal:
+            df = pd.read_csv(path, sep=sep, low_memory=False, encoding=encoding, nrows=nrows,
+                             decimal=",")
+        _NOW["read"] = {"sep": sep, "encoding": encoding, "decimal": bool(decimal)}
+        note = f"first {PARTIAL_ROWS} rows read of a large file" if big else ""
+        if sep not in (",", "\t") or kind != ("tsv" if sep == "\t" else "csv"):
+            note = (note + "; " if note else "") + f"separator {sep!r}"
+        if encoding != "utf-8":
+            note = (note + "; " if note else "") + f"encoding {encoding!r}, not utf-8"
+        if sep != "," or encoding != "utf-8" or decimal:
+            note += "\n  read it with: df = " + _read_call(path, sep, encoding, decimal)
+        return [("", df, note)]
+    if big:
+        raise ValueError(f"too large to preview ({_size(size)})")
+    if kind == "excel":
+        sheets = pd.read_excel(path, sheet_name=None)
+        many = len(sheets) > 1
+        return [(f"sheet {k!r}" if many else "", v, "") for k, v in list(sheets.items())[:5]]
+    if kind == "parquet":
+        return [("", pd.read_parquet(path), "")]
+    if kind == "jsonl":
+        return [("", pd.read_json(path, lines=True), "")]
+    try:
+        return [("", pd.read_json(path), "")]
+    except ValueError:
+        return [("", pd.read_json(path, lines=True), "")]
+
+_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_GROUPED = r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?"
+
+def _text_values(series):
+    """Up to 5000 of a text column's values, as str; None if it is not a text column."""
+    if series.dtype.kind != "O" and str(series.dtype) not in ("str", "string"):
+        return None
+    values = series.dropna()
+    if len(values) > 5000:
+        values = values.sample(5000, random_state=0)
+    return values
+
+def _decimal_comma(df):
+    """A ;-separated file whose text columns hold numbers like 3,14 (a decimal comma)."""
+    for c in df.columns[:60]:
+        values = _text_values(df[c])
+        if values is None or not len(values):
+            continue
+        texts = values.astype(str).str.strip()
+        comma = texts.str.fullmatch(r"[-+]?\d+,\d+") & ~texts.str.fullmatch(_GROUPED)
+        if comma.mean() > 0.5:
+            return True
+    return False
+
+#: what an export writes for a missing value that pandas' default reader keeps as text
+_MISSING_MARKS = {".", "?", "-", "--", "---", "_", "*", "missing", "not available",
+                  "not recorded", "no data"}
+
+_TIME_WORDS = re.compile(
+    r"\b(?:date|day|week|month|year|time|season|quarter|hour|spell|consecutive|period|"
+    r"annual|daily|decade|century)")
+
+def _date_format(texts):
+    """The one strftime format that parses (nearly) every value, else None: a local date
+    ('11/11/07') the model would otherwise match as text ('2008' in it) or misread."""
+    import pandas as pd
+    sample = texts.head(500)
+    found = []
+    for fmt in ("%Y-%m-%d", "%m/%d/%y", "%d/%m/%y", "%m/%d/%Y", "%d/%m/%Y", "%d.%m.%Y",
+                "%d.%m.%y", "%Y/%m/%d", "%d-%m-%Y", "%m-%d-%Y", "%Y-%m-%d %H:%M:%S",
+                "%d %b %Y", "%b %d, %Y", "%d-%b-%y", "%d-%b-%Y"):
+        try:
+            parsed = pd.to_datetime(sample, format=fmt, errors="coerce")
+        except Exception:
+            continue
+        if parsed.notna().mean() >= 0.95:
+            found.append(fmt)
+    if len(found) == 2 and set(found) in ({"%m/%d/%y", "%d/%m/%y"}, {"%m/%d/%Y", "%d/%m/%Y"}):
+        return found[0]  # every day is 12 or less: month first, as pandas reads it
+    return found[0] if len(found) == 1 else None
+
+def _shape_issues(df):
+    """Lines that say what in a table will trip code up, each with the one-line fix.
+
+    When the task names some of the table's columns, the fix lines are of those (and of
+    dates) only; the others are named on one line. A small model copies every fix it is
+    shown into its first cell: a wide export's fixes cut its reply at the token limit or
+    put the wrong column in its code."""
+    lines, spaced = [], [c for c in df.columns if str(c) != str(c).strip()]
+    focus = set(_mentioned(df.columns))
+    aside = []
+    if spaced:
+        shown = ", ".join(repr(str(c)) for c in spaced[:6])
+        lines.append(f"  ! column names with a space at an end: {shown} (write them so, or "
+                     "first df.columns = df.columns.str.strip())")
+    whole = []
+    for c in df.columns[:200]:
+        series = df[c]
+        try:
+            if series.dtype.kind == "f" and series.isna().any():
+                known = series.dropna()
+                if len(known) and (known == known.round()).all():
+                    whole.append(c)
+                continue
+            values = _text_values(series)
+            if values is None or not len(values):
+                continue
+            kinds = {type(v).__name__ for v in values.head(2000)}
+            texts = values.astype(str).str.strip()
+            plain = texts.str.fullmatch(_NUM)
+            money = texts.str.fullmatch(r"[$€£]?\s*(?:" + _GROUPED + "|" + _NUM + r")\s*%?")
+            grouped = texts.str.contains(r"\d,\d{3}\b") | texts.str.contains(r"^[$€£]|%$")
+            unit = texts.str.fullmatch(
+                r"[<>~≤≥]?=?\s*[$€£]?\s*(?:" + _GROUPED + "|" + _NUM + r")\s*"
+                r"(?:(?:-|–|to)\s*(?:" + _GROUPED + "|" + _NUM + r"))?\s*"
+                r"(?:%|[A-Za-zµ°/²³]{1,8}\.?)?(?:\+)?"
+            )
+            dates = texts.str.contains(r"\d{1,4}[-/.:]\d{1,2}[-/.:]\d{1,4}|\d:\d\d|"
+                                       r"\d{1,2}[ -][A-Z][a-z]{2}[ -]\d{2,4}|"
+                                       r"[A-Z][a-z]{2} \d{1,2}, \d{4}")
+        except Exception:
+            continue
+        name = repr(str(c))
+        if dates.mean() > 0.5:
+            fmt = _date_format(texts) if dates.mean() > 0.9 else None
+            if fmt and focus and c not in focus and not _TIME_WORDS.search(FOCUS):
+                _NOW.setdefault("dates", {})[str(c)] = fmt
+                aside.append((c, "dates"))
+            elif fmt:
+                _NOW.setdefault("dates", {})[str(c)] = fmt
+                lines.append(f"  ! {name} holds dates as text (e.g. {texts.iloc[0][:20]!r}): "
+                             f"df[{name}] = pd.to_datetime(df[{name}], format={fmt!r})")
+            continue
+        odd = texts[~money]
+        example = ", ".join(repr(v[:30]) for v in odd.drop_duplicates().head(2))
+        said = lines if not focus or c in focus else []
+        if money.mean() >= 0.8 and (grouped.any() or not plain.all()):
+            _NOW.setdefault("numeric", []).append(str(c))
+            if grouped.any():
+                fix = (f"pd.to_numeric(df[{name}].astype(str).str.replace(r'[,$€£%\\s]', '', "
+                       "regex=True), errors='coerce')")
+            else:
+                fix = f"pd.to_numeric(df[{name}], errors='coerce')"
+            what = f"{len(odd)} not numbers, e.g. {example}" if len(odd) else "e.g. " + ", ".join(
+                repr(v[:20]) for v in texts[grouped].head(2))
+            said.append(f"  ! {name} holds numbers stored as text ({what}): "
+                         f"df[{name}] = {fix}")
+        elif unit.mean() >= 0.8 and (~plain).any() and texts.nunique() > 2 * FEW:
+            single = texts.str.extract(r"^(?:" + _NUM + r")\s*([A-Za-zµ°/²³%]{1,8}\.?)?$")[0]
+            units = set(single.dropna())
+            if single.notna().sum() + plain.sum() >= 0.95 * len(texts) and len(units) == 1:
+                _NOW.setdefault("units", []).append(str(c))  # '50 kg': one number, one unit
+            example = ", ".join(repr(v[:20]) for v in texts[~plain].drop_duplicates().head(3))
+            said.append(f"  ! {name} holds numbers with text ({example}); the first number: "
+                         f"df[{name}].astype(str).str.replace(',', '').str.extract("
+                         f"r'(-?\\d+\\.?\\d*)')[0].astype(float)")
+        elif len(kinds) > 1 and kinds & {"int", "float"} and "str" in kinds:
+            said.append(f"  ! {name} mixes numbers and text ({' and '.join(sorted(kinds))}): "
+                         f"pd.to_numeric(df[{name}], errors='coerce') keeps the numbers")
+        else:
+            raw = values.astype(str)
+            key = raw.str.strip().str.lower()
+            marks = raw[key.isin(_MISSING_MARKS) | (key == "")]
+            if len(marks) and len(marks) <= len(texts) / 2:
+                found = list(marks.value_counts().index[:3])
+                mark = found[0] if len(found) == 1 else found
+                count = int(series.isin(found).sum())
+                said.append(f"  ! {name} writes a missing value as "
+                            f"{' or '.join(repr(m) for m in found)} ({count} rows): "
+                            f"df[{name}] = df[{name}].replace({mark!r}, pd.NA)")
+                if said is not lines:
+                    aside.append((c, f"missing as {found[0]!r}"))
+                continue
+        if said is not lines and said:
+            aside.append((c, "numbers"))
+    if whole:
+        _NOW.setdefault("whole", []).extend(str(c) for c in whole)
+    whole = [c for c in whole if not focus or c in focus]
+    if whole:
+        shown = ", ".join(repr(str(c)) for c in whole[:6])
+        more = f" and {len(whole) - 6} more" if len(whole) > 6 else ""
+        lines.append(f"  ! whole numbers as float64 because of missing values: {shown}{more} "
+                     "(.astype(int) fails on NaN: .dropna() first, or .astype('Int64'))")
+    if aside:
+        shown = ", ".join(f"{str(c)!r} ({what})" for c, what in aside[:8])
+        lines.append(f"  other columns hold text to convert: {shown}; the task does not name "
+                     "them: leave them as they are unless you use one")
+    return lines[:8]
+
+def _table(df, label, note):
+    rows, cols = df.shape
+    head = f"  {label + ': ' if label else ''}{rows} rows x {cols} columns"
+    note, *read = note.split("\n")
+    lines = [head + (f" ({note})" if note else ""), *read]
+    shown = _listed(df)
+    more = f", ... {cols - len(shown)} more" if cols > len(shown) else ""
+    lines.append("  columns: " + ", ".join(f"{str(c)!r} {df[c].dtype}" for c in shown) + more)
+    try:
+        lines += _shape_issues(df)
+    except Exception:
+        pass
+    missing = df.isna().sum()
+    missing = missing[missing > 0]
+    if len(missing):
+        parts = [f"{str(c)!r} {int(n)}" for c, n in missing.items()][:MAX_COLS]
+        gappy = int(df.isna().any(axis=1).sum())
+        lines.append("  missing values: " + ", ".join(parts) + f" ({gappy} of {rows} rows "
+                     f"have one)")
+    else:
+        lines.append("  missing values: none")
+    few = _few_values(df, shown)
+    if few:
+        lines.append("  few distinct values: " + few)
+    if rows:
+        named = _named(df.columns) if cols > FOCUS_OVER else []
+        rows_of = df[named] if named else df
+        if named:
+            lines.append("  first rows of the columns the task names:")
+        text = rows_of.head(ROWS).to_string(max_cols=MAX_COLS, max_colwidth=24, line_width=WIDTH)
+        lines += ["  " + line for line in text.splitlines()]
+    return lines
+
+def _labels(df):
+    """{column: its distinct values} for text columns of at most 30 short values."""
+    found = {}
+    for c in df.columns[:200]:
+        values = _text_values(df[c])
+        if values is None:
+            continue
+        try:
+            distinct = values.astype(str).unique()
+        except Exception:
+            continue
+        if 0 < len(distinct) <= 30 and all(len(v) <= 100 for v in distinct):
+            found[str(c)] = [str(v) for v in distinct]
+    return found
+
+def _is_label(series):
+    """A column that names things or counts few cases: text, bool, category or integers."""
+    kind = series.dtype.kind
+    return kind in "biuO" or str(series.dtype) in ("category", "str", "string")
+
+def _listed(df):
+    """The first MAX_COLS columns, then up to EXTRA_COLS later ones the task names or that
+    hold a few labels (a wide table's class column is often its last)."""
+    first = list(df.columns[:MAX_COLS])
+    named = set(_named(df.columns))
+    later = []
+    for c in df.columns[MAX_COLS:]:
+        if len(later) == EXTRA_COLS:
+            break
+        try:
+            label = _is_label(df[c]) and df[c].nunique() <= 20
+        except Exception:
+            label = False
+        if c in named or label:
+            later.append(c)
+    return first + later
+
+def _few_values(df, columns):
+    """The values of text columns with at most FEW of them, e.g. "'Sex' 'female', 'male'"
+    (what a filter must match exactly; integer codes are left out: a small model counts
+    them for "how many quarters")."""
+    if len(df) < 2 * FEW:
+        return ""
+    parts = []
+    for c in columns:
+        series = df[c]
+        if not (_is_label(series) and series.dtype.kind not in "iu"):
+            continue
+        try:
+            values = series.dropna().unique()
+            if not 1 < len(values) <= FEW:
+                continue
+            plain = [v.item() if hasattr(v, "item") else v for v in values]
+            try:
+                plain.sort()
+            except TypeError:
+                plain.sort(key=repr)
+            texts = [repr(v) for v in plain]
+        except Exception:
+            continue
+        if max(len(t) for t in texts) > 24:
+            continue
+        parts.append(f"{str(c)!r} " + ", ".join(texts))
+    text = "; ".join(parts)
+    return text if len(text) <= 400 else text[:396].rsplit("; ", 1)[0] + "; ..."
+
+def _mentioned(columns):
+    """The columns the task names, loosely: as written, or without a bracketed unit, with
+    dots and underscores read as spaces, any case ('Delta 15 N' names 'Delta 15 N (o/oo)')."""
+    if not FOCUS:
+        return []
+    task = re.sub(r"[._]+", " ", FOCUS)
+    found = []
+    for c in columns:
+        name = str(c).lower().strip()
+        bare = re.sub(r"\s*[(\[][^)\]]*[)\]]\s*$", "", name)
+        for key in {name, bare, re.sub(r"[._]+", " ", name), re.sub(r"[._]+", " ", bare)}:
+            if len(key) > 1 and re.search(r"(?<![\w])" + re.escape(key) + r"(?![\w])", task):
+                found.append(c)
+                break
+    return found
+
+def _named(columns):
+    """The columns the task names, to show rows of a wide table."""
+    return _mentioned(columns)[:MAX_COLS]
+
+def _main():
+    names = NAMES if NAMES is not None else sorted(  # data files first, then the rest
+        (n for n in os.listdir(".") if not n.startswith(".")),
+        key=lambda n: (_reader(n) in (None, "text"), n),
+    )
+    try:
+        import pandas as pd
+    except ImportError:
+        pd = None
+    blocks = []
+    for name in names:
+        try:
+            st = os.stat(name)
+        except OSError as exc:
+            blocks.append([f"{name}: cannot read ({type(exc).__name__})"])
+            continue
+        if os.path.isdir(name):
+            blocks.append([f"{name}/ (directory)"])
+            continue
+        lines = [f"{name} ({_size(st.st_size)})"]
+        kind = _reader(name)
+        if kind and pd is not None:
+            _NOW.clear()
+            try:
+                for label, df, note in _frames(pd, name, kind, st.st_size):
+                    _NOW.setdefault("columns", []).extend(str(c) for c in df.columns[:500])
+                    _NOW.setdefault("values", {}).update(_labels(df))
+                    lines += _table(df, label, note)
+            except Exception as exc:
+                lines.append(f"  not previewed: {type(exc).__name__}: {str(exc)[:120]}")
+            if _NOW.get("columns"):
+                FACTS[name] = dict(_NOW)
+        elif kind:
+            lines.append("  not previewed: pandas is not installed")
+        blocks.append(lines)
+    if not blocks:
+        return "No files in the work dir."
+    out, used = [], 0
+    for i, lines in enumerate(blocks):
+        block = "\n".join(lines)
+        rest = [b[0] for b in blocks[i + 1:]]
+        if used + len(block) + 1 <= BUDGET:
+            out.append(block)
+            used += len(block) + 1
+            continue
+        tail = f"[preview cut at {BUDGET} characters"
+        tail += f"; not shown: {', '.join(rest)}]" if rest else "]"
+        if BUDGET - used - len(tail) - 1 < 40:
+            tail = "[preview cut]"
+        room = BUDGET - used - len(tail) - 1
+        if room > 8:
+            out.append(block[: room - 4] + " ...")
+        out.append(tail)
+        break
+    return "\n".join(out)[:BUDGET]
+
+def _with_facts():
+    import json
+    text = _main()
+    return text + FACTS_MARK + json.dumps(FACTS) if WITH_FACTS else text
+'''
