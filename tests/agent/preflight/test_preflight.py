@@ -153,6 +153,30 @@ def test_a_filter_value_is_written_as_the_column_holds_it():
         assert preflight(kept, facts) == kept
 
 
+def test_a_filter_value_cut_short_as_the_preview_shows_it_is_written_whole():
+    """The messy tuned half: the preview's rows cut long values ('Adelie Penguin (Pygo...)')
+    and the model filtered on the cut text, which matched nothing (a nan p-value)."""
+    values = {
+        "Species ": ("Adelie Penguin (Pygoscelis adeliae)", "Gentoo penguin (Pygoscelis papua)"),
+        "Region": ("Anvers Island North", "Anvers Island South"),
+    }
+    facts = {"p.csv": FileFacts(columns=(*values, "x"), values=values)}
+    code = (
+        "a = df[df['Species '] == 'Adelie Penguin (Pygo...)']\n"  # the bracket closed
+        "c = df[df['Species '] == 'Gentoo pen...']\nb = df[df.Region != 'gentoo…']\n"
+    )
+    assert preflight(code, facts) == (
+        "a = df[df['Species '] == 'Adelie Penguin (Pygoscelis adeliae)']\n"
+        "c = df[df['Species '] == 'Gentoo penguin (Pygoscelis papua)']\n"
+        "b = df[df.Region != 'gentoo…']\n"  # not that column's value: kept
+    )
+    for kept in (
+        "df[df['Region'] == 'Anvers Isl...']",  # two values start so
+        "df[df['Species '] == '...']",  # nothing before the cut
+    ):
+        assert preflight(kept, facts) == kept
+
+
 def test_numbers_with_one_unit_are_read_as_their_number():
     facts = {"m.csv": FileFacts(delimited=True, columns=("bodywt", "name"), units=("bodywt",))}
     code = "import pandas as pd\ndf = pd.read_csv('m.csv')\nprint(df['bodywt'].median())"

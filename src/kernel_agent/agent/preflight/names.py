@@ -158,7 +158,9 @@ def _value_edits(
     tree: ast.AST, facts: Mapping[str, FileFacts], renames: Mapping[str, str], span: Span
 ) -> list[_Edit]:
     """``df[c] == 'Adelie'`` where no value of ``c`` is 'Adelie' and exactly one is but for
-    case and spaces, or starts with it ('Adelie Penguin (Pygoscelis adeliae)'): that one."""
+    case and spaces, or starts with it ('Adelie Penguin (Pygoscelis adeliae)'), or with what
+    comes before a '...' (the preview's rows cut long values so: 'Adelie Penguin (Pygo...)'):
+    that one."""
     edits = []
     for node in ast.walk(tree):
         literals: list[ast.Constant] = []
@@ -190,9 +192,18 @@ def _value_edits(
     return edits
 
 
+#: pandas cuts a long value to 'Adelie Penguin (Pygo...'; the model may close its bracket
+_CUT = re.compile(r"(.*?)(?:\.\.\.|…)[)\]}\s]*", re.S)
+
+
 def _value_match(literal: str, values: set[str]) -> str | None:
     if not values or literal in values or not literal.strip():
         return None
+    shown_cut = _CUT.fullmatch(literal)  # a value the preview's rows cut short, as shown
+    if shown_cut and shown_cut.group(1).strip():
+        head = shown_cut.group(1).casefold()
+        cut = {v for v in values if v.casefold().startswith(head)}
+        return cut.pop() if len(cut) == 1 else None
     same = {v for v in values if _key(v) == _key(literal)}
     if same:
         return same.pop() if len(same) == 1 else None
