@@ -80,7 +80,7 @@ def test_every_way_of_naming_columns_in_one_cell_is_corrected_at_once():
         "print(df['Adelie'])",  # names no column at all
         "df['species'] = 1\nprint(df['species'])",  # a column the cell makes
         "df = df.rename(columns=str.lower)\nprint(df['species'])",  # renamed first
-        "df.columns = df.columns.str.strip()\nprint(df['species'])",
+        "df.columns = df.columns.str.lower()\nprint(df['species'])",  # renamed first
         "d = {'island': 3}\nprint(d['island'])",  # a dict's key
         "print(df['Island'] == 'dream')",  # a value, not a column
         "print(df[",  # not Python
@@ -173,6 +173,44 @@ def test_a_filter_value_cut_short_as_the_preview_shows_it_is_written_whole():
     for kept in (
         "df[df['Region'] == 'Anvers Isl...']",  # two values start so
         "df[df['Species '] == '...']",  # nothing before the cut
+    ):
+        assert preflight(kept, facts) == kept
+
+
+def test_names_stripped_as_the_preview_advises_are_corrected_as_stripped():
+    """The preview advises ``df.columns = df.columns.str.strip()`` for names with end spaces;
+    a cell that followed it lost every correction (the messy tuned half: ``df['Year']``)."""
+    values = {
+        "Species ": ("Adelie Penguin (Pygoscelis adeliae)", "Gentoo penguin (Pygoscelis papua)")
+    }
+    columns = ("Species ", "Date Egg", "Body Mass (g) ")
+    facts = {
+        "p.csv": FileFacts(
+            delimited=True, columns=columns, dates={"Date Egg": "%m/%d/%y"}, values=values
+        )
+    }
+    read = "import pandas as pd\ndf = pd.read_csv('p.csv')\n"
+    strip = "df.columns = df.columns.str.strip()\n"
+    use = "print(df[df['Year'] == 2008].shape[0], df[df['Species'] == 'Adelie']['Body Mass'].sum())"
+    assert preflight(read + strip + use, facts) == read + strip + (
+        "print(df[pd.to_datetime(df['Date Egg'], format='%m/%d/%y').dt.year == 2008].shape[0], "
+        "df[df['Species'] == 'Adelie Penguin (Pygoscelis adeliae)']['Body Mass (g)'].sum())"
+    )
+    # stripped in an earlier cell of the task: this one reads no file, the names are stripped
+    assert preflight("print(df['Body Mass'].sum())", facts, earlier=[read + strip]) == (
+        "print(df['Body Mass (g)'].sum())"
+    )
+    # not stripped: the names as the file has them
+    assert preflight(read + "print(df['Body Mass'].sum())", facts) == (
+        read + "print(df['Body Mass (g) '].sum())"
+    )
+    # used before the strip only: the names as the file has them
+    before = read + "x = df['Species'].nunique()\n" + strip
+    assert preflight(before, facts) == before.replace("'Species'", "'Species '")
+    for kept in (
+        read + "x = df['Species'].nunique()\n" + strip + use,  # before and after it
+        read + strip + "df = df.rename(columns={'Species': 'sp'})\nprint(df['Body Mass'])",
+        read + "df.columns = df.columns.str.lower()\nprint(df['body mass'])",
     ):
         assert preflight(kept, facts) == kept
 

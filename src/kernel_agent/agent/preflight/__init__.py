@@ -34,15 +34,18 @@ writes them into the cell instead, before it runs:
   the cell cannot parse) becomes the ``print`` that shows it.
 
 Nothing is guessed: a name with two candidates, a cell that renames columns (or a task
-that did), a frame whose columns the kernel's report cut short, keep the cell as it is.
-The cell that runs, the transcript and the clean notebook hold the corrected code. The
-``preflight`` lever (:mod:`..levers.preflight`) applies it.
+that did; the strip the preview advises, ``df.columns = df.columns.str.strip()``, is
+followed: the names are then the stripped ones), a frame whose columns the kernel's
+report cut short, keep the cell as it is. The cell that runs, the transcript and the
+clean notebook hold the corrected code. The ``preflight`` lever
+(:mod:`..levers.preflight`) applies it.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..code_text import parse_python
@@ -55,8 +58,8 @@ from .calls import (
     _numbers_as_text_edits,
     _read_call_edits,
 )
-from .edits import _Edit
-from .names import _column_fixes, _column_strings, _value_edits
+from .edits import _Edit, _read_file
+from .names import STRIP_NAMES, _column_fixes, _column_strings, _value_edits
 
 if TYPE_CHECKING:
     from ...kernel_state.namespace import VariableInfo
@@ -92,6 +95,11 @@ def preflight(
             starts[node.end_lineno - 1] + node.end_col_offset,
         )
 
+    stripped = _names_stripped(code, tree, facts, namespace or {}, earlier)
+    if stripped is None:
+        return code  # names used both before and after the cell strips them
+    if stripped:
+        facts = {name: _stripped(file) for name, file in facts.items()}
     renames = {name: value for name, value in _column_fixes(tree, code, facts, namespace, earlier)}
     edits: list[_Edit] = []
     for node, name in _column_strings(tree, namespace, stores=True):
@@ -116,6 +124,43 @@ def preflight(
         last = edit.start
     fixed = out.decode()
     return fixed if parse_python(fixed) is not None else code
+
+
+# ------------------------------------------------------------------ names stripped
+def _names_stripped(
+    code: str,
+    tree: ast.AST,
+    facts: Mapping[str, FileFacts],
+    namespace: Mapping[str, VariableInfo],
+    earlier: Sequence[str],
+) -> bool | None:
+    """The columns are named stripped where the cell uses them: it strips them (as the
+    preview advises) before its first column name, or an earlier cell did and this one
+    reads no file again. None: the cell uses names both before and after its strip."""
+    found = STRIP_NAMES.search(code)
+    if found is not None:
+        line = code.count("\n", 0, found.start()) + 1
+        used = [node.lineno > line for node, _ in _column_strings(tree, namespace)]
+        return True if all(used) else None if any(used) else False
+    reads = any(_read_file(call, facts) for call in ast.walk(tree) if isinstance(call, ast.Call))
+    return not reads and any(STRIP_NAMES.search(before) for before in earlier)
+
+
+def _stripped(file: FileFacts) -> FileFacts:
+    """The facts with every column name stripped of its end spaces."""
+
+    def names(columns: Sequence[str]) -> tuple[str, ...]:
+        return tuple(c.strip() for c in columns)
+
+    return replace(
+        file,
+        columns=names(file.columns),
+        dates={c.strip(): f for c, f in file.dates.items()},
+        numeric=names(file.numeric),
+        units=names(file.units),
+        whole=names(file.whole),
+        values={c.strip(): v for c, v in file.values.items()},
+    )
 
 
 # ------------------------------------------------------------------ answer slots as code

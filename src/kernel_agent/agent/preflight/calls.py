@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..code_text import parse_python
 from .edits import _READERS, Span, _added_arguments, _called, _Edit, _read_file, _strings
-from .names import _RENAMES, _key, _not_frames, _stored_strings
+from .names import _key, _not_frames, _stored_strings, renames_columns
 
 if TYPE_CHECKING:
     from ...kernel_state.namespace import VariableInfo
@@ -105,7 +105,7 @@ def _date_part_edits(
     model repeats otherwise)."""
     dates = {(c, f) for file in facts.values() for c, f in file.dates.items()}
     module = _pandas_alias([code, *earlier])
-    if len(dates) != 1 or module is None or _RENAMES.search(code):
+    if len(dates) != 1 or module is None or renames_columns(code):
         return []
     ((column, fmt),) = dates
     columns = {c for file in facts.values() for c in file.columns}

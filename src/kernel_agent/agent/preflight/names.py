@@ -105,6 +105,15 @@ def _stored_strings(tree: ast.AST) -> dict[str, int]:
 _RENAMES = re.compile(
     r"\.columns\s*=|\.rename\s*\(|\.columns\.str\.|set_axis\s*\(|add_prefix|add_suffix"
 )
+#: the one rename the preview itself advises for names with a space at an end
+STRIP_NAMES = re.compile(
+    r"^[ \t]*(\w+)\.columns\s*=\s*\1\.columns\.str\.strip\(\)[ \t]*(?:#.*)?$", re.M
+)
+
+
+def renames_columns(code: str) -> bool:
+    """The code may rename columns, other than by the strip the preview advises."""
+    return _RENAMES.search(STRIP_NAMES.sub("", code)) is not None
 
 
 def _column_fixes(
@@ -115,7 +124,7 @@ def _column_fixes(
     earlier: Sequence[str],
 ) -> list[tuple[str, str]]:
     """(written, meant) for each column name to correct; none when names may have changed."""
-    if any(_RENAMES.search(c) for c in (code, *earlier)):
+    if any(renames_columns(c) for c in (code, *earlier)):
         return []
     frames = [v for v in (namespace or {}).values() if v.columns is not None]
     reads_file = any(
