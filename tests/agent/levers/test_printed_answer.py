@@ -53,8 +53,9 @@ def test_a_task_asking_for_slots_is_told_to_print_them_and_only_such_a_task(fake
     fake_llm.enqueue(run_cell("print(...)"))
     _run(fake_llm, tmp_path, executor, ("printed_answer",))
     first = fake_llm.requests[0]["messages"][-1]["content"]
-    assert first.startswith(TASK) and "@year[...] @mean_unemp[...]" in first
-    assert 'print(f"@year[{value}]")' in first
+    assert first.startswith(TASK)
+    # one print per asked slot, its value held by a name of the slot's own
+    assert 'print(f"@year[{year}]")\nprint(f"@mean_unemp[{mean_unemp}]")' in first
     system = fake_llm.requests[0]["messages"][0]["content"]
     assert "only inside print()" in system
     fake_llm.requests.clear()
@@ -75,3 +76,12 @@ def test_without_the_lever_or_the_slots_the_model_answers(fake_llm, tmp_path):
     fake_llm.enqueue(run_cell("print(...)"), text("@year[1982] @mean_unemp[9.70]"))
     result, _ = _run(fake_llm, tmp_path, partial, ("printed_answer",))
     assert result.status == "ok" and len(fake_llm.requests) == 2
+
+
+def test_a_slot_named_as_a_builtin_or_keyword_prints_a_plain_value_name():
+    """``max = ...`` would shadow the builtin the model calls next; ``class`` cannot be one."""
+    from kernel_agent.agent.levers.printed_answer import _print_line
+
+    assert _print_line("gain") == 'print(f"@gain[{gain}]")'
+    for slot in ("max", "sum", "class", "p-value"):
+        assert _print_line(slot) == f'print(f"@{slot}[{{value}}]")'

@@ -6,6 +6,8 @@ tells a task that asks for slots to print them so.
 
 from __future__ import annotations
 
+import builtins
+from keyword import iskeyword
 from typing import TYPE_CHECKING
 
 from ...prompts import prompt
@@ -34,9 +36,17 @@ class PrintedAnswer(Lever):
         slots = FormatSpec.of(state.task).slots
         if not slots or executor.language_info.get("name") != "python":
             return None
-        return prompt("print_slots", slots=" ".join(f"@{s}[...]" for s in slots), first=slots[0])
+        return prompt("print_slots", prints="\n".join(_print_line(s) for s in slots))
 
     def compose(self, state: TaskState) -> str | None:
         if not state.cells:
             return None
         return compose_answer(state.task, state.cells[-1], state.cells)
+
+
+def _print_line(slot: str) -> str:
+    """``print(f"@gain[{gain}]")``: the slot's own name holds its value (the bundled model
+    printed ``@Oman [38.062]`` for ``@country[...] @gain[...]`` from one example line), or
+    ``value`` where the name is no free variable name (a keyword, a builtin, ``p-value``)."""
+    plain = slot.isidentifier() and not iskeyword(slot) and not hasattr(builtins, slot)
+    return f'print(f"@{slot}[{{{slot if plain else "value"}}}]")'
