@@ -13,7 +13,8 @@ from kernel_agent.agent.code_text import normalize_code, parse_python, typed_val
         "print(4.2)",
         "print('@days[' + str(0) + ']')\nprint('@start[2012-01-03]')",
         "print(f'@r[{0.348}]', sep='')",
-        "# typed\nprint(round(22 / 7, 2), -1)",
+        "# typed\nprint(round(3.14159, 2), -1)",
+        "print(f'@d[' + str(5) + ']' + ' days')",
     ],
 )
 def test_prints_of_values_built_from_constants_are_typed(code: str) -> None:
@@ -28,6 +29,8 @@ def test_prints_of_values_built_from_constants_are_typed(code: str) -> None:
         "print('@n[' + str(len(df)) + ']')",
         "print(math.pi)",
         "print(abs(-3))",  # a call that computes: not a re-typing
+        "print(365 + 1)",  # arithmetic on the task's numbers computes
+        "print(round(22 / 7, 2))",
         "x = 4\nprint(4)",
         "print(*values)",
         "",

@@ -50,16 +50,35 @@ def typed_values_only(code: str) -> bool:
 
 
 def _constant_built(node: ast.expr) -> bool:
-    """Made of constants only: no name read, no attribute, no subscript, no call but a
-    re-typing of constants."""
+    """Made of constants only: no name read, no attribute, no subscript, no arithmetic
+    (``365 + 1`` computes from the task's numbers), no call but a re-typing of constants;
+    text joined with ``+`` is typed."""
     retyping = {
         id(sub.func)
         for sub in ast.walk(node)
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in _RETYPING
     }
     return not any(
-        isinstance(sub, ast.Attribute | ast.Subscript | ast.Lambda | ast.NamedExpr)
+        isinstance(sub, ast.Attribute | ast.Subscript | ast.Starred)
         or (isinstance(sub, ast.Name) and id(sub) not in retyping)
-        or isinstance(sub, ast.Starred)
+        or (isinstance(sub, ast.BinOp) and not _joins_text(sub))
         for sub in ast.walk(node)
     )
+
+
+def _joins_text(node: ast.BinOp) -> bool:
+    """``'@days[' + str(0) + ']'``: a ``+`` with text on one side."""
+
+    def text(side: ast.expr) -> bool:
+        return (
+            (isinstance(side, ast.Constant) and isinstance(side.value, str))
+            or isinstance(side, ast.JoinedStr)
+            or (
+                isinstance(side, ast.Call)
+                and isinstance(side.func, ast.Name)
+                and side.func.id == "str"
+            )
+            or (isinstance(side, ast.BinOp) and _joins_text(side))
+        )
+
+    return isinstance(node.op, ast.Add) and (text(node.left) or text(node.right))
