@@ -215,6 +215,24 @@ def test_names_stripped_as_the_preview_advises_are_corrected_as_stripped():
         assert preflight(kept, facts) == kept
 
 
+def test_a_header_read_as_data_with_names_for_every_column_is_read_as_the_header():
+    """The follow-up suite's tuned half: ``header=None, names=[the file's columns]`` made
+    the header line a row (343 penguins for 342)."""
+    facts = {"p.csv": FileFacts(delimited=True, columns=("Species ", "Island", "Mass"))}
+    for names in ("['Species', 'Island', 'Mass']", "('a', 'b', 'c')"):
+        code = f"peng = pd.read_csv('p.csv', header=None, names={names})"
+        assert preflight(code, facts) == code.replace("header=None", "header=0")
+    # names alone: pandas reads the file as with header=None
+    code = "peng = pd.read_csv('p.csv', names=['a', 'b', 'c'])"
+    assert preflight(code, facts) == "peng = pd.read_csv('p.csv', names=['a', 'b', 'c'], header=0)"
+    for kept in (
+        "peng = pd.read_csv('p.csv', header=None)",  # the model then uses columns 0, 1, 2
+        "peng = pd.read_csv('p.csv', header=None, names=['a', 'b'])",  # not one per column
+        "peng = pd.read_csv('other.csv', header=None, names=['a', 'b', 'c'])",
+    ):
+        assert preflight(kept, facts) == kept
+
+
 def test_numbers_with_one_unit_are_read_as_their_number():
     facts = {"m.csv": FileFacts(delimited=True, columns=("bodywt", "name"), units=("bodywt",))}
     code = "import pandas as pd\ndf = pd.read_csv('m.csv')\nprint(df['bodywt'].median())"

@@ -41,9 +41,28 @@ def _read_call_edits(call: ast.Call, facts: Mapping[str, FileFacts], span: Span)
             edits.append(_Edit(*span(enc.value), repr(file.encoding)))
     if file.decimal_comma and "decimal" not in keywords:
         added.append("decimal=','")
+    edits += _header_kept(keywords, file, span)
     if added and not any(k.arg is None for k in call.keywords):  # no **kwargs to clash with
         edits.append(_added_arguments(call, span, ", ".join(added)))
     return edits
+
+
+def _header_kept(keywords: Mapping[str, ast.keyword], file: FileFacts, span: Span) -> list[_Edit]:
+    """``names=[...]`` with a name for each of the file's columns, and ``header=None`` or no
+    header (which pandas then reads as None): the file has a header line (the preview read
+    its names from it), read so as a row of data (a count one too high, text in number
+    columns); ``header=0`` replaces it with those names."""
+    header, names = keywords.get("header"), keywords.get("names")
+    if names is None or not isinstance(names.value, ast.List | ast.Tuple):
+        return []
+    if not file.columns or len(names.value.elts) != len(file.columns):
+        return []
+    if header is None:  # names alone read as header=None does
+        end = span(names.value)[1]
+        return [_Edit(end, end, ", header=0")]
+    if not (isinstance(header.value, ast.Constant) and header.value.value is None):
+        return []
+    return [_Edit(*span(header.value), "0")]
 
 
 def _is_utf8(value: object) -> bool:
