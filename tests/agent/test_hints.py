@@ -234,6 +234,20 @@ def test_two_selections_combined_on_the_index_say_to_put_them_side_by_side():
         assert "Print len() and .head() of each step" in hint, code
 
 
+def test_a_row_number_from_idxmax_used_as_a_date_says_to_look_the_row_up():
+    """The follow-up tuned half: ``econ['unemploy'].idxmax().strftime(...)`` on a frame
+    indexed by row numbers (AttributeError), then the row number printed as the month."""
+    code = "m = econ['unemploy'].idxmax()\nprint(m.strftime('%Y-%m'))"
+    for evalue in (
+        "'int' object has no attribute 'strftime'",
+        "'numpy.int64' object has no attribute 'year'",
+    ):
+        hint = error_hint(failed(code, "AttributeError", evalue), {})
+        assert "Look the row up by it" in hint and ".loc[" in hint, evalue
+    other = "m = econ['unemploy'].max()\nprint(m.strftime('%Y-%m'))"
+    assert "idxmax" not in error_hint(failed(other, "AttributeError", evalue), {})
+
+
 def test_a_key_error_names_every_misspelt_column_of_the_cell_at_once():
     columns = ("Species ", "Island", "Delta 15 N (o/oo)", "Flipper Length (mm)")
     ns = {"df": VariableInfo("df", "DataFrame", columns=columns)}

@@ -154,6 +154,16 @@ def error_hint(
             "number. Take its number out first: `x.iloc[0]` for its first row, or `x.item()` "
             "when it has exactly one."
         )
+    if (
+        error.ename == "AttributeError"
+        and re.search(r"'(?:int|numpy\.int\d*|int\d+)' object has no attribute", error.evalue)
+        and re.search(r"\.(?:idxmax|idxmin|argmax|argmin)\s*\(", result.code)
+    ):
+        return (
+            "Hint: idxmax()/idxmin() give the row's index label, here a row number, not the "
+            "row's date or name. Look the row up by it: "
+            "`df.loc[df['x'].idxmax(), 'date']` is the date of the row where x is largest."
+        )
     if error.ename == "FileNotFoundError":
         return (
             "Hint: list the working directory (import os; print(os.listdir())) "
