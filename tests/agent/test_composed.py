@@ -61,6 +61,21 @@ def test_a_printed_bool_is_said_in_the_words_the_task_asks_for() -> None:
     assert compose_answer(as_bool, cell, [cell]) == "@significant[True]"  # as asked
 
 
+def test_a_printed_midnight_timestamp_is_stated_as_its_date() -> None:
+    """The synthetic held-out and follow-up tuned runs: a Timestamp printed in a slot
+    ('2023-12-15 00:00:00') where a date was asked."""
+    asked = (
+        "On which date (YYYY-MM-DD) was the rolling mean highest, and what was it?\n"
+        "Give the final answer in this format: @date[name] @rolling_mean[value]"
+    )
+    cell = ok("@date[2023-12-15 00:00:00]\n@rolling_mean[103.89]\n")
+    assert compose_answer(asked, cell, [cell]) == "@date[2023-12-15] @rolling_mean[103.89]"
+    cell = ok("@date[2023-12]\n@rolling_mean[103.89]\n")  # a month
+    assert compose_answer(asked, cell, [cell]) == "@date[2023-12] @rolling_mean[103.89]"
+    cell = ok("@date[2023-12-15 09:30:00]\n@rolling_mean[103.89]\n")  # a time of day
+    assert compose_answer(asked, cell, [cell]) is None  # the model answers
+
+
 def test_compose_needs_slots_a_successful_cell_one_rounding_and_a_plot_if_asked() -> None:
     printed = ok("@a[1.23456]\n@b[2.5]\n")
     assert compose_answer("What are a and b?", printed, [printed]) is None  # no slots asked

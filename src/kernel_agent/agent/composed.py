@@ -36,6 +36,10 @@ _YES_NO_ASKED = re.compile(r"\byes\s*(?:/|or)\s*no\b", re.I)
 _NOT_VALUES = {"", "nan", "none", "null", "value", "...", "n/a", "na", "inf", "-inf"}
 
 
+_MIDNIGHT = re.compile(r"(\d{4}-\d{2}-\d{2})[ T]00:00:00(?:\.0+)?")
+_DATE = re.compile(r"\d{4}-\d{2}(?:-\d{2})?")  # a day, or a month (a pandas Period)
+
+
 def _key(name: str) -> str:
     return re.sub(r"[\s-]+", "_", name.strip().lower())
 
@@ -64,6 +68,8 @@ def _clean(value: str, decimals: set[int]) -> str | None:
         value = m.group(1).strip()
     if value.lower() in _NOT_VALUES:
         return None
+    if m := _MIDNIGHT.fullmatch(value):
+        value = m.group(1)  # a pandas Timestamp of a date prints its midnight
     if _NUMBER.match(value):
         places = len(value.lower().split("e")[0].partition(".")[2])
         if "e" not in value.lower() and (not decimals or places <= min(decimals)):
@@ -71,7 +77,7 @@ def _clean(value: str, decimals: set[int]) -> str | None:
         if len(decimals) != 1:
             return None  # which rounding applies to this slot is not known
         return f"{float(value):.{next(iter(decimals))}f}"
-    return value if _LABEL.match(value) else None
+    return value if _LABEL.match(value) or _DATE.fullmatch(value) else None
 
 
 def compose_answer(task: str, cell: CellResult, cells: list[CellResult]) -> str | None:
