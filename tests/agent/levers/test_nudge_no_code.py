@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
-from nbformat.v4 import new_output
+from lever_cells import ok
 
 from kernel_agent.agent.levers.nudge_no_code import NudgeNoCode
 from kernel_agent.agent.state import TaskState
-from kernel_agent.results import CellResult
-
-NOW = datetime.now(timezone.utc)
-
-
-def ok(code: str, printed: str = "") -> CellResult:
-    outputs = [new_output("stream", name="stdout", text=printed)] if printed else []
-    return CellResult(code, "ok", 1, outputs, None, NOW, NOW)
 
 
 def test_nudge_asks_once_when_no_cell_ran() -> None:

@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
-from nbformat.v4 import new_output
+from lever_cells import ok
 
 from kernel_agent.agent.levers.prose_cell import ProseCell, looks_like_prose
 from kernel_agent.agent.levers.stall_guard import StallGuard
 from kernel_agent.agent.state import Ask, Stop, TaskState
 from kernel_agent.results import CellResult
-
-NOW = datetime.now(timezone.utc)
-
-
-def ok(code: str, printed: str = "") -> CellResult:
-    outputs = [new_output("stream", name="stdout", text=printed)] if printed else []
-    return CellResult(code, "ok", 1, outputs, None, NOW, NOW)
 
 
 def ran(st: TaskState, lever: StallGuard, cell: CellResult) -> Ask | Stop | None:

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
+from lever_cells import NOW, ok
 from nbformat.v4 import new_output
 
 from kernel_agent.agent.levers.states_result import StatesResult
 from kernel_agent.agent.state import TaskState
 from kernel_agent.results import CellResult
-
-NOW = datetime.now(timezone.utc)
-
-
-def ok(code: str, printed: str = "") -> CellResult:
-    outputs = [new_output("stream", name="stdout", text=printed)] if printed else []
-    return CellResult(code, "ok", 1, outputs, None, NOW, NOW)
 
 
 def test_an_answer_naming_a_variable_goes_back_once_with_the_output() -> None:
