@@ -9,35 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from preview_sample import FACTS
 
 from kernel_agent.agent.preflight import preflight
 from kernel_agent.kernel_state.kernel_probe import data_preview_expression, parse_text_expression
 from kernel_agent.kernel_state.namespace import VariableInfo
 from kernel_agent.kernel_state.preview_facts import FileFacts, split_facts
-
-PENGUINS = FileFacts(
-    columns=(
-        "Species ",
-        "Island",
-        "Date Egg",
-        "Flipper Length (mm)",
-        "Body Mass (g) ",
-        "Delta 15 N (o/oo)",
-        "Delta 13 C (o/oo)",
-        "avg. wait time",
-    ),
-    dates={"Date Egg": "%m/%d/%y"},
-    delimited=True,
-)
-FACTS = {
-    "penguins.csv": PENGUINS,
-    "weather.txt": FileFacts(
-        sep="|", delimited=True, columns=("date", "wind"), dates={"date": "%d/%m/%Y"}
-    ),
-    "votes.csv": FileFacts(
-        sep=";", encoding="latin-1", decimal_comma=True, delimited=True, columns=("Joly",)
-    ),
-}
 
 
 @pytest.mark.parametrize(
