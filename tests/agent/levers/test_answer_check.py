@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
-from nbformat.v4 import new_output
+from lever_cells import ok
 
 from kernel_agent.agent.levers.answer_check import AnswerCheck
 from kernel_agent.agent.state import TaskState
 from kernel_agent.results import CellResult
 
-NOW = datetime.now(timezone.utc)
 PREVIEW = (
     "Files in the working directory (a preview; column names are exact):\n"
     "spotify.csv (102.5 KB)\n  953 rows x 24 columns\n"
@@ -22,8 +19,7 @@ PREVIEW = (
 
 
 def cell(printed: str) -> CellResult:
-    out = [new_output("stream", name="stdout", text=printed)]
-    return CellResult("print(x)", "ok", 1, out, None, NOW, NOW)
+    return ok("print(x)", printed)
 
 
 def test_the_lever_asks_once_per_kind_and_notes_a_printed_answer():

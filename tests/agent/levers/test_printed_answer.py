@@ -3,29 +3,20 @@ that asks for slots to print them."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from pathlib import Path
 
 import nbformat
 from fake_openai import FakeLLM, run_cell, scripted_settings, text
-from nbformat.v4 import new_output
 
 from kernel_agent.agent import Agent
 from kernel_agent.events import Notice, RunFinished
-from kernel_agent.results import CellResult
 from kernel_agent.testing import FakeCell, FakeExecutor
 
-NOW = datetime.now(timezone.utc)
 TASK = (
     "Using the file macrodata.csv: Which year had the highest average unemp, and what was "
     "that average, rounded to 2 decimals?\n"
     "Give the final answer in this format: @year[integer] @mean_unemp[value]"
 )
-
-
-def ok(printed: str, code: str = "print(x)") -> CellResult:
-    outputs = [new_output("stream", name="stdout", text=printed)] if printed else []
-    return CellResult(code, "ok", 1, outputs, None, NOW, NOW)
 
 
 def _run(fake: FakeLLM, tmp_path: Path, executor: FakeExecutor, levers: object) -> tuple:
