@@ -188,14 +188,14 @@ def lever_log(notebook: str, task: Task, expected: list[Expected],
     fired = []
     for cell in run_cells(notebook, run):
         meta = _meta(cell)
-        lever = meta.get("lever")
-        if not lever:
+        levers = str(meta.get("lever") or "")
+        if not levers:
             continue
+        right = None  # it acted on a cell, not on an answer
         if meta.get("role") == "note":
             right = score(task, expected, "ok", meta.get("reply", ""), "", True).solved
-            fired.append({"lever": lever, "right_before": right})
-        else:
-            fired.append({"lever": lever, "right_before": None})
+        # "preflight+auto_import": each lever that acted on the cell
+        fired += [{"lever": lever, "right_before": right} for lever in levers.split("+")]
     return fired
 
 

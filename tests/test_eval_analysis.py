@@ -173,3 +173,20 @@ def test_lever_log_scores_the_reply_each_lever_refused(tmp_path):
     assert "answer_format 1 (1 on answers, 0 of them right)" in text
     rows[0]["levers_fired"].append({"lever": "repeat_guard", "right_before": None})
     assert "repeat_guard 1 (1 on cells)" in report(rows)
+
+
+def test_lever_log_names_each_lever_that_acted_on_one_cell(tmp_path):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    task = next(t for t in REAL_TASKS if t.id == "real-macro-unemp-year")
+    exp = [Expected("year", 1982.0, 0), Expected("mean_unemp", 9.7, 2)]
+    nb = new_notebook()
+    nb.cells = [
+        new_code_cell("x = 1", metadata={"kernel_agent": {"lever": "preflight+auto_import+answer_check"}}),
+        new_code_cell("y = 2", metadata={"kernel_agent": {}}),
+    ]  # fmt: skip
+    path = tmp_path / "run.ipynb"
+    nbformat.write(nb, path)
+    assert [f["lever"] for f in lever_log(str(path), task, exp)] == [
+        "preflight", "auto_import", "answer_check"]  # fmt: skip

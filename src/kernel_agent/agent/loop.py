@@ -533,10 +533,12 @@ class AsyncAgent:
         st.doubts = [note for _, note in noted if note]
         hint.extend(note for note in (error, *st.doubts) if note)
         st.failures = st.failures + 1 if cell.status != "ok" else 0
-        by = [name for name, note in noted if note] or [st.rewritten_by]
+        # every lever that acted on the cell: the ones that rewrote it, then the ones that
+        # noted it (the eval's ablations rerun exactly the tasks a lever acted on)
+        by = "+".join(n for n in (st.rewritten_by, *(name for name, note in noted if note)) if n)
         usage = reply.usage
         return {
-            **({M.LEVER: by[0]} if by[0] else {}),
+            **({M.LEVER: by} if by else {}),
             "attempt": st.failures if cell.status != "ok" else 1,
             "model": self.endpoint.label if self.endpoint else "",
             M.TOKENS: {**usage.counts(), "source": usage.source} if first and usage else {},
