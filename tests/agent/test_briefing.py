@@ -59,3 +59,32 @@ def test_the_data_idioms_run_and_give_the_values_they_promise(kernel):
         "[1960, 1970, 1980, 1990]",
         "['child', 'adult', 'senior', 'child']",
     ], printed
+
+
+def test_two_sandboxed_runs_of_one_task_send_the_model_the_same_words(fake_llm, tmp_path):
+    """At temperature 0 the same question on the same file gets the same answer: nothing
+    that differs between runs (a sandbox room's path, new each kernel) is in the prompts."""
+    from fake_openai import run_cell, scripted_settings, text
+
+    from kernel_agent.agent import Agent
+
+    code = "import pandas as pd\nprint(pd.read_csv('data.csv')['x'].mean())"
+    sent = []
+    for n in (1, 2):
+        work = tmp_path / f"user{n}"
+        work.mkdir()
+        (work / "data.csv").write_text("x\n1\n2\n6\n")
+        fake_llm.enqueue(run_cell(code), text("The mean is 3.0."))
+        before = len(fake_llm.requests)
+        settings = scripted_settings(fake_llm, work, sandbox="bwrap")
+        with Agent(settings) as agent:
+            result = agent.run_to_end("What is the mean of x in data.csv?")
+            room = str(agent.aio.executor.kernel_cwd)
+        assert result.answer == "The mean is 3.0." and result.cells[0].ok
+        assert room != str(work)  # the sandbox's own work dir
+        # the scripted server numbers its tool calls across both runs: ids left out
+        sent.append(
+            [re.sub(r"call_\d+", "call", str(r.messages)) for r in fake_llm.requests[before:]]
+        )
+        assert "3.0" in sent[-1][1] and room not in str(sent[-1])
+    assert len(sent[0]) == 2 and sent[0] == sent[1]

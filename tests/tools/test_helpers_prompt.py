@@ -100,7 +100,7 @@ def test_a_run_without_usable_helpers_is_not_told_of_them_yet_has_them(fake_llm,
     section = system[system.index(HEADER) :]
     assert "lookup(city: str) -> dict" in section and "set_result(" in section
     assert "(install policy: allow:rich)" in section
-    # the part that varies per run stays late: only the work dir comes after the helpers
+    # the part that varies stays late: only the work dir's line comes after the helpers
     assert system.index(HEADER) > system.index("Follow the task's answer format")
     last = section.rstrip().splitlines()[-1]
-    assert last.startswith("The kernel runs in its working directory"), section[-300:]
+    assert last.startswith("The kernel runs in "), section[-300:]

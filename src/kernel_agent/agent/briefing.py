@@ -47,7 +47,7 @@ def system_prompt(
     cwd: str,
 ) -> str:
     """The system prompt: the kernel, how to run code (``protocol``), what it can import,
-    the host tools; last the work dir ``cwd``."""
+    the host tools; last the work dir ``cwd`` (not named when "": a private one)."""
     language = executor.language_info.get("name", "python")
     how = prompt(f"run_{protocol}", language=language, fence_lang=language)
     vision = " and the image itself" if settings.vision else ""
@@ -68,6 +68,7 @@ def system_prompt(
         system += f"\n{libraries_note}"
     if host_section:
         system += f"\n\n{host_section}"
-    # last: a sandboxed kernel's work dir is new each run, and everything before it is a
-    # prefix a warm local model has already evaluated
-    return f"{system}\n\n{prompt('workdir', cwd=cwd).strip()}"
+    # last: the one line that differs between two directories, and everything before it
+    # is a prefix a warm local model has already evaluated
+    where = prompt("workdir", cwd=cwd) if cwd else prompt("workdir_private")
+    return f"{system}\n\n{where.strip()}"

@@ -345,9 +345,16 @@ class AsyncAgent:
         yield RunFinished(result)
 
     def _prompt_cwd(self) -> str:
-        """Where the model is told its code runs (a remote kernel's own work dir, if known)."""
+        """Where the model is told its code runs (a remote kernel's own work dir, if known);
+        "" for a kernel's private work dir (a sandbox's room, a new path each kernel: named
+        in the prompt, it made two runs of one task on one file differ at temperature 0)."""
         remote = remote_files(self.executor)
-        return remote.work if remote is not None and remote.work else str(self._work_dir())
+        if remote is not None and remote.work:
+            return remote.work
+        executor = self.executor
+        if executor is not None and executor.kernel_cwd not in (None, executor.cwd):
+            return ""
+        return str(self._work_dir())
 
     def _work_dir(self) -> Path:
         """Where the kernel's code runs (a remote kernel's: ours, as the settings say)."""
