@@ -63,6 +63,8 @@ class Effect:
     questions: int  # their questions (a chain has several)
     right_with: int
     right_without: int
+    wrong_with: int  # answers stating a wrong value (not "no answer")
+    wrong_without: int
     sent_back_right: int  # answers it sent back that were already right
     half_right: int  # right answers in the whole baseline half
 
@@ -74,7 +76,8 @@ class Effect:
         bound = f"{self.sent_back_right}/{self.half_right}" if self.half_right else "0/0"
         return (f"{self.lever:17} acted on {self.units:2} ({self.questions:2} questions): "
                 f"right with it {self.right_with:2}, without {self.right_without:2}, "
-                f"net {self.net:+d}; sent back right answers {bound}")  # fmt: skip
+                f"net {self.net:+d}; wrong values stated with it {self.wrong_with}, without "
+                f"{self.wrong_without}; sent back right answers {bound}")  # fmt: skip
 
 
 def effect(lever: str, base: list[dict], rerun: list[dict]) -> Effect:
@@ -92,6 +95,8 @@ def effect(lever: str, base: list[dict], rerun: list[dict]) -> Effect:
         len(with_it),
         sum(r["solved"] for r in with_it),
         sum(r["solved"] for r in rerun),
+        sum(r.get("kind") == "wrong value" for r in with_it),
+        sum(r.get("kind") == "wrong value" for r in rerun),
         sent_back,
         sum(r["solved"] for r in base),
     )
@@ -116,6 +121,7 @@ def main() -> int:
     parser.add_argument("--baseline", action="append", required=True, help="eval --json rows")
     parser.add_argument("--lever", action="append", help="only these (default: every one)")
     parser.add_argument("--json", help="write each lever's rerun rows here")
+    parser.add_argument("--reruns", help="an earlier --json: report its rows, run nothing")
     parser.add_argument("--model", default=None)
     parser.add_argument("--base-url", default=None)
     args = parser.parse_args()
@@ -124,13 +130,20 @@ def main() -> int:
     options = [*(["--model", args.model] if args.model else []),
                *(["--base-url", args.base_url] if args.base_url else [])]  # fmt: skip
     levers = args.lever or [name for name in where if name not in ALWAYS_ON]
+    earlier = json.loads(Path(args.reruns).read_text()) if args.reruns else None
+    levers = list(earlier) if earlier is not None else levers
     results: dict[str, list[dict]] = {}
     effects = []
     for lever in levers:
         units = sorted({u for us in where.values() for u in us}) if lever == "auto" else \
             where.get(lever, [])  # fmt: skip
-        print(f"{lever}: {len(units)} to run again", flush=True)
-        rows = rerun(units, "auto" if lever == "auto" else f"-{lever}", options) if units else []
+        if earlier is not None:
+            rows = earlier[lever]
+        else:
+            print(f"{lever}: {len(units)} to run again", flush=True)
+            rows = (
+                rerun(units, "auto" if lever == "auto" else f"-{lever}", options) if units else []
+            )
         results[lever] = rows
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=1))

@@ -12,7 +12,7 @@ from eval_analysis import arguments, select  # noqa: E402
 
 
 def row(task, solved, *fired, chain=None):
-    r = {"task": task, "solved": solved, "answer": "",
+    r = {"task": task, "solved": solved, "answer": "", "kind": "solved" if solved else "wrong value",
          "levers_fired": [{"lever": n, "right_before": rb} for n, rb in fired]}  # fmt: skip
     if chain:
         r["chain"] = chain
@@ -36,8 +36,10 @@ def test_a_lever_is_run_again_where_it_acted_and_a_chain_whole():
 def test_its_net_effect_compares_the_same_questions_with_and_without_it():
     e = effect("answer_check", BASE, [row("a", True), row("b", True)])
     assert (e.units, e.questions, e.right_with, e.right_without, e.net) == (2, 2, 1, 2, -1)
-    assert (e.sent_back_right, e.half_right) == (1, 3)
-    assert "net -1; sent back right answers 1/3" in e.line()
+    assert (e.sent_back_right, e.half_right, e.wrong_with, e.wrong_without) == (1, 3, 1, 0)
+    assert (
+        "net -1; wrong values stated with it 1, without 0; sent back right answers 1/3" in e.line()
+    )
     chained = effect("repeat_guard", BASE, [row("f1", False), row("f2", False)])
     assert (chained.questions, chained.right_with, chained.right_without) == (2, 1, 0)
 
