@@ -185,7 +185,9 @@ def test_files_in_a_private_work_dir_are_delivered_beside_the_notebook(fake_llm,
     with zipfile.ZipFile(result.files[0]) as zf:
         assert zf.read("result.csv") == b"a,b\n1,2\n"
     assert any(isinstance(e, Notice) and "1 file(s)" in e.text for e in events)
-    assert str(work) in fake_llm.requests[0]["messages"][0]["content"]  # where code runs
+    # a private work dir is a new path each kernel: not named (same words, same answer)
+    system = fake_llm.requests[0]["messages"][0]["content"]
+    assert str(work) not in system and "working directory of its own" in system
 
 
 def test_no_delivery_when_the_kernel_works_in_the_users_dir(fake_llm, tmp_path) -> None:
@@ -193,6 +195,8 @@ def test_no_delivery_when_the_kernel_works_in_the_users_dir(fake_llm, tmp_path) 
     fake_llm.enqueue(text("nothing to do"))
     result, _ = run(fake_llm, tmp_path, FakeExecutor(cwd=tmp_path), levers="none")
     assert result.files == []
+    # the user's own directory is named: it is where their files are, and it stays
+    assert f"working directory `{tmp_path}`" in fake_llm.requests[0]["messages"][0]["content"]
 
 
 def test_a_note_names_the_lever_and_keeps_the_reply_it_refused(fake_llm, tmp_path) -> None:
