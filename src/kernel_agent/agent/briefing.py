@@ -9,6 +9,8 @@ name (``row_mz`` for ``row m/z``).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..executors.base import AsyncExecutor
 from ..kernel_state.kernel_probe import (
     LIBRARY_PROBE_CODE,
@@ -36,6 +38,16 @@ async def probe_libraries(executor: AsyncExecutor) -> tuple[dict[str, str], str]
         return {}, ""
     found = parse_library_probe(result.user_expressions.get("libraries"))
     return found, describe_libraries(found) if found else ""
+
+
+def prompt_cwd(executor: AsyncExecutor | None, remote_work: str | None, work: Path) -> str:
+    """Where the model is told its code runs: a remote kernel's own work dir if known, else
+    ``work``; "" for a private one (a sandbox's room: a new path each kernel would make two
+    runs of one task differ at temperature 0)."""
+    if remote_work:
+        return remote_work
+    private = executor is not None and executor.kernel_cwd not in (None, executor.cwd)
+    return "" if private else str(work)
 
 
 def system_prompt(

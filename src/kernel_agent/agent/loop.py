@@ -50,7 +50,7 @@ from ..syncify import call_in_consumer
 from ..tools.host import HostSide
 from . import hints
 from .answering import compose_answer, settle_answer
-from .briefing import probe_libraries, system_prompt
+from .briefing import probe_libraries, prompt_cwd, system_prompt
 from .budget import Budget, BudgetStop, found_so_far, stop_or_extend, stopped_answer
 from .handover import hand_over, remote_files, summarise
 from .history import History
@@ -345,16 +345,8 @@ class AsyncAgent:
         yield RunFinished(result)
 
     def _prompt_cwd(self) -> str:
-        """Where the model is told its code runs (a remote kernel's own work dir, if known);
-        "" for a kernel's private work dir (a sandbox's room, a new path each kernel: named
-        in the prompt, it made two runs of one task on one file differ at temperature 0)."""
         remote = remote_files(self.executor)
-        if remote is not None and remote.work:
-            return remote.work
-        executor = self.executor
-        if executor is not None and executor.kernel_cwd not in (None, executor.cwd):
-            return ""
-        return str(self._work_dir())
+        return prompt_cwd(self.executor, remote.work if remote else None, self._work_dir())
 
     def _work_dir(self) -> Path:
         """Where the kernel's code runs (a remote kernel's: ours, as the settings say)."""
@@ -540,8 +532,7 @@ class AsyncAgent:
         st.doubts = [note for _, note in noted if note]
         hint.extend(note for note in (error, *st.doubts) if note)
         st.failures = st.failures + 1 if cell.status != "ok" else 0
-        # every lever that acted on the cell: the ones that rewrote it, then the ones that
-        # noted it (the eval's ablations rerun exactly the tasks a lever acted on)
+        # every lever that acted on the cell (the eval's ablations rerun where one did)
         by = "+".join(n for n in (st.rewritten_by, *(name for name, note in noted if note)) if n)
         usage = reply.usage
         return {

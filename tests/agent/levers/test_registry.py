@@ -46,7 +46,7 @@ def test_the_order_the_levers_depend_on_is_kept() -> None:
     """First-wins dispatch makes the order semantic (the comment on SMALL_MODEL_LEVERS)."""
     at = LEVERS.index
     assert at("push_after_error") < at("unbacked_answer"), "it reads error_pushed"
-    assert at("nudge_no_code") < at("push_after_error") < at("prompt_echo") < at("answer_check")
+    assert at("nudge_no_code") < at("push_after_error") < at("prompt_echo") < at("grounding_check")
     assert at("no_install") < at("stall_guard") and at("prose_cell") < at("stall_guard")
     assert at("preflight") < at("auto_import"), "auto_import imports for the corrected cell"
     assert at("data_preview") < at("printed_answer"), "the preview is the first note"

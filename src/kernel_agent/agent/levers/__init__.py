@@ -15,8 +15,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ...errors import ConfigError
-from .answer_check import AnswerCheck
-from .answer_format import AnswerFormat
 from .auto_import import AutoImport
 from .base import Lever
 from .data_preview import DataPreview
@@ -51,17 +49,15 @@ __all__ = ["LEVERS", "SMALL_MODEL_LEVERS", "levers_for"]
 #: - ``rewrite`` chains: ``preflight`` corrects the cell, then ``auto_import`` adds the
 #:   imports the corrected cell needs;
 #: - ``task_note`` and ``after_cell`` consult every lever, and their notes are sent in this
-#:   order (the data preview first; a cell's record names the first lever that noted it).
+#:   order (the data preview first; a cell's record names every lever that acted on it).
 SMALL_MODEL_LEVERS: tuple[type[Lever], ...] = (
     DataPreview,
     NudgeNoCode,
     PushAfterError,
     PromptEcho,
-    AnswerCheck,
     GroundingCheck,
     UnbackedAnswer,
     StatesResult,
-    AnswerFormat,
     PrintedAnswer,
     Preflight,
     AutoImport,
