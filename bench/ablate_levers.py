@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from eval_analysis import arguments, run_chain, run_task, select  # noqa: E402
+from eval_analysis import arguments, run_chain, run_task, select, show  # noqa: E402
 
 #: levers that act on every task, so a rerun of "where it acted" would be the whole half
 ALWAYS_ON = ("data_preview", "printed_answer", "fenced_rules")
@@ -110,10 +110,9 @@ def rerun(units: list[str], levers: str, options: list[str]) -> list[dict]:
     rows = [run_task(task, args, root) for task in tasks]
     for chain in chains:
         rows += run_chain(chain, args, root)
-    for row in rows:
-        print(f"  {row['task']:24} {'PASS' if row['solved'] else 'FAIL':4} "
-              f"{row['seconds']:6.1f}s {row['answer'][:80]!r}", flush=True)  # fmt: skip
-    return rows
+    shown: list[dict] = []
+    show(shown, rows, None)  # each row's line, as the eval prints it
+    return shown
 
 
 def main() -> int:
