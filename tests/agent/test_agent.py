@@ -127,10 +127,33 @@ def test_malformed_tool_arguments_are_reported_to_the_model(fake_llm, tmp_path):
 
 
 def test_consecutive_failures_stop_the_run_honestly(fake_llm, tmp_path):
-    fake_llm.enqueue(*[run_cell(f"{i}/0") for i in range(1, 4)])
-    result, _ = run(fake_llm, tmp_path, max_consecutive_errors=3)
+    """At the bound the task starts over once (repeat_guard); at the bound again, it ends."""
+    fake_llm.enqueue(*[run_cell(f"{i}/0") for i in range(1, 7)])
+    result, events = run(fake_llm, tmp_path, max_consecutive_errors=3)
     assert result.status == "failed" and "ZeroDivisionError" in result.answer
-    assert len(result.cells) == 3
+    assert "Gave up after 3 failing cells" in result.answer
+    assert len(result.cells) == 6
+    fresh = fake_llm.requests[3]["messages"]
+    assert [m["role"] for m in fresh] == ["system", "user", "user"], "the attempt is gone"
+    assert "Start over" in fresh[-1]["content"] and "ZeroDivisionError" in fresh[-1]["content"]
+    assert "3/0" not in str(fresh) and fake_llm.requests[3]["temperature"] == 0.7
+    assert any(isinstance(e, Notice) and "starting the task over" in e.text for e in events)
+    fake_llm.assert_drained()
+
+
+def test_a_run_at_its_bound_of_failing_cells_starts_over_and_can_answer(fake_llm, tmp_path):
+    fake_llm.enqueue(
+        *[run_cell(f"print(df{i}['x'].mean())") for i in range(3)],  # three other holes
+        run_cell("print(sum([1, 2, 3]) / 3)"),
+        text("The mean is 2.0."),
+    )
+    result, _ = run(fake_llm, tmp_path, max_consecutive_errors=3)
+    assert result.status == "ok" and result.answer == "The mean is 2.0."
+    assert [c.ok for c in result.cells] == [False, False, False, True]
+    nb = read_nb(result.notebook)
+    notes = [c for c in nb.cells if c.metadata["kernel_agent"].get("role") == "note"]
+    assert [n.metadata["kernel_agent"]["lever"] for n in notes] == ["repeat_guard"]
+    assert "starting the task over" in notes[0].source
 
 
 def test_max_steps_bounds_the_loop_and_keeps_what_was_printed(fake_llm, tmp_path):

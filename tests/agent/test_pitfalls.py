@@ -15,6 +15,7 @@ from kernel_agent.agent.pitfalls import (
     asked_column,
     cut_edges,
     fraction_for_percentage,
+    group_statistic_mismatch,
     method_mismatch,
     normality_reversed,
     row_label_calls,
@@ -148,6 +149,41 @@ def test_a_fraction_printed_for_an_asked_percentage_is_found(task, printed, foun
 )
 def test_a_statistic_other_than_the_asked_one_is_named(task, code, says):
     note = method_mismatch(task, code)
+    assert (says in note) if says else note == ""
+
+
+LARGEST_MEAN = "Which island has the largest mean Flipper Length (mm), rounded to 2 decimals?"
+
+
+@pytest.mark.parametrize(
+    ("task", "code", "says"),
+    [
+        # the tuned half's cell, and shapes of it the fix was not written for
+        (LARGEST_MEAN, "m = df.groupby('Island')['Flipper Length (mm)'].max()", "each group's max"),
+        (  # words are not code: a comment and a label that say "mean" compute none
+            LARGEST_MEAN,
+            "# the mean Flipper Length per island\nm = df.groupby('Island')['F'].max()\n"
+            "print(f'largest mean: {m.max():.2f}')",
+            "computed no mean",
+        ),
+        (LARGEST_MEAN, "df.groupby(['Island', 'Sex']).agg('sum')", "each group's sum"),
+        ("Lowest average price by region?", "x = df.groupby('r').price.min().idxmin()", "min"),
+        ("Median salary per department?", "df.groupby('dept')['salary'].mean()", "no median"),
+        ("Mean score per class?", "df.groupby('c')['s'].transform('count')", "count"),
+        # a mean is computed somewhere, or none is asked, or both are: no note
+        (LARGEST_MEAN, "m = df.groupby('Island')['Flipper Length (mm)'].mean()", ""),
+        (LARGEST_MEAN, "g = df.groupby('Island')['F'].agg(['mean', 'max'])", ""),
+        (LARGEST_MEAN, "df.groupby('Island').describe()", ""),
+        (LARGEST_MEAN, "df.groupby('Island')['F'].agg(np.mean).max()", ""),
+        ("Which island has the longest flipper?", "df.groupby('Island')['F'].max()", ""),
+        ("Mean and median age per class?", "df.groupby('c')['age'].max()", ""),
+        ("Median salary per department?", "df.groupby('dept')['salary'].quantile(0.5)", ""),
+        (LARGEST_MEAN, "df['F'].max()", ""),  # no groups
+        (LARGEST_MEAN, "df.groupby('Island'", ""),  # not Python
+    ],
+)
+def test_a_group_statistic_other_than_the_asked_one_is_named(task, code, says):
+    note = group_statistic_mismatch(task, code)
     assert (says in note) if says else note == ""
 
 

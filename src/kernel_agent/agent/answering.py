@@ -1,9 +1,10 @@
-"""A reply without code, and an answer composed from the last cell's output.
+"""A reply without code, an answer composed from the last cell's output, a fresh start.
 
-The loop asks these two when a turn may settle the run: :func:`settle_answer` takes the
+The loop asks these when a turn may settle the run: :func:`settle_answer` takes the
 model's answer unless the reply was cut off, or a lever asks again or ends the run without
 it (the refused reply is kept in the transcript as a note, which the eval scores);
-:func:`compose_answer` lets a lever answer from printed values without another model turn.
+:func:`compose_answer` lets a lever answer from printed values without another model turn;
+:func:`start_over` lets a lever start the task over where the run would give up.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from .history import History
 from .levers.base import Lever
 from .state import Ask, Stop, TaskState, Turn
 
-__all__ = ["compose_answer", "settle_answer"]
+__all__ = ["compose_answer", "settle_answer", "start_over"]
 
 
 async def settle_answer(
@@ -82,6 +83,24 @@ def compose_answer(
             history.assistant({"role": "assistant", "content": answer})
             return Notice("the last cell printed every asked value; answered from them")
     return None
+
+
+def start_over(
+    levers: Sequence[Lever], state: KernelState, history: History, st: TaskState
+) -> Notice | None:
+    """The failing cells in a row reached their bound: the first lever's fresh start
+    instead of giving up (the conversation goes back to the task; the kernel keeps its
+    state), or None. The transcript notes which lever it was."""
+    by, ask = _first((lever.name, lever.on_give_up(st)) for lever in levers)
+    if not isinstance(ask, Ask):
+        return None
+    why = ask.notice or "starting the task over"
+    state.note(f"*kernel-agent: {why}.*", M.ROLE_NOTE, **{M.LEVER: by})
+    st.failures, st.sampling = 0, dict(ask.sampling)
+    st.told.append(ask.message)
+    history.rewind(st.history_start)
+    history.user(ask.message)
+    return Notice(why)
 
 
 def _first(

@@ -20,7 +20,7 @@ from ..kernel_state.kernel_probe import (
 from ..prompts import prompt
 from ..settings import Settings
 
-__all__ = ["PROBE_TIMEOUT_S", "probe_libraries", "system_prompt"]
+__all__ = ["PROBE_TIMEOUT_S", "briefing_cell", "probe_libraries", "prompt_cwd", "system_prompt"]
 
 #: how long a silent probe of the kernel may take (the libraries, the data preview)
 PROBE_TIMEOUT_S = 60.0
@@ -84,3 +84,9 @@ def system_prompt(
     # is a prefix a warm local model has already evaluated
     where = prompt("workdir", cwd=cwd) if cwd else prompt("workdir_private")
     return f"{system}\n\n{where.strip()}"
+
+
+def briefing_cell(note: str) -> str:
+    """A briefing note as the notebook shows it: its first line as text, the rest verbatim."""
+    head, _, body = note.partition("\n")
+    return f"{head}\n\n```text\n{body}\n```" if body else head

@@ -49,8 +49,8 @@ from ..settings import Settings
 from ..syncify import call_in_consumer
 from ..tools.host import HostSide
 from . import hints
-from .answering import compose_answer, settle_answer
-from .briefing import probe_libraries, prompt_cwd, system_prompt
+from .answering import compose_answer, settle_answer, start_over
+from .briefing import briefing_cell, probe_libraries, prompt_cwd, system_prompt
 from .budget import Budget, BudgetStop, found_so_far, stop_or_extend, stopped_answer
 from .handover import hand_over, remote_files, summarise
 from .history import History
@@ -316,7 +316,7 @@ class AsyncAgent:
         levers = self._task_levers = [lever.for_task() for lever in self.levers]
         notes = [n for n in [await lever.task_note(state, self.executor) for lever in levers] if n]
         if notes:
-            self.state.note("\n\n".join(_fenced(n) for n in notes), M.ROLE_BRIEFING)
+            self.state.note("\n\n".join(briefing_cell(n) for n in notes), M.ROLE_BRIEFING)
             state.told.extend(notes)
         self.history.user("\n\n".join([task, *notes]))
         state.history_start = len(self.history)
@@ -373,6 +373,9 @@ class AsyncAgent:
             async for event in self._turn(st, result):
                 yield event
             if result.status == "error" and st.failures >= settings.max_consecutive_errors:
+                if (notice := start_over(self._task_levers, state, self.history, st)) is not None:
+                    yield notice
+                    continue
                 result.status = "failed"
                 result.answer = (
                     f"Gave up after {st.failures} failing cells in a row; "
@@ -444,10 +447,8 @@ class AsyncAgent:
             code, st.rewritten_by, rewrite_note = first_rewrite(self._task_levers, st, code)
             decision, code = await self._approve(code, st.step)
             if decision == "quit":
-                result.status, result.answer = (
-                    "stopped",
-                    "Stopped by the user before running a cell.",
-                )
+                result.status = "stopped"
+                result.answer = "Stopped by the user before running a cell."
                 pending_ids: list[str | None] = [*turn.call_ids[index:]] or [None]
                 for pending in pending_ids:
                     self.protocol.reply(self.history, pending, "The user stopped the run.")
@@ -588,12 +589,6 @@ class AsyncAgent:
         if action not in ("run", "skip", "quit"):
             raise ConfigError(f"approval callback returned {action!r}; expected run, skip or quit")
         return action, edited if (action == "run" and edited) else code
-
-
-def _fenced(note: str) -> str:
-    """A briefing note for the notebook: its first line as text, the rest verbatim."""
-    head, _, body = note.partition("\n")
-    return f"{head}\n\n```text\n{body}\n```" if body else head
 
 
 def _now_iso() -> str:

@@ -13,7 +13,9 @@ Mistakes a small model makes in code that runs, prints and looks done:
   model prints ``@rate[0.45]`` (only for a share; a "percentage change" may be small);
 - **another statistic than the one named**: Spearman for Pearson (the idiom in the
   system prompt shows ``method='spearman'``), Pearson for Spearman, a t-test with equal
-  variances for Welch's;
+  variances for Welch's; asked which group has the largest mean, the model takes each
+  group's ``max()`` (``groupby('Island')[x].max()``: 231 mm, the longest flipper, for the
+  mean) and never computes a mean;
 - **normality read backwards**: ``print(f"@normal[{p < 0.05}]")`` after a Shapiro-Wilk
   test prints True when the test rejects normality;
 - **an edge in the wrong bin**: ``pd.cut(age, [0, 18, 60, inf])`` puts 18 with the children
@@ -30,6 +32,7 @@ is shown (printed, formatted, or kept in a name that is), not when it only selec
 from __future__ import annotations
 
 import ast
+import copy
 import re
 from collections.abc import Sequence
 
@@ -41,12 +44,14 @@ from .code_text import parse_python
 from .composed import printed_values
 
 __all__ = [
+    "GROUPED",
     "STATISTIC",
     "all_rows_counts",
     "assigned_by",
     "asked_column",
     "cut_edges",
     "fraction_for_percentage",
+    "group_statistic_mismatch",
     "method_mismatch",
     "normality_reversed",
     "row_label_calls",
@@ -240,6 +245,116 @@ def method_mismatch(task: str, code: str) -> str:
     return ""
 
 
+#: the per-group statistics a task names, and the names (methods, functions, or strings
+#: given to ``agg``) that compute each of them in a cell
+_GROUP_STATISTICS = {
+    "mean": (re.compile(r"\b(?:mean|average|averages|avg)\b", re.I),
+             {"mean", "average", "nanmean", "describe", "zscore"}),
+    "median": (re.compile(r"\bmedians?\b", re.I), {"median", "nanmedian", "describe"}),
+}  # fmt: skip
+#: what a grouped frame or series is reduced by, as a method or a name given to ``agg``
+_REDUCERS = frozenset({"max", "min", "sum", "mean", "median", "count", "size", "std", "var",
+                       "first", "last", "nunique", "prod"})  # fmt: skip
+_AGG_METHODS = frozenset({"agg", "aggregate", "transform"})
+
+
+def group_statistic_mismatch(task: str, code: str) -> str:
+    """A note when the task names a per-group statistic (a mean, a median) that the cell
+    never computes, while it reduces its groups by another one (``groupby(g)[x].max()``
+    where the largest *mean* was asked). What the cell computes is read from its code, not
+    its words: a comment or a printed label that says "mean" computes none."""
+    asked = [name for name, (said, _) in _GROUP_STATISTICS.items() if said.search(task)]
+    parsed = parse_python(code) if len(asked) == 1 else None
+    if parsed is None or _computes(parsed, _GROUP_STATISTICS[asked[0]][1]):
+        return ""
+    for statement in ast.walk(parsed):
+        if not isinstance(statement, ast.stmt) or isinstance(statement, _BLOCKS):
+            continue
+        for node in ast.walk(statement):
+            reducer = _group_reducer(node)
+            if reducer is None or reducer == asked[0]:
+                continue
+            call = ast.get_source_segment(code, node) or f".{reducer}()"
+            fixed = ast.unparse(_Reduce(node, asked[0]).visit(copy.deepcopy(statement)))
+            return (
+                f"the task asks for the {asked[0]} of each group, and this cell computed no "
+                f"{asked[0]}: `{_short(call)}` takes each group's {reducer}. The {asked[0]} "
+                f"of each group: `{_short(fixed, 160)}` (then the largest or smallest "
+                f"{asked[0]} is `.idxmax()` / `.max()` of those)."
+            )
+    return ""
+
+
+#: statements that hold others (the reducing statement itself is the one to show)
+_BLOCKS = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.ClassDef)
+
+
+class _Reduce(ast.NodeTransformer):
+    """A copy of a statement with one group reduction (found by position) made ``by``."""
+
+    def __init__(self, target: ast.AST, by: str) -> None:
+        self.at = (getattr(target, "lineno", 0), getattr(target, "col_offset", 0),
+                   getattr(target, "end_col_offset", 0))  # fmt: skip
+        self.by = by
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        here = (node.lineno, node.col_offset, node.end_col_offset)
+        if here == self.at and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _AGG_METHODS and node.args:
+                node.args[0] = ast.Constant(self.by)
+            else:
+                node.func.attr = self.by
+        return node
+
+
+def _computes(tree: ast.AST, names: set[str]) -> bool:
+    """Whether ``tree`` calls or names one of ``names`` (``.mean()``, ``np.mean``,
+    ``agg('mean')``, ``quantile(0.5)`` for a median), as code, not as words."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in names:
+            return True
+        if isinstance(node, ast.Name) and node.id in names:
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
+            return True
+        if (
+            "median" in names
+            and isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "quantile"
+            and any(isinstance(a, ast.Constant) and a.value == 0.5 for a in node.args)
+        ):
+            return True
+    return False
+
+
+def _group_reducer(node: ast.AST) -> str | None:
+    """The statistic ``node`` reduces a ``groupby`` by: ``.max()`` or ``.agg('max')`` on a
+    chain that holds a ``.groupby(...)`` call; None for any other node."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return None
+    name = node.func.attr
+    if name in _AGG_METHODS and node.args and isinstance(node.args[0], ast.Constant):
+        name = str(node.args[0].value)
+    if name not in _REDUCERS:
+        return None
+    receiver: ast.AST = node.func.value
+    while isinstance(receiver, (ast.Call, ast.Attribute, ast.Subscript)):
+        if isinstance(receiver, ast.Call):
+            if isinstance(receiver.func, ast.Attribute) and receiver.func.attr == "groupby":
+                return name
+            receiver = receiver.func
+        else:
+            receiver = receiver.value
+    return None
+
+
+def _short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def cut_edges(task: str, code: str) -> str:
     """A bin edge the task bounds with "under N" / "N and over", in a ``pd.cut`` whose bins
     hold their right edge (the default), so N lands in the bin the task says it is not in."""
@@ -305,6 +420,8 @@ _P_BELOW = re.compile(r"\bp\w*\s*<=?\s*(?:0?\.\d+|alpha)\b", re.I)
 
 
 STATISTIC = re.compile(r"spearman|kendall|pearsonr|\.corr\(|ttest_ind\(")
+#: a statement that reduces groups (the names it assigns keep a per-group statistic)
+GROUPED = re.compile(r"\.groupby\(")
 
 
 def assigned_by(code: str, pattern: re.Pattern[str]) -> set[str]:

@@ -132,3 +132,35 @@ def test_a_statistic_of_the_wrong_kind_kept_in_a_name_is_noted_again():
     again = lever.after_cell(st, CellResult("print(f'@r[{r}]')", "ok", 2, [], None, NOW, NOW), "")
     assert again is not None and again.startswith("Note: `r` keeps a value")
     assert lever.after_cell(st, CellResult("print(n)", "ok", 3, [], None, NOW, NOW), "") is None
+
+
+PENGUINS = "Island,Flipper\nBiscoe,230\nBiscoe,190\nDream,200\nDream,198\nTorgersen,195\n"
+
+
+def test_a_group_max_for_an_asked_mean_is_noted_and_its_answer_waits(fake_llm, tmp_path):
+    """The tuned half's cell: each island's max for its mean; the note reaches the model
+    under the cell, the answer restating it goes back once, the corrected cell answers."""
+    (tmp_path / "penguins.csv").write_text(PENGUINS)
+    fake_llm.enqueue(
+        run_cell(
+            "import pandas as pd\ndf = pd.read_csv('penguins.csv')\n"
+            "by_island = df.groupby('Island')['Flipper'].max()\n"
+            "print(by_island.idxmax(), by_island.max())"
+        ),
+        text("Biscoe has the largest mean flipper length, 230."),
+        run_cell("m = df.groupby('Island')['Flipper'].mean()\nprint(m.idxmax(), m.max())"),
+        text("Biscoe, with a mean flipper length of 210.0."),
+    )
+    settings = scripted_settings(fake_llm, tmp_path, clean_notebook=False)
+    with Agent(settings) as agent:
+        result = agent.run_to_end(
+            "Using the file penguins.csv: which island has the largest mean Flipper, and "
+            "what is that mean?"
+        )
+    under_cell = fake_llm.requests[1].last_user_text
+    assert "Biscoe 230" in under_cell and "this cell computed no mean" in under_cell
+    assert "takes each group's max" in under_cell
+    assert "computed no mean" in fake_llm.requests[2].last_user_text  # the answer sent back
+    assert "computed no mean" not in fake_llm.requests[3].last_user_text  # a mean now
+    assert result.status == "ok" and "210.0" in result.answer
+    fake_llm.assert_drained()

@@ -41,3 +41,21 @@ def test_repeat_guard_notes_the_same_error_from_other_code() -> None:
     assert lever.after_cell(st, other, "") is None
     st.cells.append(ok("print(1)", "1\n"))
     assert lever.after_cell(st, st.cells[-1], "") is None
+
+
+def test_a_run_at_its_bound_of_failing_cells_starts_over_once() -> None:
+    st, lever = TaskState("t", step=5), RepeatGuard()
+    assert lever.on_give_up(st) is None  # no cell failed: nothing to start over from
+    st.cells.append(failed("df['Age '].mean()", "KeyError", "'Age '"))
+    st.last_hint = "Hint: the frame has 'Age'."
+    ask = lever.on_give_up(st)
+    assert ask is not None and ask.rewind and not ask.failure
+    assert "KeyError" in ask.message and "Hint: the frame has 'Age'." in ask.message
+    assert "Start over" in ask.message and dict(ask.sampling) == {"temperature": 0.7, "seed": 5}
+    assert lever.on_give_up(st) is None  # once a task
+    # a fresh start a repeat already took counts: the task is not started over twice
+    again = RepeatGuard()
+    again.after_cell(st, st.cells[-1], "")
+    assert again.before_cell(st, "df['Age '].mean()") is not None
+    assert again.on_give_up(st) is None
+    assert again.for_task().on_give_up(st) is not None  # a new task: a new fresh start

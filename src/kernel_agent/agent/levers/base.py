@@ -1,7 +1,7 @@
 """A lever: a check the loop consults at named points. The base class, :class:`Lever`.
 
 A lever sees the run's :class:`~..state.TaskState` and may return an
-:class:`~..state.Ask` (send a message to the model and take another turn) at seven points:
+:class:`~..state.Ask` (send a message to the model and take another turn) at eight points:
 
 - ``after_reply(state, turn)``: a reply was parsed (may trim ``turn.codes``);
 - ``rewrite(state, code)``: a cell is about to run: the code to run instead, with a note
@@ -14,7 +14,9 @@ A lever sees the run's :class:`~..state.TaskState` and may return an
   a Stop ends the run without it);
 - ``compose(state)``: a reply's cells ran and the last succeeded: a final answer made
   from what it printed settles the run with no further model turn;
-- ``task_note(state, executor)``: a task starts (text added to the task's message).
+- ``task_note(state, executor)``: a task starts (text added to the task's message);
+- ``on_give_up(state)``: the failing cells in a row reached their bound (an Ask, with
+  ``rewind``, starts the task over instead of ending the run).
 
 ``before_cell`` may also return a :class:`~..state.Stop`: the run ends there, honestly.
 
@@ -140,6 +142,9 @@ class Lever:
         return None
 
     async def task_note(self, state: TaskState, executor: AsyncExecutor) -> str | None:
+        return None
+
+    def on_give_up(self, state: TaskState) -> Ask | None:
         return None
 
 

@@ -1,7 +1,8 @@
 """``pandas_pitfalls``: a printed value that is not what it looks like gets a note under it.
 
 The pitfalls are :mod:`..pitfalls`' detectors (a row number for a key, all rows for a
-count, a fraction for a percentage, another statistic than the named one, normality read
+count, a fraction for a percentage, another statistic than the named one (a test, a
+correlation, or a group's max where its mean was asked), normality read
 backwards, a ``pd.cut`` edge in the wrong bin); this lever writes the notes, remembers the
 names that keep a questioned value, and sends an answer given right after a noted cell
 back once.
@@ -12,12 +13,14 @@ from __future__ import annotations
 from ...prompts import prompt
 from ...results import CellResult
 from ..pitfalls import (
+    GROUPED,
     STATISTIC,
     all_rows_counts,
     asked_column,
     assigned_by,
     cut_edges,
     fraction_for_percentage,
+    group_statistic_mismatch,
     method_mismatch,
     normality_reversed,
     row_label_calls,
@@ -93,6 +96,10 @@ class PandasPitfalls(Lever):
         if method := method_mismatch(state.task, cell.code):
             note = f"Note: {method}"
             self.noted.update(dict.fromkeys(assigned_by(cell.code, STATISTIC), note))
+            return note
+        if group := group_statistic_mismatch(state.task, cell.code):
+            note = f"Note: {group}"
+            self.noted.update(dict.fromkeys(assigned_by(cell.code, GROUPED), note))
             return note
         if counts := all_rows_counts(cell.code, state.namespace):
             call, mask, _ = counts[0]

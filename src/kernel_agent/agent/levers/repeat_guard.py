@@ -23,7 +23,9 @@ class RepeatGuard(Lever):
     task, with the error in one line, and the failing cells in a row count from 0 again): a
     small model that sends a failing cell again
     copies it from the conversation, and a fresh first cell often works. After that, the
-    model is told the cell already failed.
+    model is told the cell already failed. A run whose failing cells reach their bound
+    without a repeat gets the same fresh start once, instead of giving up (the cells differ,
+    but the model is stuck in the same hole).
     """
 
     name = "repeat_guard"
@@ -63,6 +65,19 @@ class RepeatGuard(Lever):
             notice="the model repeated a failing cell; not run again, asked for a fix",
             sampling={"temperature": self.temperature, "seed": state.step},
             cell_meta={"repeat": True},
+        )
+
+    def on_give_up(self, state: TaskState) -> Ask | None:
+        last = state.cells[-1] if state.cells else None
+        if self.rewound or last is None or last.error is None:
+            return None
+        self.rewound = True
+        return Ask(
+            prompt("fresh_start", error=_error_and_hint(f"{last.error}\n{state.last_hint}")),
+            notice="failing cells reached the bound; starting the task over once",
+            sampling={"temperature": self.temperature, "seed": state.step},
+            rewind=True,
+            failure=False,
         )
 
     def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> str | None:
