@@ -192,7 +192,7 @@ def lever_log(notebook: str, task: Task, expected: list[Expected],
         if not levers:
             continue
         right = None  # it acted on a cell, not on an answer
-        if meta.get("role") == "note":
+        if meta.get("role") == "note" and "reply" in meta:  # a refused answer (else: a fresh start)
             right = score(task, expected, "ok", meta.get("reply", ""), "", True).solved
         # "preflight+auto_import": each lever that acted on the cell
         fired += [{"lever": lever, "right_before": right} for lever in levers.split("+")]

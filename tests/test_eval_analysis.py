@@ -157,6 +157,9 @@ def test_lever_log_scores_the_reply_each_lever_refused(tmp_path):
             "role": "note", "lever": "states_result", "reply": "@year[1982] @mean_unemp[9.70]"}}),
         new_markdown_cell("note", metadata={"kernel_agent": {
             "role": "note", "lever": "answer_format", "reply": "The year 1982, 9.7"}}),
+        # a fresh start where the run would give up refuses no answer: it acted on cells
+        new_markdown_cell("note", metadata={"kernel_agent": {
+            "role": "note", "lever": "repeat_guard"}}),
         new_markdown_cell("answer", metadata={"kernel_agent": {"role": "answer"}}),
     ]  # fmt: skip
     path = tmp_path / "run.ipynb"
@@ -164,9 +167,10 @@ def test_lever_log_scores_the_reply_each_lever_refused(tmp_path):
     assert lever_log(str(path), task, exp) == [
         {"lever": "states_result", "right_before": True},
         {"lever": "answer_format", "right_before": False},
+        {"lever": "repeat_guard", "right_before": None},
     ]
     rows = [dict(half="tuned", suite="real", category="group-by", solved=True, kind="solved",
-                 in_outputs=True, seconds=5, levers_fired=lever_log(str(path), task, exp))]  # fmt: skip
+                 in_outputs=True, seconds=5, levers_fired=lever_log(str(path), task, exp)[:2])]  # fmt: skip
     text = report(rows)
     assert "real tuned 1/1 solved" in text
     assert "states_result 1 (1 on answers, 1 of them right)" in text
