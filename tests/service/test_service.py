@@ -259,7 +259,10 @@ def test_limits_give_429_and_idle_sessions_are_culled(tmp_path: Path) -> None:
         )
         # no activity for longer than the TTL: both are culled, notebooks and files kept
         deadline = time.monotonic() + 20
-        while any(s["status"] == "live" for s in http.get("/v1/sessions").json()["sessions"]):
+        # "ending" while it is finalised; the final status only once all is kept
+        while any(
+            s["status"] in ("live", "ending") for s in http.get("/v1/sessions").json()["sessions"]
+        ):
             assert time.monotonic() < deadline, http.get("/v1/sessions").json()
             time.sleep(0.3)
         info = http.get(f"/v1/sessions/{b}").json()

@@ -26,7 +26,7 @@ class Hosted:
     notebook: Path
     created: float = field(default_factory=time.time)
     last_active: float = field(default_factory=time.time)
-    status: str = "live"  # live | expired | ended
+    status: str = "live"  # live | ending (being finalised) | expired | ended
     ended: float | None = None
     reason: str | None = None
     session: Session | None = None

@@ -234,7 +234,7 @@ class SessionManager:
         hosted = self.get(sid)
         if hosted.session is None:
             raise Ended(
-                f"session {sid} has {hosted.status} ({hosted.reason}); "
+                f"session {sid} is {hosted.status} ({hosted.reason}); "
                 "its notebook and files stay readable"
             )
         hosted.last_active = time.time()
@@ -266,7 +266,9 @@ class SessionManager:
         session, hosted.session = hosted.session, None
         if session is None:
             return
-        hosted.status, hosted.reason, hosted.ended = status, reason, time.time()
+        # "ending" until everything is kept: a client that sees the final status reads the
+        # whole notebook (its end recorded) and the archive, never a half-written one
+        hosted.status, hosted.reason = "ending", reason
         try:
             if session.transcript is not None:
                 hosted.cells = code_cells(session.transcript.cells)
@@ -287,8 +289,11 @@ class SessionManager:
             with contextlib.suppress(Exception):
                 session.write_clean()
         finally:
-            await session.close()
-            self._save_index()
+            try:
+                await session.close()
+            finally:
+                hosted.status, hosted.ended = status, time.time()
+                self._save_index()
 
     async def _cancel_inflight(self, hosted: Hosted) -> None:
         """Cancel the execute requests running in ``hosted``: each is answered (410 or 503),
@@ -548,7 +553,7 @@ class SessionManager:
                 )
             except (KeyError, TypeError, ValueError):
                 continue
-            if hosted.status == "live":  # the server died without finalising it
+            if hosted.status in ("live", "ending"):  # the server died before finalising it
                 hosted.status, hosted.reason, hosted.ended = (
                     "ended",
                     "the server stopped abruptly",

@@ -33,7 +33,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#222}
 header{background:#24292f;color:#fff;padding:8px 16px}header a{color:#fff;text-decoration:none}
 main{padding:12px 16px}table{border-collapse:collapse;width:100%}
 th,td{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left}
-.live{color:#1a7f37}.expired,.ended{color:#888}
+.live{color:#1a7f37}.ending,.expired,.ended{color:#888}
 #cols{display:flex;gap:12px}#nb{flex:3;height:80vh;border:1px solid #ccc}
 #side{flex:2;display:flex;flex-direction:column;gap:8px}
 #events{background:#f6f8fa;border:1px solid #ddd;height:60vh;overflow:auto;white-space:pre-wrap;
