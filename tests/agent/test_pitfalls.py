@@ -20,6 +20,7 @@ from kernel_agent.agent.pitfalls import (
     normality_reversed,
     row_label_calls,
     shown_names,
+    slot_holds_many,
 )
 from kernel_agent.kernel_state.namespace import VariableInfo
 from kernel_agent.results import CellResult
@@ -135,6 +136,57 @@ def test_a_fraction_printed_for_an_asked_percentage_is_found(task, printed, foun
     assert fraction_for_percentage(task, _printed(printed)) == found
 
 
+VOTES = "What is Coderre's share of all votes?\nGive the final answer in this format: "
+
+
+def _reprs() -> dict[str, str]:
+    """What pandas and numpy really print (not reprs typed here)."""
+    import numpy as np
+    import pandas as pd
+
+    shares = pd.Series([33.83, 39.68, 38.71, 19.2])
+    return {
+        "series": str(shares),
+        "named": str(pd.Series([1.5, 2.5], index=["a", "b"], name="share")),
+        "long": str(pd.Series(np.arange(100.0))),  # cut with "..." and a Length footer
+        "frame": str(pd.DataFrame({"d": ["x", "y"], "share": [1.0, 2.0]})),
+        "big": str(pd.DataFrame({"share": np.arange(70.0)})),
+        "array": str(np.array([33.83, 39.68, 38.71])),
+        "list": str([1, 2, 3]),
+        "one": str(shares.sum()),
+        "label": "Joly",
+    }
+
+
+@pytest.mark.parametrize(
+    ("placeholder", "printed", "count"),
+    [
+        ("value", "series", 4),
+        ("value", "named", 2),
+        ("value", "long", 100),  # pandas shows 10 of the 100, and says 100
+        ("float", "frame", 3),  # the header line and two rows
+        ("float", "big", 70),  # pandas says how many rows it cut
+        ("value", "array", 3),
+        ("integer", "list", 3),
+        # one value, or a slot that asks several: nothing to note
+        ("value", "one", 0),
+        ("name", "label", 0),
+        ("value", "2012-01-01", 0),  # one date, one number with its separators, an exponent
+        ("value", "1,234,567", 0),
+        ("value", "1.2E-05", 0),
+        ("value", "(1.2, 3.4)", 0),
+        ("comma-separated list", "series", 0),
+        ("values", "array", 0),
+    ],
+)
+def test_many_values_in_a_slot_that_asks_one_are_found(placeholder, printed, count):
+    text = _reprs().get(printed, printed)
+    found = slot_holds_many(VOTES + f"@share[{placeholder}]", _printed(f"@share[{text}]\n"))
+    assert (found[1] if found else 0) == count, (text, found)
+    # another slot's values, or the slot in the task only: nothing
+    assert slot_holds_many(VOTES + "@share[value]", _printed(f"@other[{text}]\n")) is None
+
+
 @pytest.mark.parametrize(
     ("task", "code", "says"),
     [
@@ -170,6 +222,12 @@ LARGEST_MEAN = "Which island has the largest mean Flipper Length (mm), rounded t
         ("Lowest average price by region?", "x = df.groupby('r').price.min().idxmin()", "min"),
         ("Median salary per department?", "df.groupby('dept')['salary'].mean()", "no median"),
         ("Mean score per class?", "df.groupby('c')['s'].transform('count')", "count"),
+        (  # a dict and a named aggregation; the corrected statement keeps the rest
+            LARGEST_MEAN,
+            "df.groupby('Island').agg({'F': 'max', 'Island': 'count'})",
+            "agg({'F': 'mean', 'Island': 'count'})",
+        ),
+        (LARGEST_MEAN, "df.groupby('Island').agg(top=('F', 'max'))", "agg(top=('F', 'mean'))"),
         # a mean is computed somewhere, or none is asked, or both are: no note
         (LARGEST_MEAN, "m = df.groupby('Island')['Flipper Length (mm)'].mean()", ""),
         (LARGEST_MEAN, "g = df.groupby('Island')['F'].agg(['mean', 'max'])", ""),

@@ -20,7 +20,7 @@ from .history import History
 from .levers.base import Lever
 from .state import Ask, Stop, TaskState, Turn
 
-__all__ = ["compose_answer", "settle_answer", "start_over"]
+__all__ = ["compose_answer", "settle_answer", "start_afresh", "start_over"]
 
 
 async def settle_answer(
@@ -96,11 +96,18 @@ def start_over(
         return None
     why = ask.notice or "starting the task over"
     state.note(f"*kernel-agent: {why}.*", M.ROLE_NOTE, **{M.LEVER: by})
+    start_afresh(history, st, ask)
+    return Notice(why)
+
+
+def start_afresh(history: History, st: TaskState, ask: Ask) -> None:
+    """An ask that forgets the attempt (``Ask.rewind``): the conversation goes back to the
+    task and then the ask; the failing cells in a row count from 0, and the ask's sampling
+    holds from here. For a repeated failing cell and at the bound of failing cells alike."""
     st.failures, st.sampling = 0, dict(ask.sampling)
     st.told.append(ask.message)
     history.rewind(st.history_start)
     history.user(ask.message)
-    return Notice(why)
 
 
 def _first(

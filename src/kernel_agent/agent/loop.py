@@ -49,7 +49,7 @@ from ..settings import Settings
 from ..syncify import call_in_consumer
 from ..tools.host import HostSide
 from . import hints
-from .answering import compose_answer, settle_answer, start_over
+from .answering import compose_answer, settle_answer, start_afresh, start_over
 from .briefing import briefing_cell, probe_libraries, prompt_cwd, system_prompt
 from .budget import Budget, BudgetStop, found_so_far, stop_or_extend, stopped_answer
 from .handover import hand_over, remote_files, summarise
@@ -473,12 +473,11 @@ class AsyncAgent:
                 state.skipped(
                     code, **{M.STEP: st.step, M.LEVER: by, **ask.cell_meta}, **self.provenance
                 )
-                st.sampling = dict(ask.sampling)
-                st.told.append(ask.message)
                 if ask.rewind:  # the attempt is forgotten, with the rest of this reply
-                    self.history.rewind(st.history_start)
-                    self.history.user(ask.message)
+                    start_afresh(self.history, st, ask)
                 else:
+                    st.sampling = dict(ask.sampling)
+                    st.told.append(ask.message)
                     self.protocol.reject(self.history, call_id, ask.message)
                 if ask.notice:
                     yield Notice(ask.notice)

@@ -19,7 +19,10 @@ Mistakes a small model makes in code that runs, prints and looks done:
 - **normality read backwards**: ``print(f"@normal[{p < 0.05}]")`` after a Shapiro-Wilk
   test prints True when the test rejects normality;
 - **an edge in the wrong bin**: ``pd.cut(age, [0, 18, 60, inf])`` puts 18 with the children
-  (bins hold their right edge) where the task says "under 18".
+  (bins hold their right edge) where the task says "under 18";
+- **many values in a slot that asks one**: asked Coderre's share of all votes, the model
+  printed ``@coderre_share[{share}]`` where ``share`` was a Series of each district's share
+  (58 lines of it), and answered with the lot (the messy tuned half, 2026-12-02).
 
 The ``pandas_pitfalls`` lever (:mod:`.levers.pandas_pitfalls`) notes one under the cell's
 output, and an answer composed from that cell waits for the model to read the note. The
@@ -42,6 +45,7 @@ from ..results import CellResult
 from .answers import FormatSpec
 from .code_text import parse_python
 from .composed import printed_values
+from .slots import FILLED
 
 __all__ = [
     "GROUPED",
@@ -56,6 +60,7 @@ __all__ = [
     "normality_reversed",
     "row_label_calls",
     "shown_names",
+    "slot_holds_many",
 ]
 
 _LABEL_CALLS = ("idxmax", "idxmin")
@@ -212,6 +217,39 @@ def fraction_for_percentage(task: str, cell: CellResult) -> tuple[str, str] | No
     return None
 
 
+def slot_holds_many(task: str, cell: CellResult) -> tuple[str, int, str] | None:
+    """``(slot, count, what)``: an asked ``@slot[...]`` that wants one value (not a list)
+    printed with many in it, a pandas Series or DataFrame over lines, or an array."""
+    placeholders = dict(FILLED.findall(task))
+    text = render_cell(cell, budget=4000).text
+    for slot in FormatSpec.of(task).slots:
+        if _MANY_ASKED.search(placeholders.get(slot, "")):
+            continue
+        for found in re.finditer(rf"@{re.escape(slot)}\[", text):
+            inside = text[found.end() :].split("]", 1)[0].strip("[ \n")
+            lines = [ln for ln in inside.splitlines() if ln.strip(" .")]
+            meta = [ln for ln in lines if _REPR_FOOTER.match(ln)]
+            if len(lines) - len(meta) > 1:
+                what = "a pandas Series" if any("dtype" in ln for ln in meta) else "a table"
+                told = [int(m[1] or m[2]) for ln in meta if (m := _REPR_LENGTH.search(ln))]
+                return slot, told[0] if told else len(lines) - len(meta), what
+            words = re.split(r",?\s+", inside.strip(" ,"))  # 1 2 3, or 1, 2, 3 (not 1,234)
+            if len(words) > 1 and all(_A_NUMBER.fullmatch(w) for w in words):
+                return slot, len(words), "an array"
+    return None
+
+
+#: a slot that asks several values (a list, names, pairs): many in it are no mistake
+_MANY_ASKED = re.compile(r"\blist|comma|separated|,|\b(?:values|names|pairs|items)\b", re.I)
+_A_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?", re.I)
+#: the last lines of a pandas repr (``Name: x, dtype: float64``, ``[58 rows x 2 columns]``),
+#: and the length they tell of what was cut
+_REPR_LENGTH = re.compile(r"Length: (\d+)|^\s*\[?(\d+) rows x")
+_REPR_FOOTER = re.compile(
+    r"^\s*(?:Name: .*|dtype: \w+|Length: \d+.*|\[?\d+ rows x \d+ columns\]?)\s*$"
+)
+
+
 _SHARE_ASKED = re.compile(r"\b(?:what percentage of|as a percentage|in percent(?:age)?)\b", re.I)
 _NOT_A_SHARE = re.compile(r"\bas a fraction\b|\bpercentage change\b|\bgrowth\b", re.I)
 
@@ -275,7 +313,7 @@ def group_statistic_mismatch(task: str, code: str) -> str:
             if reducer is None or reducer == asked[0]:
                 continue
             call = ast.get_source_segment(code, node) or f".{reducer}()"
-            fixed = ast.unparse(_Reduce(node, asked[0]).visit(copy.deepcopy(statement)))
+            fixed = ast.unparse(_Reduce(node, reducer, asked[0]).visit(copy.deepcopy(statement)))
             return (
                 f"the task asks for the {asked[0]} of each group, and this cell computed no "
                 f"{asked[0]}: `{_short(call)}` takes each group's {reducer}. The {asked[0]} "
@@ -292,20 +330,44 @@ _BLOCKS = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.C
 class _Reduce(ast.NodeTransformer):
     """A copy of a statement with one group reduction (found by position) made ``by``."""
 
-    def __init__(self, target: ast.AST, by: str) -> None:
+    def __init__(self, target: ast.AST, was: str, by: str) -> None:
         self.at = (getattr(target, "lineno", 0), getattr(target, "col_offset", 0),
                    getattr(target, "end_col_offset", 0))  # fmt: skip
-        self.by = by
+        self.was, self.by = was, by
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         here = (node.lineno, node.col_offset, node.end_col_offset)
         if here == self.at and isinstance(node.func, ast.Attribute):
-            if node.func.attr in _AGG_METHODS and node.args:
-                node.args[0] = ast.Constant(self.by)
+            if node.func.attr in _AGG_METHODS:
+                for name in _agg_names(node):
+                    if name.value == self.was:
+                        name.value = self.by
             else:
                 node.func.attr = self.by
         return node
+
+
+def _agg_names(call: ast.Call) -> list[ast.Constant]:
+    """The statistics an ``agg``/``transform`` call names: ``agg('max')``,
+    ``agg(['max', 'min'])``, ``agg({'col': 'max'})``, ``agg(top=('col', 'max'))``."""
+    given: list[ast.expr] = call.args[:1]
+    found: list[ast.Constant] = []
+    while given:
+        node = given.pop(0)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.append(node)
+        elif isinstance(node, (ast.List, ast.Tuple)):
+            given.extend(node.elts)
+        elif isinstance(node, ast.Dict):
+            given.extend(v for v in node.values if v is not None)
+    for keyword in call.keywords:  # named aggregation: (column, statistic)
+        value = keyword.value
+        if isinstance(value, ast.Tuple) and len(value.elts) == 2:
+            statistic = value.elts[1]
+            if isinstance(statistic, ast.Constant) and isinstance(statistic.value, str):
+                found.append(statistic)
+    return found
 
 
 def _computes(tree: ast.AST, names: set[str]) -> bool:
@@ -335,8 +397,8 @@ def _group_reducer(node: ast.AST) -> str | None:
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
         return None
     name = node.func.attr
-    if name in _AGG_METHODS and node.args and isinstance(node.args[0], ast.Constant):
-        name = str(node.args[0].value)
+    if name in _AGG_METHODS:
+        name = next((c.value for c in _agg_names(node) if c.value in _REDUCERS), "")
     if name not in _REDUCERS:
         return None
     receiver: ast.AST = node.func.value

@@ -22,6 +22,7 @@ __all__ = ["FileFacts", "split_facts"]
 _MAX_FILES = 50
 _MAX_COLUMNS = 500
 _MAX_NAME = 200
+_MAX_MARK = 20
 _SEPARATORS = frozenset({",", ";", "\t", "|"})
 _ENCODING = re.compile(r"[A-Za-z0-9_.-]{1,20}")
 #: a strftime format of the preview's list: %-codes and separators only
@@ -48,6 +49,8 @@ class FileFacts:
     whole: tuple[str, ...] = ()
     #: the distinct values of text columns with few of them (at most 30)
     values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: what a column writes for a missing value that pandas reads as text ('.', '?', '-')
+    missing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def split_facts(text: str) -> tuple[str, dict[str, FileFacts]]:
@@ -94,6 +97,14 @@ def _file_facts(entry: Any) -> FileFacts | None:
         for c, vs in (values_raw.items() if isinstance(values_raw, dict) else ())
         if c in names and isinstance(vs, list)
     }
+    missing_raw = entry.get("missing")
+    missing = {
+        str(c): marks
+        for c, ms in (missing_raw.items() if isinstance(missing_raw, dict) else ())
+        if c in names
+        and isinstance(ms, list)
+        and (marks := tuple(m for m in ms[:3] if isinstance(m, str) and len(m) <= _MAX_MARK))
+    }
     units, whole = (_named_columns(entry.get(key), names) for key in ("units", "whole"))
     common = {
         "columns": names,
@@ -102,6 +113,7 @@ def _file_facts(entry: Any) -> FileFacts | None:
         "units": units,
         "whole": whole,
         "values": values,
+        "missing": missing,
     }
     read = entry.get("read")
     if not isinstance(read, dict):

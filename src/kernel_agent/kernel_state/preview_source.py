@@ -263,6 +263,7 @@ def _shape_issues(df):
                 found = list(marks.value_counts().index[:3])
                 mark = found[0] if len(found) == 1 else found
                 count = int(series.isin(found).sum())
+                _NOW.setdefault("missing", {})[str(c)] = [str(m) for m in found]
                 said.append(f"  ! {name} writes a missing value as "
                             f"{' or '.join(repr(m) for m in found)} ({count} rows): "
                             f"df[{name}] = df[{name}].replace({mark!r}, pd.NA)")

@@ -164,3 +164,33 @@ def test_a_group_max_for_an_asked_mean_is_noted_and_its_answer_waits(fake_llm, t
     assert "computed no mean" not in fake_llm.requests[3].last_user_text  # a mean now
     assert result.status == "ok" and "210.0" in result.answer
     fake_llm.assert_drained()
+
+
+VOTES = "district,Coderre,total\na,20,100\nb,30,60\nc,50,90\n"
+
+
+def test_a_series_printed_in_a_slot_for_one_value_is_noted_and_its_answer_waits(fake_llm, tmp_path):
+    """The tuned half's cell: each district's share printed into the one slot of the
+    city's share; the note reaches the model under the cell (with pandas' real repr),
+    the answer restating it goes back once, the corrected cell's slot is the answer."""
+    (tmp_path / "votes.csv").write_text(VOTES)
+    fake_llm.enqueue(
+        run_cell(
+            "import pandas as pd\ndf = pd.read_csv('votes.csv')\n"
+            "share = round(df['Coderre'] / df['total'] * 100, 2)\nprint(f'@share[{share}]')"
+        ),
+        text("@share[0 20.0 1 50.0 2 55.56]"),
+        run_cell("print(f\"@share[{df['Coderre'].sum() / df['total'].sum() * 100:.2f}]\")"),
+    )
+    settings = scripted_settings(fake_llm, tmp_path, clean_notebook=False)
+    with Agent(settings) as agent:
+        result = agent.run_to_end(
+            "Using the file votes.csv: what was Coderre's share of all votes in the city, in "
+            "percent, rounded to 2 decimals?\nGive the final answer in this format: "
+            "@share[value]"
+        )
+    under_cell = fake_llm.requests[1].last_user_text
+    assert "dtype: float64" in under_cell and "printed 3 values there" in under_cell
+    assert "printed 3 values there" in fake_llm.requests[2].last_user_text  # sent back
+    assert result.status == "ok" and result.answer == "@share[40.00]"  # composed, no turn
+    fake_llm.assert_drained()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from lever_cells import failed, ok
 
+from kernel_agent.agent.answering import start_afresh
+from kernel_agent.agent.history import History
 from kernel_agent.agent.levers.repeat_guard import RepeatGuard
 from kernel_agent.agent.state import TaskState
 
@@ -16,7 +18,15 @@ def test_repeat_guard_refuses_a_failed_cell_and_resamples() -> None:
     st.failures = 3
     first = lever.before_cell(st, "df = make(df)  \n\n")
     assert first is not None and first.rewind and "NameError" in first.message
+    history = History()
+    history.set_system("s")
+    history.user("the task")
+    st.history_start = len(history)
+    history.assistant({"role": "assistant", "content": "df = make(df)"})
+    start_afresh(history, st, first)
     assert st.failures == 0  # the fresh attempt has the whole bound of failing cells
+    assert [m["content"] for m in history.messages[1:]] == ["the task", first.message]
+    assert st.sampling == {"temperature": 0.7, "seed": 7}
     assert "Hint: no make" in first.message  # the fresh start keeps what the hint taught
     assert dict(first.cell_meta) == {"repeat": True, "rewind": True}
     ask = lever.before_cell(st, "df = make(df)")

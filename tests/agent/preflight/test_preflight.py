@@ -329,6 +329,9 @@ def test_an_answer_slot_written_as_code_becomes_its_print():
         '{"a.csv": {"columns": "x"}}',
         '{"a.csv": {"columns": [1, 2], "read": {"sep": "x"}}}',
         '{"a.csv": {"columns": ["a"], "dates": {"a": "%Y; import os"}}}',
+        '{"a.csv": {"columns": ["a"], "missing": {"a": "."}}}',
+        '{"a.csv": {"columns": ["a"], "missing": {"b": ["."], "a": [1, "%s" * 20]}}}',
+        '{"a.csv": {"columns": ["a"], "missing": [["a", "."]]}}',
         "[" * 100_000,
     ],
 )
@@ -338,6 +341,19 @@ def test_facts_of_the_wrong_shape_from_a_kernel_are_dropped(tail):
     assert all(not f.columns or all(isinstance(c, str) for c in f.columns) for f in facts.values())
     assert all(not f.dates for f in facts.values())
     assert all(f.sep in ",;\t|" for f in facts.values())
+    assert all(not f.missing for f in facts.values())  # not a list, no such column, too long
+
+
+def test_a_read_call_reads_the_marks_a_column_writes_for_missing_values_as_missing():
+    facts = {"p.csv": FileFacts(delimited=True, columns=("Sex", "x"), missing={"Sex": (".",)})}
+    assert preflight("df = pd.read_csv('p.csv')", facts) == (
+        "df = pd.read_csv('p.csv', na_values={'Sex': ['.']})"
+    )
+    for kept in (  # the cell says how it reads missing values itself
+        "df = pd.read_csv('p.csv', na_values=['?'])",
+        "df = pd.read_csv('p.csv', keep_default_na=False)",
+    ):
+        assert preflight(kept, facts) == kept
 
 
 MESSY = {
@@ -388,6 +404,23 @@ def test_real_preview_facts_make_a_models_cell_run_in_a_real_kernel(fresh_kernel
     assert facts["wind.txt"].units == ("Gust",)
     assert "District " not in facts["votes.csv"].values  # 40 values: too many to list
     assert len(facts["votes.csv"].values["Date Vote"]) == 28
+
+
+def test_marks_for_missing_values_the_preview_found_are_missing_in_a_real_kernel(
+    fresh_kernel, tmp_path
+):
+    """The messy tuned half's question: how many penguins have no Sex recorded, where the
+    file writes one as '.' (and others as nothing); the model's count read none of them."""
+    k = fresh_kernel(cwd=tmp_path)
+    rows = "".join(f"{i},{['MALE', 'FEMALE', '.', ''][i % 4]},{i}\n" for i in range(40))
+    (Path(k.kernel_cwd) / "p.csv").write_text("id,Sex,Mass\n" + rows)
+    result = k.execute("", timeout=120, user_expressions={"p": data_preview_expression(facts=True)})
+    _, facts = split_facts(parse_text_expression(result.user_expressions["p"]) or "")
+    assert facts["p.csv"].missing == {"Sex": (".",)}
+    cell = "import pandas as pd\ndf = pd.read_csv('p.csv')\nprint(df['Sex'].isna().sum())"
+    assert "".join(o.get("text", "") for o in k.execute(cell, timeout=60).outputs) == "10\n"
+    ran = k.execute(preflight(cell, facts), timeout=60)
+    assert "".join(o.get("text", "") for o in ran.outputs) == "20\n", ran.error
 
 
 def test_an_integer_cast_of_a_column_with_gaps_keeps_them():

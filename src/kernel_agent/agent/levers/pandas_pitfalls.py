@@ -2,10 +2,10 @@
 
 The pitfalls are :mod:`..pitfalls`' detectors (a row number for a key, all rows for a
 count, a fraction for a percentage, another statistic than the named one (a test, a
-correlation, or a group's max where its mean was asked), normality read
-backwards, a ``pd.cut`` edge in the wrong bin); this lever writes the notes, remembers the
-names that keep a questioned value, and sends an answer given right after a noted cell
-back once.
+correlation, or a group's max where its mean was asked), normality read backwards, a
+``pd.cut`` edge in the wrong bin, many values in a slot that asks one); this lever writes
+the notes, remembers the names that keep a questioned value, and sends an answer given
+right after a noted cell back once.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from ..pitfalls import (
     normality_reversed,
     row_label_calls,
     shown_names,
+    slot_holds_many,
 )
 from ..state import Ask, TaskState
 from .base import AskBudget, Lever
@@ -83,6 +84,14 @@ class PandasPitfalls(Lever):
                 f"Note: the task asks for a percentage, and {slot} printed {value}, which "
                 "looks like a fraction of 1. A percentage is 100 times the fraction: if "
                 f"{value} is a share, print 100 * it."
+            )
+        if many := slot_holds_many(state.task, cell):
+            slot, count, what = many
+            return (
+                f"Note: the task asks for one value in @{slot}[...], and this cell printed "
+                f"{count} values there ({what}: one per row or group), not one. Compute the "
+                "one value the task asks for from all of them (over all rows: a sum, a mean, "
+                "or one total divided by another), then print only that in the slot."
             )
         if normality_reversed(state.task, cell):
             return (

@@ -50,8 +50,7 @@ class RepeatGuard(Lever):
         if error is None:
             return None
         if not self.rewound:
-            self.rewound = True
-            state.failures = 0  # the fresh attempt gets the whole bound of failing cells
+            self.rewound = True  # the fresh attempt gets the whole bound of failing cells
             return Ask(
                 prompt("fresh_start", error=_error_and_hint(error)),
                 notice="the model repeated a failing cell; starting the task over",

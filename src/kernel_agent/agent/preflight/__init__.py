@@ -14,7 +14,10 @@ writes them into the cell instead, before it runs:
   underscores, or but for a unit in brackets (``'Flipper Length'`` for
   ``'Flipper Length (mm)'``);
 - **the file's read call**: a ``read_csv``/``read_table`` of a previewed file gets the
-  separator, encoding and decimal comma the preview read it with;
+  separator, encoding and decimal comma the preview read it with, and ``na_values`` for
+  the marks a column writes for a missing value ('.', '?', '-'), unless the call says how
+  it reads missing values (asked how many penguins have no Sex recorded, the model counted
+  ``isna()`` and printed 0 of 11, the preview's fix line unread);
 - **numbers stored as text**: after a top-level ``df = pd.read_csv(f)`` of a file whose
   numbers have thousands separators, currency or percent signs, or a few values that are
   not numbers (one corrupt row made Spotify's ``streams`` text; ``sum()`` then joined the

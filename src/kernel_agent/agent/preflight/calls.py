@@ -41,6 +41,8 @@ def _read_call_edits(call: ast.Call, facts: Mapping[str, FileFacts], span: Span)
             edits.append(_Edit(*span(enc.value), repr(file.encoding)))
     if file.decimal_comma and "decimal" not in keywords:
         added.append("decimal=','")
+    if file.missing and file.delimited and not {"na_values", "keep_default_na"} & set(keywords):
+        added.append(f"na_values={ {c: list(m) for c, m in file.missing.items()}!r}")
     edits += _header_kept(keywords, file, span)
     if added and not any(k.arg is None for k in call.keywords):  # no **kwargs to clash with
         edits.append(_added_arguments(call, span, ", ".join(added)))
