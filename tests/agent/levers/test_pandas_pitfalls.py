@@ -140,8 +140,12 @@ PENGUINS = "Island,Flipper\nBiscoe,230\nBiscoe,190\nDream,200\nDream,198\nTorger
 def test_a_group_max_for_an_asked_mean_is_noted_and_its_answer_waits(fake_llm, tmp_path):
     """The tuned half's cell: each island's max for its mean; the note reaches the model
     under the cell, the answer restating it goes back once, the corrected cell answers."""
-    (tmp_path / "penguins.csv").write_text(PENGUINS)
-    fake_llm.enqueue(
+    result = _run_on(
+        fake_llm,
+        tmp_path / "penguins.csv",
+        PENGUINS,
+        "Using the file penguins.csv: which island has the largest mean Flipper, and "
+        "what is that mean?",
         run_cell(
             "import pandas as pd\ndf = pd.read_csv('penguins.csv')\n"
             "by_island = df.groupby('Island')['Flipper'].max()\n"
@@ -151,12 +155,6 @@ def test_a_group_max_for_an_asked_mean_is_noted_and_its_answer_waits(fake_llm, t
         run_cell("m = df.groupby('Island')['Flipper'].mean()\nprint(m.idxmax(), m.max())"),
         text("Biscoe, with a mean flipper length of 210.0."),
     )
-    settings = scripted_settings(fake_llm, tmp_path, clean_notebook=False)
-    with Agent(settings) as agent:
-        result = agent.run_to_end(
-            "Using the file penguins.csv: which island has the largest mean Flipper, and "
-            "what is that mean?"
-        )
     under_cell = fake_llm.requests[1].last_user_text
     assert "Biscoe 230" in under_cell and "this cell computed no mean" in under_cell
     assert "takes each group's max" in under_cell
@@ -173,8 +171,12 @@ def test_a_series_printed_in_a_slot_for_one_value_is_noted_and_its_answer_waits(
     """The tuned half's cell: each district's share printed into the one slot of the
     city's share; the note reaches the model under the cell (with pandas' real repr),
     the answer restating it goes back once, the corrected cell's slot is the answer."""
-    (tmp_path / "votes.csv").write_text(VOTES)
-    fake_llm.enqueue(
+    result = _run_on(
+        fake_llm,
+        tmp_path / "votes.csv",
+        VOTES,
+        "Using the file votes.csv: what was Coderre's share of all votes in the city, in "
+        "percent, rounded to 2 decimals?\nGive the final answer in this format: @share[value]",
         run_cell(
             "import pandas as pd\ndf = pd.read_csv('votes.csv')\n"
             "share = round(df['Coderre'] / df['total'] * 100, 2)\nprint(f'@share[{share}]')"
@@ -182,15 +184,17 @@ def test_a_series_printed_in_a_slot_for_one_value_is_noted_and_its_answer_waits(
         text("@share[0 20.0 1 50.0 2 55.56]"),
         run_cell("print(f\"@share[{df['Coderre'].sum() / df['total'].sum() * 100:.2f}]\")"),
     )
-    settings = scripted_settings(fake_llm, tmp_path, clean_notebook=False)
-    with Agent(settings) as agent:
-        result = agent.run_to_end(
-            "Using the file votes.csv: what was Coderre's share of all votes in the city, in "
-            "percent, rounded to 2 decimals?\nGive the final answer in this format: "
-            "@share[value]"
-        )
     under_cell = fake_llm.requests[1].last_user_text
     assert "dtype: float64" in under_cell and "printed 3 values there" in under_cell
     assert "printed 3 values there" in fake_llm.requests[2].last_user_text  # sent back
     assert result.status == "ok" and result.answer == "@share[40.00]"  # composed, no turn
     fake_llm.assert_drained()
+
+
+def _run_on(fake_llm, path, body, task, *replies):
+    """``task`` on a real kernel, with ``body`` in the file ``path`` and the model's
+    replies scripted."""
+    path.write_text(body)
+    fake_llm.enqueue(*replies)
+    with Agent(scripted_settings(fake_llm, path.parent, clean_notebook=False)) as agent:
+        return agent.run_to_end(task)
