@@ -241,12 +241,17 @@ class LabBrowser:
         self.pipe.call("Page.navigate", {"url": url}, self.session)
         return self
 
-    def text(self) -> str:
+    def call(self, method: str, params: dict[str, Any], within: float = 60.0) -> dict[str, Any]:
+        """One command to the page, bounded on its own: the pipe's deadline is per command
+        once the browser is up, so a test's waits add up without running out the pipe's."""
         assert self.pipe is not None
-        result = self.pipe.call(
+        self.pipe.deadline = time.monotonic() + within
+        return self.pipe.call(method, params, self.session)
+
+    def text(self) -> str:
+        result = self.call(
             "Runtime.evaluate",
             {"expression": "document.body ? document.body.innerText : ''", "returnByValue": True},
-            self.session,
         )
         return str(result.get("result", {}).get("value") or "")
 
@@ -262,8 +267,7 @@ class LabBrowser:
         raise AssertionError(f"the page never showed {texts!r}; it showed:\n{seen[-3000:]}")
 
     def screenshot(self, path: Path) -> Path:
-        assert self.pipe is not None
-        data = self.pipe.call("Page.captureScreenshot", {"format": "png"}, self.session)["data"]
+        data = self.call("Page.captureScreenshot", {"format": "png"})["data"]
         path.write_bytes(base64.b64decode(data))
         return path
 

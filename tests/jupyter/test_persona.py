@@ -148,11 +148,10 @@ def _side_by_side(lab: LabServer, notebook: str, chat: str) -> None:
 
 def _type_and_send(browser: LabBrowser, message: str) -> None:
     """What the user does: click into the chat's input, type, press Enter."""
-    assert browser.pipe is not None
     deadline = time.monotonic() + 60
     focused = False
     while not focused and time.monotonic() < deadline:
-        found = browser.pipe.call(
+        found = browser.call(
             "Runtime.evaluate",
             {
                 "expression": "(() => { const t = document.querySelector("
@@ -160,19 +159,18 @@ def _type_and_send(browser: LabBrowser, message: str) -> None:
                 "if (t) t.focus(); return !!t; })()",
                 "returnByValue": True,
             },
-            browser.session,
         )
         focused = bool(found.get("result", {}).get("value"))
         if not focused:
             time.sleep(0.5)
     assert focused, "the chat's input never showed"
-    browser.pipe.call("Input.insertText", {"text": message}, browser.session)
+    browser.call("Input.insertText", {"text": message})
     time.sleep(1)  # the mention pop-up settles
     for kind in ("keyDown", "keyUp"):
         key = {"type": kind, "key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13}
         if kind == "keyDown":
             key["text"] = "\r"
-        browser.pipe.call("Input.dispatchKeyEvent", key, browser.session)
+        browser.call("Input.dispatchKeyEvent", key)
 
 
 def test_in_jupyterlab_a_user_asks_in_the_chat_and_watches_the_notebook(tmp_path, fake_llm):
