@@ -68,3 +68,33 @@ def test_malformed_deep_or_oversized_facts_are_dropped_quickly():
             assert len(file.columns) <= 500 and all(len(c) <= 200 for c in file.columns)
             assert file.sep in (",", ";", "\t", "|") and len(file.encoding) <= 20
             assert all("'" not in f and ";" not in f for f in file.dates.values())
+
+
+def test_facts_listing_many_columns_in_every_field_stay_bounded_and_well_shaped():
+    """Every field a file's facts hold, each as wide as the message allows, with entries of
+    every JSON type: what is kept names the file's own columns, at most one per column, and
+    reading it takes about as long as reading its text (membership is not a scan)."""
+    names = [f"c{i}" for i in range(500)]
+    junk: list[object] = [[1], {"a": 1}, None, 3.5, True, "x" * 300]
+    many = [*junk, *(f"n{i}" for i in range(100_000)), *names]
+    mapping = {f"n{i}": ["."] for i in range(100_000)} | {c: ["NA"] for c in names}
+    entry = {
+        "columns": [*junk, *names],
+        "numeric": many,
+        "units": many,
+        "whole": many,
+        "dates": {c: "%Y-%m-%d" for c in mapping},
+        "values": mapping,
+        "missing": mapping,
+    }
+    tail = json.dumps({"a.csv": entry})
+    started = time.monotonic()
+    json.loads(tail)
+    parsing = time.monotonic() - started
+    started = time.monotonic()
+    _, facts = split_facts("preview" + FACTS_MARK + tail)
+    assert time.monotonic() - started < 3 * parsing + 0.2  # 6x before the names were a set
+    file = facts["a.csv"]
+    assert set(file.columns) <= set(names)
+    for kept in (file.numeric, file.units, file.whole, file.dates, file.values, file.missing):
+        assert set(kept) <= set(file.columns) and len(kept) <= 500

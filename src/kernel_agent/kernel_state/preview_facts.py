@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from .kernel_probe import FACTS_MARK
@@ -79,33 +80,34 @@ def _file_facts(entry: Any) -> FileFacts | None:
     if not isinstance(columns, list):
         return None
     names = tuple(c for c in columns[:_MAX_COLUMNS] if isinstance(c, str) and len(c) <= _MAX_NAME)
+    known = frozenset(names)  # membership in one step: a hostile entry may list many names
     dates_raw = entry.get("dates")
     dates = {
         str(c): f
-        for c, f in (dates_raw.items() if isinstance(dates_raw, dict) else ())
-        if c in names and isinstance(f, str) and _DATE_FORMAT.fullmatch(f)
+        for c, f in _entries(dates_raw)
+        if c in known and isinstance(f, str) and _DATE_FORMAT.fullmatch(f)
     }
     numeric_raw = entry.get("numeric")
     numeric = tuple(
         c
         for c in (numeric_raw if isinstance(numeric_raw, list) else ())[:_MAX_COLUMNS]
-        if c in names
+        if isinstance(c, str) and c in known
     )
     values_raw = entry.get("values")
     values = {
         str(c): tuple(v for v in vs[:30] if isinstance(v, str) and len(v) <= 100)
-        for c, vs in (values_raw.items() if isinstance(values_raw, dict) else ())
-        if c in names and isinstance(vs, list)
+        for c, vs in _entries(values_raw)
+        if c in known and isinstance(vs, list)
     }
     missing_raw = entry.get("missing")
     missing = {
         str(c): marks
-        for c, ms in (missing_raw.items() if isinstance(missing_raw, dict) else ())
-        if c in names
+        for c, ms in _entries(missing_raw)
+        if c in known
         and isinstance(ms, list)
         and (marks := tuple(m for m in ms[:3] if isinstance(m, str) and len(m) <= _MAX_MARK))
     }
-    units, whole = (_named_columns(entry.get(key), names) for key in ("units", "whole"))
+    units, whole = (_named_columns(entry.get(key), known) for key in ("units", "whole"))
     common = {
         "columns": names,
         "dates": dates,
@@ -130,6 +132,12 @@ def _file_facts(entry: Any) -> FileFacts | None:
     )
 
 
-def _named_columns(raw: Any, names: tuple[str, ...]) -> tuple[str, ...]:
+def _named_columns(raw: Any, known: frozenset[str]) -> tuple[str, ...]:
     """The columns of ``raw`` (a list, else none) that the file has."""
-    return tuple(c for c in (raw if isinstance(raw, list) else ())[:_MAX_COLUMNS] if c in names)
+    return tuple(c for c in (raw if isinstance(raw, list) else ())[:_MAX_COLUMNS]
+                 if isinstance(c, str) and c in known)  # fmt: skip
+
+
+def _entries(raw: Any) -> list[tuple[Any, Any]]:
+    """The first entries of ``raw`` (a mapping, else none): one per column at most."""
+    return list(islice(raw.items(), _MAX_COLUMNS)) if isinstance(raw, dict) else []
