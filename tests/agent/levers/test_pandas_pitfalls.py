@@ -198,3 +198,42 @@ def _run_on(fake_llm, path, body, task, *replies):
     fake_llm.enqueue(*replies)
     with Agent(scripted_settings(fake_llm, path.parent, clean_notebook=False)) as agent:
         return agent.run_to_end(task)
+
+
+ISLANDS = (
+    "Island,Flipper,Mass\nDream,200,3500\nDream,198,3600\nDream,190,3400\n"
+    "Torgersen,195,3700\nTorgersen,185,3300\nTorgersen,189,3650\nBiscoe,230,5000\n"
+)
+
+
+def test_a_group_the_task_names_that_no_cell_selects_is_noted_and_its_answer_waits(
+    fake_llm, tmp_path
+):
+    """The tuned half's cell: asked to compare Dream with Torgersen, the model compared two
+    columns within Dream. The preview's values name both islands; the note says which one
+    no cell selected, the answer goes back once, the corrected cell answers."""
+    result = _run_on(
+        fake_llm,
+        tmp_path / "islands.csv",
+        ISLANDS,
+        "Using the file islands.csv: compare Flipper between the islands Dream and "
+        "Torgersen with Welch's t-test. Is the difference significant at alpha = 0.05?",
+        run_cell(
+            "import pandas as pd\nfrom scipy import stats\ndf = pd.read_csv('islands.csv')\n"
+            "dream = df[df['Island'] == 'Dream']\n"
+            "print(stats.ttest_ind(dream['Flipper'], dream['Mass'], equal_var=False).pvalue)"
+        ),
+        text("The difference is significant."),
+        run_cell(
+            "torg = df[df['Island'] == 'Torgersen']\n"
+            "print(stats.ttest_ind(dream['Flipper'], torg['Flipper'], equal_var=False).pvalue)"
+        ),
+        text("The difference is not significant."),
+    )
+    under_cell = fake_llm.requests[1].last_user_text
+    assert "names 'Dream' and 'Torgersen' (values of 'Island')" in under_cell
+    assert "no cell so far selects 'Torgersen'" in under_cell
+    assert "selects 'Torgersen'" in fake_llm.requests[2].last_user_text  # the answer sent back
+    assert "selects 'Torgersen'" not in fake_llm.requests[3].last_user_text  # selected now
+    assert result.status == "ok" and result.answer == "The difference is not significant."
+    fake_llm.assert_drained()
