@@ -70,11 +70,13 @@ class PandasPitfalls(Lever):
         if omitted := omitted_values(state.task, codes, state.data_facts):
             column, written, left = omitted
             quoted = " and ".join(repr(v) for v in (*written, *left))
+            groups = " and ".join(f"df[df[{column!r}] == {v!r}]" for v in (*written, *left))
             return (
                 f"Note: the task names {quoted} (values of {column!r}), and no cell so far "
                 f"selects {' or '.join(repr(v) for v in left)}: this result is about other "
-                "rows than the task's. Compute what the task asks from the rows it names, "
-                f"e.g. df[df[{column!r}] == {left[0]!r}], beside those of {written[0]!r}."
+                "rows than the task's. Take one group of rows for each value the task names "
+                f"({groups}) and compute what the task asks from the same column of each "
+                "group (to compare groups is to compare one column between them)."
             )
         if labels := row_label_calls(cell.code, state.namespace):
             call, variable, _ = labels[0]
