@@ -32,6 +32,15 @@ def omitted_values(
 ) -> tuple[str, list[str], list[str]] | None:
     """``(column, written, omitted)``: the task names two or more values of ``column``,
     and ``codes`` (the task's cells so far) write some of them and not the others."""
+    groups = [
+        (column, named)
+        for file in facts.values()
+        for column, values in file.values.items()
+        if len(named := [v for v in values if len(v.strip()) >= _MIN_CHARS and _names(task, v)])
+        >= 2
+    ]
+    if not groups:  # the common case: no code to parse
+        return None
     written_text: list[str] = []
     for code in codes:
         tree = parse_python(code)
@@ -42,19 +51,13 @@ def omitted_values(
                 return None
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 written_text.append(node.value)
-    if not written_text:
-        return None
-    for file in facts.values():
-        for column, values in file.values.items():
-            named = [v for v in values if len(v.strip()) >= _MIN_CHARS and _names(task, v)]
-            if len(named) < 2:
-                continue
-            written = [v for v in named if any(v in s for s in written_text)]
-            omitted = [v for v in named if v not in written]
-            # a value inside a written one ('USA' in 'non-USA') is not surely left out
-            omitted = [v for v in omitted if not any(v in w or w in v for w in written)]
-            if written and omitted:
-                return column, written, omitted
+    for column, named in groups:
+        written = [v for v in named if any(v in s for s in written_text)]
+        omitted = [v for v in named if v not in written]
+        # a value inside a written one ('USA' in 'non-USA') is not surely left out
+        omitted = [v for v in omitted if not any(v in w or w in v for w in written)]
+        if written and omitted:
+            return column, written, omitted
     return None
 
 
