@@ -3,17 +3,15 @@
 The pitfalls are :mod:`..pitfalls`' detectors (a row number for a key, all rows for a
 count, a fraction for a percentage, another statistic than the named one (a test, a
 correlation, or a group's max where its mean was asked), normality read backwards, a
-``pd.cut`` edge in the wrong bin, many values in a slot that asks one) and
-:mod:`..named_values` (a group the task names that no cell selects); this lever writes
-the notes, remembers the names that keep a questioned value, and sends an answer given
-right after a noted cell back once.
+``pd.cut`` edge in the wrong bin, many values in a slot that asks one); this lever
+writes the notes, remembers the names that keep a questioned value, and sends an answer
+given right after a noted cell back once.
 """
 
 from __future__ import annotations
 
 from ...prompts import prompt
 from ...results import CellResult
-from ..named_values import omitted_values
 from ..pitfalls import (
     GROUPED,
     STATISTIC,
@@ -66,18 +64,6 @@ class PandasPitfalls(Lever):
         return note
 
     def _note(self, state: TaskState, cell: CellResult) -> str | None:
-        codes = [c.code for c in state.cells if c.ok]  # this cell's too: it is in them
-        if omitted := omitted_values(state.task, codes, state.data_facts):
-            column, written, left = omitted
-            quoted = " and ".join(repr(v) for v in (*written, *left))
-            groups = " and ".join(f"df[df[{column!r}] == {v!r}]" for v in (*written, *left))
-            return (
-                f"Note: the task names {quoted} (values of {column!r}), and no cell so far "
-                f"selects {' or '.join(repr(v) for v in left)}: this result is about other "
-                "rows than the task's. Take one group of rows for each value the task names "
-                f"({groups}) and compute what the task asks from the same column of each "
-                "group (to compare groups is to compare one column between them)."
-            )
         if labels := row_label_calls(cell.code, state.namespace):
             call, variable, _ = labels[0]
             frames = [v for v in state.namespace.values() if v.columns and v.row_numbers]
