@@ -273,3 +273,62 @@ def test_a_date_parse_error_points_at_the_previews_date_format():
     assert "format='%d/%m/%Y'" in hint and "The data preview said" in hint
     alone = error_hint(failed("pd.to_datetime(s)", "DateParseError", "month must be in 1..12"), {})
     assert "dayfirst=True" in alone
+
+
+def test_a_misspelt_name_gets_the_one_the_cell_assigns():
+    code = "full_professors = df[df['rank'] == 'Prof']\nq3 = full_professor['salary'].quantile(.75)"
+    ns = {"df": VariableInfo("df", "DataFrame", columns=("rank", "salary"))}
+    hint = error_hint(failed(code, "NameError", "name 'full_professor' is not defined"), ns)
+    assert "`full_professors` does" in hint and "`full_professor`" in hint
+
+
+def test_a_misspelt_name_gets_the_one_the_kernel_has():
+    ns = {"monthly_totals": VariableInfo("monthly_totals", "Series")}
+    hint = error_hint(
+        failed("monthly_total.max()", "NameError", "name 'monthly_total' is not defined"), ns
+    )
+    assert "`monthly_totals` does" in hint
+
+
+def test_a_name_near_two_others_gets_the_list_not_a_guess():
+    ns = {n: VariableInfo(n, "int") for n in ("total_a", "total_b")}
+    hint = error_hint(failed("print(total_c)", "NameError", "name 'total_c' is not defined"), ns)
+    assert "Variables that exist: total_a, total_b" in hint and "does (one spelling" not in hint
+
+
+def test_a_name_far_from_every_other_gets_the_list():
+    ns = {"sales": VariableInfo("sales", "DataFrame")}
+    hint = error_hint(failed("print(outliers)", "NameError", "name 'outliers' is not defined"), ns)
+    assert "one spelling apart" not in hint and "sales" in hint
+
+
+PREVIEW = (
+    "salaries.csv (14.4 KB)\n  397 rows x 6 columns\n"
+    "  columns: 'rank' str, 'discipline' str, 'salary' str\n"
+)
+
+
+def test_a_key_error_from_a_read_that_skipped_the_header_says_to_read_it_plainly():
+    code = "df = pd.read_csv('salaries.csv', skiprows=1)\ndf['salary'].mean()"
+    ns = {"df": VariableInfo("df", "DataFrame", columns=("Prof", "B", "$139,750"))}
+    hint = error_hint(failed(code, "KeyError", "'salary'"), ns, told=[PREVIEW])
+    assert "`skiprows=`" in hint and "a row of data became the column names" in hint
+    assert "`df = pd.read_csv('salaries.csv')`" in hint
+
+
+def test_a_lost_column_keeps_the_reads_other_options_or_quotes_the_previews_read():
+    code = "df = pd.read_csv('s.tsv', sep='\\t', usecols=['rank'])\ndf['salary']"
+    ns = {"df": VariableInfo("df", "DataFrame", columns=("rank",))}
+    told = PREVIEW.replace("salaries.csv", "s.tsv")
+    hint = error_hint(failed(code, "KeyError", "'salary'"), ns, told=[told])
+    assert "`usecols=`" in hint and "pd.read_csv('s.tsv', sep='\\t')" in hint
+    quoted = told + "  read it with: df = pd.read_csv('s.tsv', sep='\\t', encoding='latin-1')\n"
+    hint = error_hint(failed(code, "KeyError", "'salary'"), ns, told=[quoted])
+    assert "`df = pd.read_csv('s.tsv', sep='\\t', encoding='latin-1')`" in hint
+
+
+def test_a_key_error_on_a_column_the_preview_does_not_list_is_not_blamed_on_the_read():
+    code = "df = pd.read_csv('salaries.csv', skiprows=1)\ndf['wage']"
+    ns = {"df": VariableInfo("df", "DataFrame", columns=("Prof", "B"))}
+    hint = error_hint(failed(code, "KeyError", "'wage'"), ns, told=[PREVIEW])
+    assert "skiprows" not in hint

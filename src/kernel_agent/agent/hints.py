@@ -117,6 +117,8 @@ def error_hint(
         key = error.evalue.strip().strip("'\"")
         if one_column := _one_column(frames):
             return one_column + _read_line(result.code, told)
+        if lost := _read_lost_column(key, result.code, "\n".join(told)):
+            return lost
         if frames and re.fullmatch(r"-?\d+", key):
             return (
                 f"Hint: `frame[{key}]` looks up a column, and there is no column {key}. "
@@ -185,8 +187,29 @@ def _name_error(name: str, code: str, namespace: dict[str, VariableInfo]) -> str
             "Compute the values it needs first (in separate variables or statements), "
             f"then build `{name}`."
         )
+    if close := _close_names(name, code, namespace):
+        return (
+            f"Hint: no variable `{name}` exists, but `{close}` does (one spelling apart): "
+            f"write `{close}` wherever the cell says `{name}`, and send the cell again."
+        )
     existing = ", ".join(sorted(namespace)[:20]) or "none yet"
     return f"Hint: no variable `{name}` exists in the kernel. Variables that exist: {existing}."
+
+
+def _close_names(name: str, code: str, namespace: dict[str, VariableInfo]) -> str:
+    """The one name the kernel has, or the cell assigns, that ``name`` is a misspelling of."""
+    known = set(namespace)
+    if (tree := parse_python(code)) is not None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                known.add(node.id)
+            elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+                known.add(node.name)
+            elif isinstance(node, ast.alias):
+                known.add((node.asname or node.name).split(".")[0])
+    known.discard(name)
+    close = difflib.get_close_matches(name, sorted(known), n=2, cutoff=0.8)
+    return close[0] if len(close) == 1 or (close and _squash(close[0]) == _squash(name)) else ""
 
 
 def _slot_as_code(code: str) -> str:
@@ -242,6 +265,47 @@ _NOT_NUMBER = re.compile(
     r"'str' and '(?:int|float)'|dtype\('O'\)|cannot perform reduce with flexible type|"
     r"agg function failed \[how->\w+,dtype->(?:object|str)\]"
 )
+
+
+#: what each ``read_*`` option does to the columns the file has
+_COLUMN_OPTIONS = {
+    "skiprows": "skipped the header line, so a row of data became the column names",
+    "header": "took another line than the header for the column names",
+    "names": "gave the columns other names",
+    "usecols": "kept only some columns",
+    "index_col": "made it the index, which is not a column",
+}
+
+
+def _read_lost_column(key: str, code: str, told: str) -> str:
+    """A column the preview lists for a file, lost by an option of the cell's read of it."""
+    tree = parse_python(code)
+    if tree is None or not key or f"'{key}'" not in told and f'"{key}"' not in told:
+        return ""
+    for node in ast.walk(tree):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr.startswith("read_")
+            and node.args
+            and isinstance(path := node.args[0], ast.Constant)
+            and isinstance(path.value, str)
+        ):
+            continue
+        options = [k for k in node.keywords if k.arg in _COLUMN_OPTIONS]
+        if not options:
+            continue
+        kept = [k for k in node.keywords if k.arg not in _COLUMN_OPTIONS]
+        plain = ast.unparse(ast.Call(node.func, [path], kept))
+        told_read = _read_line(path.value, [told]).removeprefix(" The data preview read it so: ")
+        read = told_read.strip("`.") if path.value in told_read else f"df = {plain}"
+        what = _COLUMN_OPTIONS[options[0].arg or ""]
+        return (
+            f"Hint: {path.value} has a column {key!r} (the data preview lists it), but "
+            f"`{options[0].arg}=` in `{ast.unparse(node)[:120]}` {what}. Read it as the "
+            f"preview did, `{read}`, and the column is there."
+        )
+    return ""
 
 
 def _read_line(code: str, told: Sequence[str]) -> str:
