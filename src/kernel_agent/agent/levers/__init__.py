@@ -33,7 +33,6 @@ from .result_check import ResultCheck
 from .stall_guard import StallGuard
 from .states_result import StatesResult
 from .unbacked_answer import UnbackedAnswer
-from .unread_column import UnreadColumn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -63,7 +62,6 @@ SMALL_MODEL_LEVERS: tuple[type[Lever], ...] = (
     Preflight,
     AutoImport,
     PandasPitfalls,
-    UnreadColumn,
     RepeatGuard,
     NoInstall,
     ProseCell,
