@@ -198,6 +198,8 @@ def _name_error(name: str, code: str, namespace: dict[str, VariableInfo]) -> str
 
 def _close_names(name: str, code: str, namespace: dict[str, VariableInfo]) -> str:
     """The one name the kernel has, or the cell assigns, that ``name`` is a misspelling of."""
+    if len(name) > 100:  # the error's text is the kernel's: a name no cell would write
+        return ""
     known = set(namespace)
     if (tree := parse_python(code)) is not None:
         for node in ast.walk(tree):
@@ -301,7 +303,7 @@ def _read_lost_column(key: str, code: str, told: str) -> str:
         read = told_read.strip("`.") if path.value in told_read else f"df = {plain}"
         what = _COLUMN_OPTIONS[options[0].arg or ""]
         return (
-            f"Hint: {path.value} has a column {key!r} (the data preview lists it), but "
+            f"Hint: {path.value[:80]} has a column {key[:80]!r} (the data preview lists it), but "
             f"`{options[0].arg}=` in `{ast.unparse(node)[:120]}` {what}. Read it as the "
             f"preview did, `{read}`, and the column is there."
         )
