@@ -299,8 +299,8 @@ def _read_lost_column(key: str, code: str, told: str) -> str:
             continue
         kept = [k for k in node.keywords if k.arg not in _COLUMN_OPTIONS]
         plain = ast.unparse(ast.Call(node.func, [path], kept))
-        told_read = _read_line(path.value, [told]).removeprefix(" The data preview read it so: ")
-        read = told_read.strip("`.") if path.value in told_read else f"df = {plain}"
+        told_read = [call for name, call in _told_reads([told]) if name == path.value]
+        read = f"df = {told_read[0] if told_read else plain}"
         what = _COLUMN_OPTIONS[options[0].arg or ""]
         return (
             f"Hint: {path.value[:80]} has a column {key[:80]!r} (the data preview lists it), but "
@@ -312,11 +312,16 @@ def _read_lost_column(key: str, code: str, told: str) -> str:
 
 def _read_line(code: str, told: Sequence[str]) -> str:
     """The preview's tested ``pd.read_csv(...)`` for a file the code names (or the only one)."""
-    found = [(m.group(3), m.group(1)) for t in told for m in _READ_LINE.finditer(t)]
+    found = _told_reads(told)
     named = [call for name, call in found if name in code] or (
         [found[0][1]] if len(found) == 1 else []
     )
     return f" The data preview read it so: `df = {named[0]}`." if named else ""
+
+
+def _told_reads(told: Sequence[str]) -> list[tuple[str, str]]:
+    """The preview's ``read it with`` calls, as (file name, ``pd.read_csv(...)``)."""
+    return [(m.group(3), m.group(1)) for t in told for m in _READ_LINE.finditer(t)]
 
 
 def _data_shape_hint(ename: str, evalue: str, code: str, told: str) -> str:
