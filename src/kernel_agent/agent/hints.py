@@ -67,7 +67,24 @@ def _one_value(kind: str, code: str) -> str:
     return hint
 
 
+#: the most characters of a hint: it quotes the kernel's error text, names and columns
+MAX_HINT_CHARS = 2000
+
+
 def error_hint(
+    result: CellResult,
+    namespace: dict[str, VariableInfo],
+    libraries: Mapping[str, str] | None = None,
+    install_policy: str = "never",
+    told: Sequence[str] = (),
+) -> str:
+    """A hint for the model, or "" when there is nothing useful to add, at most
+    :data:`MAX_HINT_CHARS` long whatever the kernel sent (see :func:`_error_hint`)."""
+    hint = _error_hint(result, namespace, libraries, install_policy, told)
+    return hint if len(hint) <= MAX_HINT_CHARS else hint[: MAX_HINT_CHARS - 1] + "…"
+
+
+def _error_hint(
     result: CellResult,
     namespace: dict[str, VariableInfo],
     libraries: Mapping[str, str] | None = None,
