@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import ParamSpec
 
 from ..kernel_state.namespace import VariableInfo
 from ..results import CellResult
@@ -16,7 +18,9 @@ from .code_text import parse_python
 from .imports import COMMON_ALIASES
 from .slots import CODE_LINE, OPENING
 
-__all__ = ["error_hint"]
+__all__ = ["MAX_HINT_CHARS", "error_hint"]
+
+P = ParamSpec("P")
 
 _COMMON_IMPORTS = {
     **{alias: line for alias, (line, _) in COMMON_ALIASES.items()},
@@ -71,6 +75,18 @@ def _one_value(kind: str, code: str) -> str:
 MAX_HINT_CHARS = 2000
 
 
+def _bounded(hint_of: Callable[P, str]) -> Callable[P, str]:
+    """``hint_of``'s hint cut at :data:`MAX_HINT_CHARS`, whatever the kernel sent."""
+
+    @functools.wraps(hint_of)
+    def bounded(*args: P.args, **kwargs: P.kwargs) -> str:
+        hint = hint_of(*args, **kwargs)
+        return hint if len(hint) <= MAX_HINT_CHARS else hint[: MAX_HINT_CHARS - 1] + "…"
+
+    return bounded
+
+
+@_bounded
 def error_hint(
     result: CellResult,
     namespace: dict[str, VariableInfo],
@@ -78,20 +94,8 @@ def error_hint(
     install_policy: str = "never",
     told: Sequence[str] = (),
 ) -> str:
-    """A hint for the model, or "" when there is nothing useful to add, at most
-    :data:`MAX_HINT_CHARS` long whatever the kernel sent (see :func:`_error_hint`)."""
-    hint = _error_hint(result, namespace, libraries, install_policy, told)
-    return hint if len(hint) <= MAX_HINT_CHARS else hint[: MAX_HINT_CHARS - 1] + "…"
-
-
-def _error_hint(
-    result: CellResult,
-    namespace: dict[str, VariableInfo],
-    libraries: Mapping[str, str] | None = None,
-    install_policy: str = "never",
-    told: Sequence[str] = (),
-) -> str:
-    """A hint for the model, or "" when there is nothing useful to add.
+    """A hint for the model, or "" when there is nothing useful to add (at most
+    :data:`MAX_HINT_CHARS` long: it quotes the kernel's text).
 
     ``libraries`` is what the kernel can import (``{import name: version}``), when known;
     ``told``: what the model was told in this task (the data preview's ``read it with``
