@@ -30,6 +30,8 @@ EVALUES = [
     f"cannot unpack non-iterable {BIG} object",
     f"too many values to unpack {BIG}",
     f"time data '{BIG}' doesn't match format",
+    f"The truth value of a Series is ambiguous. {BIG}",
+    f"Cannot perform 'rand_' with a dtyped [{BIG}] array",
     BIG,
 ]
 CODES = [
@@ -37,6 +39,8 @@ CODES = [
     f"@x[{BIG[:5000]}]",
     "print(max(d, key=abs))\nx = df.idxmax()\n" + "y = 1\n" * 5000,
     "import pandas as pd\nq = 1",
+    f"n = df[df['{BIG[:5000]}'] > 1 & df.b < 2]",
+    f"n = sum(m & df['{BIG[:5000]}'] < f)",
 ]
 
 

@@ -332,3 +332,28 @@ def test_a_key_error_on_a_column_the_preview_does_not_list_is_not_blamed_on_the_
     ns = {"df": VariableInfo("df", "DataFrame", columns=("Prof", "B"))}
     hint = error_hint(failed(code, "KeyError", "'wage'"), ns, told=[PREVIEW])
     assert "skiprows" not in hint
+
+
+def test_conditions_joined_against_precedence_get_the_fix_whatever_pandas_said():
+    """pandas words the same slip three ways (texts from a real kernel, pandas 2)."""
+    for code, ename, evalue in [
+        ("d = df[df.x > 1 & df.x < 5]", "ValueError",
+         "The truth value of a Series is ambiguous. Use a.empty, a.bool(), a.item()"),
+        ("d = df[df.rank == 'Prof' & df.salary < 5]", "TypeError",
+         "Cannot perform 'rand_' with a dtyped [int64] array and scalar of type [bool]"),
+        ("d = df[df.x > 1 | df.rank == 'A']", "TypeError",
+         "unsupported operand type(s) for |: 'int' and 'method'"),
+    ]:  # fmt: skip
+        hint = error_hint(failed(code, ename, evalue), {})
+        assert hint.startswith("Hint: Python reads") and "&` and `|` bind tighter" in hint
+    hint = error_hint(failed("d = df[(df.x > 1) and (df.x < 5)]", "ValueError",
+                             "The truth value of a Series is ambiguous."), {})  # fmt: skip
+    assert "`(df.x > 1) & (df.x < 5)`" in hint
+
+
+def test_an_ambiguous_mask_without_a_slip_gets_the_rule_and_other_type_errors_nothing_new():
+    hint = error_hint(failed("if df.x > 1:\n    pass", "ValueError",
+                             "The truth value of a Series is ambiguous."), {})  # fmt: skip
+    assert "`&` and `|`" in hint and ".any()" in hint
+    plain = failed("y = x | 2", "TypeError", "unsupported operand type(s) for |: 'str' and 'int'")
+    assert "Python reads" not in error_hint(plain, {})

@@ -13,9 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import ParamSpec
 
 from ..kernel_state.namespace import VariableInfo
-from ..results import CellResult
+from ..results import CellError, CellResult
 from .code_text import parse_python
 from .imports import COMMON_ALIASES
+from .precedence import precedence_slip
 from .slots import CODE_LINE, OPENING
 
 __all__ = ["MAX_HINT_CHARS", "error_hint"]
@@ -131,6 +132,8 @@ def error_hint(
             )
     if error.ename == "TypeError" and (match := _ONE_VALUE.search(error.evalue)):
         return _one_value(match.group(1), result.code)
+    if _MASKS_COMBINED.search(error.evalue) and (masks := _masks_combined(error, result.code)):
+        return masks
     if data_hint := _data_shape_hint(error.ename, error.evalue, result.code, "\n".join(told)):
         return data_hint
     if error.ename == "KeyError":
@@ -271,6 +274,11 @@ def _one_column(frames: Sequence[VariableInfo]) -> str:
     return ""
 
 
+#: a mask asked for one truth value, or ``&``/``|`` between a mask and a number or a method
+_MASKS_COMBINED = re.compile(
+    r"truth value of an? \w+ is ambiguous|Cannot perform 'r?(?:and|or|xor)_'|"
+    r"unsupported operand type\(s\) for [&|^]"
+)
 _EMPTY = re.compile(
     r"Encountered all NA values|(?:arg|argmax|argmin|max|min)\w* (?:of )?an empty sequence|"
     r"zero-size array|attempt to get arg\w+ of an empty sequence"
@@ -401,6 +409,20 @@ def _data_shape_hint(ename: str, evalue: str, code: str, told: str) -> str:
     if ename == "AttributeError" and "Can only use .str accessor" in evalue:
         return "Hint: that column is already numeric: drop the `.str` step and use it as it is."
     return ""
+
+
+def _masks_combined(error: CellError, code: str) -> str:
+    """Conditions joined against Python's precedence (``a > 1 & b < 2``, ``and``), or a
+    mask asked for one truth value."""
+    if slip := precedence_slip(code):
+        return f"Hint: {slip.sentence()}"
+    if "ambiguous" not in error.evalue:
+        return ""
+    return (
+        "Hint: a condition on a column is a True/False Series, not one True or False. "
+        "Combine conditions with `&` and `|`, each in parentheses: "
+        "`df[(df.a > 1) & (df.b < 2)]`; for one value ask `.any()` or `.all()`."
+    )
 
 
 def _selections_combined(code: str) -> bool:

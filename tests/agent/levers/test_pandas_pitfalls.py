@@ -198,3 +198,53 @@ def _run_on(fake_llm, path, body, task, *replies):
     fake_llm.enqueue(*replies)
     with Agent(scripted_settings(fake_llm, path.parent, clean_notebook=False)) as agent:
         return agent.run_to_end(task)
+
+
+SALARIES = "rank,salary\n" + "".join(
+    f"{'Prof' if i % 3 else 'AsstProf'},{60000 + 7919 * i}\n" for i in range(30)
+)
+PROFS = (
+    "How many professors (rank Prof) earn less than 150000?\n"
+    "Give the final answer in this format: @count[number]"
+)
+SLIPPED = (
+    "import pandas as pd\ndf = pd.read_csv('salaries.csv')\n"
+    "n = sum(df['rank'] == 'Prof' & df['salary'] < 150000)\nprint(f'@count[{n}]')"
+)
+
+
+def test_a_count_of_every_row_is_noted_with_the_precedence_fix_and_waits(fake_llm, tmp_path):
+    """On a real kernel: ``a == 'Prof' & b < c`` is chained (``'Prof' & b`` first), pandas
+    refuses it, and the hint names the fix; written ``(a == 'Prof') & b < c`` it runs and counts all 30 rows, the
+    note says so with the fix, and the printed slot is not composed into the answer."""
+    slipped = SLIPPED.replace("df['rank'] == 'Prof' &", "(df['rank'] == 'Prof') &")
+    result = _run_on(
+        fake_llm, tmp_path / "salaries.csv", SALARIES, PROFS,
+        run_cell(SLIPPED),
+        run_cell(slipped),
+        run_cell("n = ((df['rank'] == 'Prof') & (df['salary'] < 150000)).sum()\n"
+                 "print(f'@count[{n}]')"),
+    )  # fmt: skip
+    refused = fake_llm.requests[1].last_user_text
+    assert "Cannot perform 'rand_'" in refused and "Hint: Python reads" in refused
+    assert "(df['rank'] == 'Prof') & (df['salary'] < 150000)" in refused
+    seen = fake_llm.requests[2].last_user_text
+    assert "@count[30]" in seen and "`df` has 30 rows" in seen
+    assert "(df['rank'] == 'Prof') & (df['salary'] < 150000)" in seen
+    expected = sum(1 for i in range(30) if i % 3 and 60000 + 7919 * i < 150000)
+    assert result.status == "ok" and result.answer == f"@count[{expected}]"
+    assert expected != 30
+    fake_llm.assert_drained()
+
+
+def test_without_the_lever_the_count_of_every_row_is_the_answer(fake_llm, tmp_path):
+    """What the note prevents, on the same kernel code (so the test above can fail)."""
+    slipped = SLIPPED.replace("df['rank'] == 'Prof' &", "(df['rank'] == 'Prof') &")
+    (tmp_path / "salaries.csv").write_text(SALARIES)
+    fake_llm.enqueue(run_cell(slipped), text("unused"))
+    settings = scripted_settings(
+        fake_llm, tmp_path, clean_notebook=False, levers=("printed_answer",)
+    )
+    with Agent(settings) as agent:
+        result = agent.run_to_end(PROFS)
+    assert result.answer == "@count[30]"

@@ -3,15 +3,17 @@
 The pitfalls are :mod:`..pitfalls`' detectors (a row number for a key, all rows for a
 count, a fraction for a percentage, another statistic than the named one (a test, a
 correlation, or a group's max where its mean was asked), normality read backwards, a
-``pd.cut`` edge in the wrong bin, many values in a slot that asks one); this lever
-writes the notes, remembers the names that keep a questioned value, and sends an answer
-given right after a noted cell back once.
+``pd.cut`` edge in the wrong bin, many values in a slot that asks one) and
+:mod:`..every_row`'s (a printed count that is every row of what the cell's condition
+read); this lever writes the notes, remembers the names that keep a questioned value,
+and sends an answer given right after a noted cell back once.
 """
 
 from __future__ import annotations
 
 from ...prompts import prompt
 from ...results import CellResult
+from ..every_row import every_row_counted
 from ..pitfalls import (
     GROUPED,
     STATISTIC,
@@ -118,4 +120,6 @@ class PandasPitfalls(Lever):
             )
             self.noted.update(dict.fromkeys(set().union(*(n for _, _, n in counts)), note))
             return note
+        if counted := every_row_counted(state.task, cell, state.namespace):
+            return counted.note()
         return None
