@@ -14,9 +14,15 @@ from kernel_agent.kernel_state.namespace import VariableInfo
 from kernel_agent.results import CellResult
 
 NS = {
-    "df": VariableInfo("df", "DataFrame", shape="(397, 6)", columns=("rank", "salary")),
+    "df": VariableInfo(
+        "df",
+        "DataFrame",
+        shape="(397, 6)",
+        columns=("rank", "salary", "Pulse"),
+        counts=(397, 397, 192),
+    ),
     "full": VariableInfo("full", "DataFrame", shape="(266, 6)"),
-    "s": VariableInfo("s", "Series", shape="(397,)", dtype="float64"),
+    "s": VariableInfo("s", "Series", shape="(397,)", dtype="float64", counts=(350,)),
     "tiny": VariableInfo("tiny", "DataFrame", shape="(4, 2)"),
     "fence": VariableInfo("fence", "float", value="47317.38"),
 }
@@ -33,23 +39,28 @@ def cell(code: str, printed: str) -> CellResult:
 
 
 @pytest.mark.parametrize(
-    ("code", "printed", "frame"),
+    ("code", "printed", "what"),
     [
         (  # the scratch run: precedence made the mask hold everywhere
             "n = sum(df['rank'].str.startswith('Prof') & df['salary'] < fence)\n"
             "print(f'@outliers[{n}]')",
             "@outliers[397]\n",
-            "df",
+            "`df` has 397 rows",
         ),
-        ("print(f'@outliers[{(full.salary > -1e9).sum()}]')", "@outliers[266]\n", "full"),
-        ("n = s.isna().sum() + s.notna().sum()\nprint(f'@outliers[{n}]')", "@outliers[397]", "s"),
-        ("n = len(df[df.salary.between(0, 1e9)])\nprint('@outliers[', n, ']')", "@outliers[ 397 ]", "df"),
+        ("print(f'@outliers[{(full.salary > -1e9).sum()}]')", "@outliers[266]\n", "`full` has 266 rows"),
+        ("n = s.isna().sum() + s.notna().sum()\nprint(f'@outliers[{n}]')", "@outliers[397]", "`s` has 397 rows"),
+        ("n = len(df[df.salary.between(0, 1e9)])\nprint('@outliers[', n, ']')", "@outliers[ 397 ]", "`df` has 397 rows"),
+        (  # the tuned half's z-score task: the z never computed, every Pulse counted
+            "hi = df[df['Pulse'].abs() > 2.5]\nprint(f'Number of students: {len(hi)}')",
+            "Number of students: 192", "`df['Pulse']` has 192 values (not missing)",
+        ),
+        ("print(f'@outliers[{(s > s.mean() - 1e9).sum()}]')", "@outliers[350]", "`s` has 350 values"),
     ],
 )  # fmt: skip
-def test_a_count_of_every_row_under_a_condition_is_found(code, printed, frame):
-    found = every_row_counted(TASK, cell(code, printed), NS)
-    assert found is not None and found.frame == frame
-    assert f"`{frame}` has {found.rows} rows" in found.note()
+def test_a_count_of_every_row_under_a_condition_is_found(code, printed, what):
+    found = every_row_counted("How many are outliers?", cell(code, printed), NS)
+    assert found is not None and found.what.startswith(what)
+    assert f"printed {found.rows}, and {found.what}" in found.note()
 
 
 def test_the_note_names_the_precedence_fix_when_that_was_the_slip():
@@ -75,8 +86,24 @@ def test_the_note_names_the_precedence_fix_when_that_was_the_slip():
         ("How many are outliers?", "print('shape', df[df.salary > 0].shape[0])", "shape: 397"),
         (TASK, "print(f'@other[{(df.salary > 0).sum()}]')", "@other[397]"),  # a slot not asked
         (TASK, "print(df[df.salary >", "@outliers[397]"),  # not Python
+        (TASK, "print(f'@outliers[{df.Pulse.notna().sum()}]')", "@outliers[192]"),  # missingness asked
         (TASK, "print(f'@outliers[{(ghost.x > 0).sum()}]')", "@outliers[397]"),  # not in the kernel
     ],
 )  # fmt: skip
 def test_counts_of_a_part_sizes_and_other_tasks_are_not_questioned(task, code, printed):
     assert every_row_counted(task, cell(code, printed), NS) is None
+
+
+def test_the_values_there_counted_for_the_missing_ones_are_found():
+    """The tuned half's riots task: the ages there, counted for the people with none."""
+    code = "n = df['Pulse'].dropna().count()\nprint(f'@no_pulse[{n}]')"
+    asked = "How many students have no Pulse recorded? Answer as @no_pulse[count]"
+    found = every_row_counted(asked, cell(code, "@no_pulse[192]"), NS)
+    assert found is not None and found.present and "`.isna().sum()`" in found.note()
+    right = every_row_counted(asked, cell(code, "@no_pulse[205]"), NS)  # what isna() gives
+    assert right is None
+    for task in (
+        "How many students have a Pulse? Answer as @no_pulse[count]",  # not about missing
+        "How many rows are left after dropping the missing Pulse values? @no_pulse[count]",
+    ):
+        assert every_row_counted(task, cell(code, "@no_pulse[192]"), NS) is None

@@ -110,6 +110,26 @@ def test_the_namespace_says_which_index_is_row_numbers(tmp_path: Path) -> None:
     assert numbered == {"df", "col", "sub"}
 
 
+def test_the_namespace_counts_the_values_that_are_not_missing(tmp_path: Path) -> None:
+    """What every_row reads: a frame's non-missing values per listed column (the first
+    20), a series' in all; nothing for what has no values to count."""
+    code = (
+        "import numpy as np, pandas as pd\n"
+        "df = pd.DataFrame({'pulse': [70.0, np.nan, 80.0], 'sex': ['F', None, None]})\n"
+        "col = df['pulse']\n"
+        "wide = pd.DataFrame(np.ones((2, 30)))\n"
+        "n = 3"
+    )
+
+    async def body(state: KernelState) -> Any:
+        await _run(state, code)
+        return state.namespace
+
+    ns = _with_state(tmp_path, body)
+    assert ns["df"].counts == (2, 1) and ns["col"].counts == (2,)
+    assert ns["wide"].counts == (2,) * 20 and ns["n"].counts is None
+
+
 def test_the_models_view_has_one_format(tmp_path: Path) -> None:
     async def body(state: KernelState) -> Any:
         record, _ = await _run(state, "z = 'hi'\nprint(z)")

@@ -49,3 +49,13 @@ def test_an_honest_report_is_kept_whole() -> None:
     summary = parse_summary(answer(report))
     assert summary is not None
     assert describe({}, summary) == "new: df (DataFrame, shape (3, 2), columns a, b), n (int = 3)"
+
+
+@pytest.mark.parametrize("counts", [[True, 1], [-1], list(range(21)), ["3"], [1.5], "12"])
+def test_forged_counts_are_left_out_and_honest_ones_kept(counts: Any) -> None:
+    report = {"df": {"type": "DataFrame", "shape": "(3, 2)", "columns": ["a", "b"], "counts": counts}}  # fmt: skip
+    summary = parse_summary(answer(report))
+    assert summary is not None
+    assert summary["df"].counts is None
+    honest = parse_summary(answer({"s": {"type": "Series", "counts": [3]}}))
+    assert honest is not None and honest["s"].counts == (3,)

@@ -43,9 +43,17 @@ def _describe(v):
             info["columns"] = [str(c)[:80] for c in list(columns)[:20]]
         except Exception:
             pass
+        try:
+            info["counts"] = [int(n) for n in v.iloc[:, :20].count()]
+        except Exception:
+            pass
     index = getattr(v, "index", None)
     if kind == "Series":
         info["dtype"] = str(getattr(v, "dtype", ""))[:40]
+        try:
+            info["counts"] = [int(v.count())]
+        except Exception:
+            pass
     if columns is not None or kind == "Series":
         try:
             if (
@@ -115,6 +123,8 @@ class VariableInfo:
     row_numbers: bool = False
     #: a series' dtype (``bool`` for a mask)
     dtype: str | None = None
+    #: values that are not missing: a frame's, per column listed; a series', one
+    counts: tuple[int, ...] | None = None
 
     def fingerprint(self) -> tuple[Any, ...]:
         return (self.type, self.id, self.shape, self.len, self.value, self.columns)
@@ -196,9 +206,19 @@ def _variable(name: str, info: Any) -> VariableInfo | None:
             ),
             row_numbers=info.get("row_numbers") is True,
             dtype=_short(info.get("dtype"), 40),
+            counts=_counts(info.get("counts")),
         )
     except (TypeError, ValueError, OverflowError):
         return None
+
+
+def _counts(counts: Any) -> tuple[int, ...] | None:
+    """The kernel's non-missing counts, when they are at most 20 whole numbers."""
+    if not isinstance(counts, list) or not counts or len(counts) > 20:
+        return None
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
+        return None
+    return tuple(counts)
 
 
 def diff_namespaces(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import nbformat
+import pandas as pd
 from fake_openai import run_cell, scripted_settings, text
 
 from kernel_agent.agent import Agent
@@ -248,3 +249,48 @@ def test_without_the_lever_the_count_of_every_row_is_the_answer(fake_llm, tmp_pa
     with Agent(settings) as agent:
         result = agent.run_to_end(PROFS)
     assert result.answer == "@count[30]"
+
+
+GROUPS = "x,y\n" + "".join(f"{i},{i * i % 7} kg\n" for i in range(20))
+CORR = (
+    "What is the Pearson correlation of x and y (a weight in kg)?\n"
+    "Give the final answer in this format: @corr[value]"
+)
+EMPTIED = (
+    "import pandas as pd\ndf = pd.read_csv('groups.csv')\n"
+    "a = df.assign(y=pd.to_numeric(df['y'], errors='coerce'))\n"
+    "print(f\"@corr[{a['x'].corr(a['y'])}]\")"
+)
+
+
+def test_a_nan_printed_for_the_answer_is_noted_and_an_answer_stating_it_goes_back(
+    fake_llm, tmp_path
+):
+    """On a real kernel: the cast of '3 kg' makes every y NaN, the correlation prints nan, the note says what empties a value, and the model's answer
+    "nan" is sent back once with it."""
+    result = _run_on(
+        fake_llm, tmp_path / "groups.csv", GROUPS, CORR,
+        run_cell(EMPTIED),
+        text("@corr[nan]"),
+        run_cell("a = df.assign(y=df['y'].str.extract(r'(\\d+)')[0].astype(float))\n"
+                 "print(f\"@corr[{a['x'].corr(a['y']):.4f}]\")"),
+    )  # fmt: skip
+    seen = fake_llm.requests[1].last_user_text
+    assert "@corr[nan]" in seen and "@corr[...] printed no value" in seen
+    assert "printed no value" in fake_llm.requests[2].last_user_text  # the answer sent back
+    rows = [(i, i * i % 7) for i in range(20)]
+    expected = pd.DataFrame(rows, columns=["x", "y"]).corr().iloc[0, 1]
+    assert result.status == "ok" and result.answer == f"@corr[{expected:.4f}]"
+    fake_llm.assert_drained()
+
+
+def test_without_the_lever_the_nan_is_the_answer(fake_llm, tmp_path):
+    """What the note prevents, on the same kernel code (so the test above can fail)."""
+    (tmp_path / "groups.csv").write_text(GROUPS)
+    fake_llm.enqueue(run_cell(EMPTIED), text("@corr[nan]"))
+    settings = scripted_settings(
+        fake_llm, tmp_path, clean_notebook=False, levers=("printed_answer",)
+    )
+    with Agent(settings) as agent:
+        result = agent.run_to_end(CORR)
+    assert result.answer == "@corr[nan]"

@@ -5,14 +5,16 @@ count, a fraction for a percentage, another statistic than the named one (a test
 correlation, or a group's max where its mean was asked), normality read backwards, a
 ``pd.cut`` edge in the wrong bin, many values in a slot that asks one) and
 :mod:`..every_row`'s (a printed count that is every row of what the cell's condition
-read); this lever writes the notes, remembers the names that keep a questioned value,
-and sends an answer given right after a noted cell back once.
+read) and :mod:`..empty_value`'s (``nan`` or an empty table printed for an answer); this
+lever writes the notes, remembers the names that keep a questioned value, and sends an
+answer given right after a noted cell back once.
 """
 
 from __future__ import annotations
 
 from ...prompts import prompt
 from ...results import CellResult
+from ..empty_value import empty_note, empty_value
 from ..every_row import every_row_counted
 from ..pitfalls import (
     GROUPED,
@@ -122,4 +124,6 @@ class PandasPitfalls(Lever):
             return note
         if counted := every_row_counted(state.task, cell, state.namespace):
             return counted.note()
+        if empty := empty_value(state.task, cell):
+            return empty_note(empty)
         return None

@@ -1,0 +1,49 @@
+"""A value printed for the answer that is no value: ``nan``, ``NaT``, ``<NA>``, an empty table.
+
+The issue's hidden sets saw a correlation of ``nan`` reported as the answer, where a filter
+had left nothing; small models restate what the cell printed. The composed answer already
+refuses such a value (:mod:`.composed`), but the model's own answer did not: it wrote
+"the correlation is nan". One check, whatever the statistic: a printed value for an
+asked slot (or, with no slots asked, for a labelled line) that is missing or empty gets a
+note saying what usually empties it and how to find the step. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..llm.view import render_cell
+from ..results import CellResult
+from .answers import FormatSpec
+from .composed import printed_values
+
+__all__ = ["empty_note", "empty_value"]
+
+#: how pandas and numpy print no value, and an empty Series or DataFrame
+_NO_VALUE = re.compile(
+    r"(?:np\.float64\()?(?:nan|NaT|<NA>|None)\)?|"
+    r"Series\(\[\].*|Empty DataFrame.*",
+    re.I,
+)
+
+
+def empty_value(task: str, cell: CellResult) -> str | None:
+    """The label (``@slot[...]`` or ``label``) of the first asked value ``cell`` printed
+    as missing or empty, or None."""
+    asked = set(FormatSpec.of(task).slots)
+    for label, values in printed_values(render_cell(cell, budget=4000).text).items():
+        if asked and label not in asked:
+            continue
+        if any(_NO_VALUE.fullmatch(value.strip().strip("'\"`")) for value in values):
+            return f"@{label}[...]" if label in asked else f"`{label}`"
+    return None
+
+
+def empty_note(label: str) -> str:
+    return (
+        f"Note: {label} printed no value (nan, NaT or empty), and that is not an answer: the "
+        "values it came from are all missing, or a step before left none (a filter on a "
+        "value spelt otherwise, a subset of another case, a merge or a groupby on keys that "
+        "differ, a cast that made everything NaN). Print len() and .head() of each step, "
+        "find the one that emptied it, and fix that step."
+    )

@@ -1,0 +1,51 @@
+"""empty_value: a value printed for the answer that is missing or empty (pure units on the
+cell and the task; the lever with a real kernel: tests/agent/levers/test_pandas_pitfalls.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+from nbformat.v4 import new_output
+
+from kernel_agent.agent.empty_value import empty_note, empty_value
+from kernel_agent.results import CellResult
+
+TASK = "What is the correlation? Give the final answer in this format: @corr[value] @n[count]"
+
+
+def printed(text: str) -> CellResult:
+    now = datetime.now(timezone.utc)
+    outputs = [new_output("stream", name="stdout", text=text)]
+    return CellResult("print(x)", "ok", 1, outputs, None, now, now)
+
+
+@pytest.mark.parametrize(
+    ("task", "text", "label"),
+    [
+        (TASK, "@corr[nan] @n[0]\n", "@corr[...]"),
+        (TASK, "@n[12]\n@corr[np.float64(nan)]\n", "@corr[...]"),
+        (TASK, "@corr[<NA>]", "@corr[...]"),
+        ("Which rows match?", "matches: Series([], Name: x, dtype: float64)", "`matches`"),
+        ("Which rows match?", "result: Empty DataFrame", "`result`"),
+        ("Which day had the most deaths?", "busiest day: NaT\n", "`busiest_day`"),
+        ("What is the mean age of the others?", "mean age = None\n", "`mean_age`"),
+    ],
+)
+def test_a_missing_or_empty_value_for_the_answer_is_found(task, text, label):
+    assert empty_value(task, printed(text)) == label
+    assert empty_note(label).startswith(f"Note: {label} printed no value")
+
+
+@pytest.mark.parametrize(
+    ("task", "text"),
+    [
+        (TASK, "@corr[0.42] @n[0]"),  # a zero is a value
+        (TASK, "@other[nan]\n@corr[0.1]"),  # not an asked slot
+        (TASK, "corr    nan\nName: x"),  # a table's line, not a printed value
+        ("What is the mean?", "mean: 3.5\nnanny: 2"),
+        ("How many names start with N?", "names: Nancy, Nate"),
+    ],
+)
+def test_values_and_values_not_asked_are_not_questioned(task, text):
+    assert empty_value(task, printed(text)) is None
