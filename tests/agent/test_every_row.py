@@ -52,15 +52,15 @@ def cell(code: str, printed: str) -> CellResult:
         ("n = len(df[df.salary.between(0, 1e9)])\nprint('@outliers[', n, ']')", "@outliers[ 397 ]", "`df` has 397 rows"),
         (  # the tuned half's z-score task: the z never computed, every Pulse counted
             "hi = df[df['Pulse'].abs() > 2.5]\nprint(f'Number of students: {len(hi)}')",
-            "Number of students: 192", "`df['Pulse']` has 192 values (not missing)",
+            "Number of students with a Pulse above 2.5 in absolute value: 192", "`df['Pulse']` has 192 values (not missing)",
         ),
         ("print(f'@outliers[{(s > s.mean() - 1e9).sum()}]')", "@outliers[350]", "`s` has 350 values"),
     ],
 )  # fmt: skip
 def test_a_count_of_every_row_under_a_condition_is_found(code, printed, what):
     found = every_row_counted("How many are outliers?", cell(code, printed), NS)
-    assert found is not None and found.what.startswith(what)
-    assert f"printed {found.rows}, and {found.what}" in found.note()
+    assert found is not None and found.whole.said().startswith(what)
+    assert f"printed {found.whole.count}, and {found.whole.said()}" in found.note()
 
 
 def test_the_note_names_the_precedence_fix_when_that_was_the_slip():
@@ -99,7 +99,7 @@ def test_the_values_there_counted_for_the_missing_ones_are_found():
     code = "n = df['Pulse'].dropna().count()\nprint(f'@no_pulse[{n}]')"
     asked = "How many students have no Pulse recorded? Answer as @no_pulse[count]"
     found = every_row_counted(asked, cell(code, "@no_pulse[192]"), NS)
-    assert found is not None and found.present and "`.isna().sum()`" in found.note()
+    assert found is not None and found.present and "`df['Pulse'].isna().sum()`" in found.note()
     right = every_row_counted(asked, cell(code, "@no_pulse[205]"), NS)  # what isna() gives
     assert right is None
     for task in (

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..kernel_state.namespace import VariableInfo
@@ -34,8 +35,8 @@ from ..llm.view import render_cell
 from ..results import CellResult
 from .answers import FormatSpec
 from .code_text import parse_python
-from .composed import printed_values
 from .precedence import Slip, precedence_slip
+from .slots import FILLED
 
 __all__ = ["EveryRow", "every_row_counted"]
 
@@ -74,37 +75,50 @@ _CONDITIONS = frozenset(
 )
 _MISSING = frozenset({"isna", "isnull", "notna", "notnull"})
 _ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+#: a line that ends in a whole number after a label: ``Number of outliers: 12``
+_COUNT_LINE = re.compile(r"^\s*([^\n:=@]{1,120}?)\s*[:=]\s*([\d,]+)\s*$", re.M)
+_SHOWN = 100  # characters of the model's code quoted back
 #: fewer rows than this and a count equal to them is no sign of anything
 _MIN_ROWS = 10
 
 
 @dataclass(frozen=True)
+class Whole:
+    """A count the kernel reported: every row of ``source``, or every value it has."""
+
+    count: int
+    source: str
+    rows: bool
+
+    def said(self) -> str:
+        kind = "rows" if self.rows else "values (not missing)"
+        return f"`{self.source}` has {self.count} {kind}"
+
+
+@dataclass(frozen=True)
 class EveryRow:
-    """A printed count (``rows``) that is every row of a frame or series, or every value
-    of a column; ``what`` says which, for the note."""
+    """A printed count that is a :class:`Whole`: every row or every value there is."""
 
     label: str
-    rows: int
-    what: str
+    whole: Whole
     #: an ``a & b < c`` in the cell's conditions
     precedence: Slip | None = None
     #: the task asks about missing values, and the count is of the values there
     present: bool = False
 
     def note(self) -> str:
+        head = f"Note: {self.label} printed {self.whole.count}, and {self.whole.said()}"
         if self.present:
             return (
-                f"Note: {self.label} printed {self.rows}, and {self.what}: that counts the "
-                "values that are there, and the task asks about the missing ones. Count "
-                "those: `.isna().sum()` on the column (or `.isna().any(axis=1).sum()` for "
-                "rows missing any value)."
+                f"{head}: that counts the values that are there, and the task asks about "
+                f"the missing ones. Count those: `{self.whole.source}.isna().sum()` (rows "
+                "missing any value: `df.isna().any(axis=1).sum()`)."
             )
         text = (
-            f"Note: {self.label} printed {self.rows}, and {self.what}: the condition this "
-            "cell counted held on every one of them. If the task counts only some rows "
-            "(outliers, matches, one group), that condition is not the one the task "
-            "states: compute what the task says (each step of its rule), and check it on "
-            "a few rows."
+            f"{head}: the condition this cell counted held on every one of them. If the "
+            "task counts only some rows (outliers, matches, one group), that condition is "
+            "not the one the task states: compute what the task says (each step of its "
+            "rule), and check it on a few rows."
         )
         return f"{text} {self.precedence.sentence()}" if self.precedence else text
 
@@ -112,37 +126,55 @@ class EveryRow:
 def every_row_counted(
     task: str, cell: CellResult, namespace: dict[str, VariableInfo]
 ) -> EveryRow | None:
-    """The first printed count of ``cell`` that is the row count of a frame or series its
-    code puts a condition on, when ``task`` asks a count; else None."""
+    """The first printed count of ``cell`` that is every row (or value) of a frame, series
+    or column its code puts a condition on, when ``task`` asks a count; asked about
+    missing values, also one that is every value of a column the code reads; else None."""
     if not _COUNT_ASKED.search(task):
         return None
     tree = parse_python(cell.code)
     if tree is None:
         return None
     conditions = [node for node in ast.walk(tree) if _is_condition(node)]
-    rows = _rows_under(conditions, namespace)
-    present: dict[int, str] = {}
-    if _MISSING_ASKED.search(task) and not _KEPT_ASKED.search(
-        task
-    ):  # the values that are there, counted for the missing
-        for node in ast.walk(tree):
-            for count, what in _counts_of(node, namespace, values=True):
-                if count >= _MIN_ROWS and "values" in what:
-                    present.setdefault(count, what)
-    if not rows and not present:
+    under = _wholes(
+        (
+            (node, not _missingness(condition))
+            for condition in conditions
+            for node in ast.walk(condition)
+        ),
+        namespace,
+    )
+    present: dict[int, Whole] = {}
+    if _MISSING_ASKED.search(task) and not _KEPT_ASKED.search(task):
+        wholes = _wholes(((node, True) for node in ast.walk(tree)), namespace)
+        present = {n: whole for n, whole in wholes.items() if not whole.rows}
+    if not under and not present:
         return None
-    asked = set(FormatSpec.of(task).slots)
-    for label, values in printed_values(render_cell(cell, budget=4000).text).items():
-        if (asked and label not in asked) or _SIZE_LABEL.search(label):
-            continue
-        for value in values:
-            number = _integer(value)
-            shown = f"@{label}[...]" if label in asked else f"`{label}`"
-            if number is not None and number in rows:
-                return EveryRow(shown, number, rows[number], precedence_slip(cell.code))
-            if number is not None and number in present:
-                return EveryRow(shown, number, present[number], present=True)
+    for label, number in _printed_counts(task, cell):
+        if number in under:
+            return EveryRow(label, under[number], precedence_slip(cell.code))
+        if number in present:
+            return EveryRow(label, present[number], present=True)
     return None
+
+
+def _printed_counts(task: str, cell: CellResult) -> list[tuple[str, int]]:
+    """``(label, count)`` for each whole number printed in an asked slot (or, with none
+    asked, in a slot or after a label: ``Number of students above 2.5: 192``), not for a
+    label of a table's size."""
+    asked = set(FormatSpec.of(task).slots)
+    text = render_cell(cell, budget=4000).text
+    found = [
+        (f"@{name}[...]", value)
+        for name, value in FILLED.findall(text)
+        if not asked or name in asked
+    ]
+    if not asked:
+        found += [(f"`{m[1].strip()[:60]}`", m[2]) for m in _COUNT_LINE.finditer(text)]
+    return [
+        (label, number)
+        for label, value in found
+        if (number := _integer(value)) is not None and not _SIZE_LABEL.search(label.lower())
+    ]
 
 
 def _is_condition(node: ast.AST) -> bool:
@@ -155,39 +187,33 @@ def _is_condition(node: ast.AST) -> bool:
     )
 
 
-def _rows_under(conditions: list[ast.AST], namespace: dict[str, VariableInfo]) -> dict[int, str]:
-    """``{count: what}`` for the frames and series the conditions read: their rows, and
-    the values a column they read has (not missing), unless the condition is about
-    missing values itself (``notna`` holds on every value, as it should)."""
-    found = [
-        pair
-        for condition in conditions
-        for node in ast.walk(condition)
-        for pair in _counts_of(node, namespace, values=not _missingness(condition))
-    ]
-    rows: dict[int, str] = {}
-    for count, what in sorted(found, key=lambda pair: "rows" not in pair[1]):  # rows first
-        if count >= _MIN_ROWS:
-            rows.setdefault(count, what)
-    return rows
+def _wholes(
+    nodes: Iterable[tuple[ast.AST, bool]], namespace: dict[str, VariableInfo]
+) -> dict[int, Whole]:
+    """``{count: whole}`` for the frames, series and columns among ``nodes``: their rows,
+    and (where the node's flag says so) the values a column or series has. A condition
+    about missing values itself does not ask for the values (``notna`` holds on every
+    one, as it should)."""
+    found = [whole for node, values in nodes for whole in _counts_of(node, namespace, values)]
+    wholes: dict[int, Whole] = {}
+    for whole in sorted(found, key=lambda w: not w.rows):  # rows first
+        if whole.count >= _MIN_ROWS:
+            wholes.setdefault(whole.count, whole)
+    return wholes
 
 
-def _counts_of(
-    node: ast.AST, namespace: dict[str, VariableInfo], *, values: bool
-) -> list[tuple[int, str]]:
+def _counts_of(node: ast.AST, namespace: dict[str, VariableInfo], values: bool) -> list[Whole]:
     if isinstance(node, ast.Name) and (info := _table(namespace, node.id)):
         first = info.shape.strip("()").split(",")[0].strip() if info.shape else ""
-        found = [(int(first), f"`{info.name}` has {first} rows")] if first.isdigit() else []
+        found = [Whole(int(first), info.name, rows=True)] if first.isdigit() else []
         if values and info.type == "Series" and info.counts:
-            found.append(
-                (info.counts[0], f"`{info.name}` has {info.counts[0]} values (not missing)")
-            )
+            found.append(Whole(info.counts[0], info.name, rows=False))
         return found
     column = _column(node)
     if values and column and (info := _table(namespace, column[0])) and info.counts:
         if info.columns and column[1] in info.columns:
             count = info.counts[info.columns.index(column[1])]
-            return [(count, f"`{ast.unparse(node)}` has {count} values (not missing)")]
+            return [Whole(count, ast.unparse(node)[:_SHOWN], rows=False)]
     return []
 
 
