@@ -13,6 +13,7 @@ import pytest
 from kernel_agent.events import CellFinished, CellOutput, StateRebuilt
 from kernel_agent.executors.factory import make_executor
 from kernel_agent.kernel_state import CellRecord, KernelState
+from kernel_agent.kernel_state.namespace import COUNTED_CELLS
 from kernel_agent.notebook import cellmeta as M
 from kernel_agent.notebook.clean import clean_notebook
 from kernel_agent.notebook.transcript import Transcript
@@ -112,14 +113,16 @@ def test_the_namespace_says_which_index_is_row_numbers(tmp_path: Path) -> None:
 
 def test_the_namespace_counts_the_values_that_are_not_missing(tmp_path: Path) -> None:
     """What every_row reads: a frame's non-missing values per listed column (the first
-    20), a series' in all; nothing for what has no values to count."""
+    20), a series' in all; nothing for what has no values to count, or past the cells a
+    summary reads for them (it runs after every cell)."""
     code = (
         "import numpy as np, pandas as pd\n"
         "df = pd.DataFrame({'pulse': [70.0, np.nan, 80.0], 'sex': ['F', None, None]})\n"
         "col = df['pulse']\n"
         "wide = pd.DataFrame(np.ones((2, 30)))\n"
-        "n = 3"
-    )
+        "n = 3\n"
+        "huge = pd.DataFrame(np.ones((COUNTED_CELLS // 20 + 1, 20)))"
+    ).replace("COUNTED_CELLS", str(COUNTED_CELLS))
 
     async def body(state: KernelState) -> Any:
         await _run(state, code)
@@ -128,6 +131,7 @@ def test_the_namespace_counts_the_values_that_are_not_missing(tmp_path: Path) ->
     ns = _with_state(tmp_path, body)
     assert ns["df"].counts == (2, 1) and ns["col"].counts == (2,)
     assert ns["wide"].counts == (2,) * 20 and ns["n"].counts is None
+    assert ns["huge"].shape is not None and ns["huge"].counts is None  # past the budget
 
 
 def test_the_models_view_has_one_format(tmp_path: Path) -> None:

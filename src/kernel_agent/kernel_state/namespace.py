@@ -26,6 +26,15 @@ __all__ = [
 ]
 
 _SUMMARY_SOURCE = r"""
+_cells = [COUNTED_CELLS]
+
+def _counting(cells):
+    # the non-missing counts read every value: a budget of cells for the whole summary
+    if cells > _cells[0]:
+        return False
+    _cells[0] -= cells
+    return True
+
 def _describe(v):
     kind = type(v).__name__
     shape = getattr(v, "shape", None)
@@ -44,14 +53,16 @@ def _describe(v):
         except Exception:
             pass
         try:
-            info["counts"] = [int(n) for n in v.iloc[:, :20].count()]
+            if _counting(len(v) * min(len(columns), 20)):
+                info["counts"] = [int(n) for n in v.iloc[:, :20].count()]
         except Exception:
             pass
     index = getattr(v, "index", None)
     if kind == "Series":
         info["dtype"] = str(getattr(v, "dtype", ""))[:40]
         try:
-            info["counts"] = [int(v.count())]
+            if _counting(len(v)):
+                info["counts"] = [int(v.count())]
         except Exception:
             pass
     if columns is not None or kind == "Series":
@@ -83,6 +94,11 @@ for k, v in list(ns.items()):
         break
 result = __import__("json").dumps(out)
 """
+
+#: the values one summary reads for its non-missing counts, over all variables (2M cells
+#: take about 45 ms here; a 5M-row frame of 20 columns alone took 103 ms, on every cell)
+COUNTED_CELLS = 2_000_000
+_SUMMARY_SOURCE = _SUMMARY_SOURCE.replace("COUNTED_CELLS", str(COUNTED_CELLS))
 
 #: Evaluate with the cell (``user_expressions={"ns": NAMESPACE_EXPRESSION}``).
 NAMESPACE_EXPRESSION = (
@@ -123,7 +139,8 @@ class VariableInfo:
     row_numbers: bool = False
     #: a series' dtype (``bool`` for a mask)
     dtype: str | None = None
-    #: values that are not missing: a frame's, per column listed; a series', one
+    #: values that are not missing: a frame's, per column listed; a series', one (None
+    #: past the summary's :data:`COUNTED_CELLS`)
     counts: tuple[int, ...] | None = None
 
     def fingerprint(self) -> tuple[Any, ...]:
