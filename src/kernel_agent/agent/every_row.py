@@ -35,7 +35,7 @@ from ..llm.view import render_cell
 from ..results import CellResult
 from .answers import FormatSpec
 from .code_text import parse_python
-from .precedence import Slip, precedence_slip
+from .precedence import Slip, is_comparison, precedence_slip
 from .slots import FILLED
 
 __all__ = ["EveryRow", "every_row_counted"]
@@ -74,7 +74,6 @@ _CONDITIONS = frozenset(
     }
 )
 _MISSING = frozenset({"isna", "isnull", "notna", "notnull"})
-_ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 #: a line that ends in a whole number after a label: ``Number of outliers: 12``
 _COUNT_LINE = re.compile(r"^\s*([^\n:=@]{1,120}?)\s*[:=]\s*([\d,]+)\s*$", re.M)
 _SHOWN = 100  # characters of the model's code quoted back
@@ -178,9 +177,7 @@ def _printed_counts(task: str, cell: CellResult) -> list[tuple[str, int]]:
 
 
 def _is_condition(node: ast.AST) -> bool:
-    if isinstance(node, ast.Compare):
-        return all(isinstance(op, _ORDER) for op in node.ops)
-    return (
+    return is_comparison(node) or (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr in _CONDITIONS

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from .code_text import parse_python
 
-__all__ = ["Slip", "precedence_slip"]
+__all__ = ["Slip", "is_comparison", "precedence_slip"]
 
 _BITWISE = (ast.BitAnd, ast.BitOr, ast.BitXor)
 _ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
@@ -52,9 +53,9 @@ def precedence_slip(code: str) -> Slip | None:
     if tree is None:
         return None
     for node in ast.walk(tree):
-        if isinstance(node, ast.Compare) and all(isinstance(op, _ORDER) for op in node.ops):
+        if is_comparison(node):
             slip = _compare(node)
-        elif isinstance(node, ast.BoolOp) and all(_comparison(v) for v in node.values):
+        elif isinstance(node, ast.BoolOp) and all(is_comparison(v) for v in node.values):
             slip = _boolean(node)
         else:
             continue
@@ -103,7 +104,8 @@ def _boolean(node: ast.BoolOp) -> Slip:
     return _slip(node, None, meant)
 
 
-def _comparison(node: ast.expr) -> bool:
+def is_comparison(node: ast.AST) -> TypeGuard[ast.Compare]:
+    """An order or equality comparison (``<``, ``==``... chained too; not ``in``, ``is``)."""
     return isinstance(node, ast.Compare) and all(isinstance(op, _ORDER) for op in node.ops)
 
 
