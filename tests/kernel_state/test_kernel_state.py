@@ -88,6 +88,16 @@ def test_a_cell_is_recorded_with_one_record_and_its_namespace_change(tmp_path: P
     assert second[M.STATUS] == "error"
 
 
+def _namespace_after(tmp_path: Path, code: str) -> Any:
+    """The namespace summary the kernel reports after running ``code``."""
+
+    async def body(state: KernelState) -> Any:
+        await _run(state, code)
+        return state.namespace
+
+    return _with_state(tmp_path, body)
+
+
 def test_the_namespace_says_which_index_is_row_numbers(tmp_path: Path) -> None:
     """What RowLabelCheck reads: a CSV's frame and a series of it are row-numbered;
     a frame indexed by a key, a grouped series and a date index are not."""
@@ -102,11 +112,7 @@ def test_the_namespace_says_which_index_is_row_numbers(tmp_path: Path) -> None:
         "items = [3, 1]"
     )
 
-    async def body(state: KernelState) -> Any:
-        await _run(state, code)
-        return state.namespace
-
-    ns = _with_state(tmp_path, body)
+    ns = _namespace_after(tmp_path, code)
     numbered = {name for name, info in ns.items() if info.row_numbers}
     assert numbered == {"df", "col", "sub"}
 
@@ -124,11 +130,7 @@ def test_the_namespace_counts_the_values_that_are_not_missing(tmp_path: Path) ->
         "huge = pd.DataFrame(np.ones((COUNTED_CELLS // 20 + 1, 20)))"
     ).replace("COUNTED_CELLS", str(COUNTED_CELLS))
 
-    async def body(state: KernelState) -> Any:
-        await _run(state, code)
-        return state.namespace
-
-    ns = _with_state(tmp_path, body)
+    ns = _namespace_after(tmp_path, code)
     assert ns["df"].counts == (2, 1) and ns["col"].counts == (2,)
     assert ns["wide"].counts == (2,) * 20 and ns["n"].counts is None
     assert ns["huge"].shape is not None and ns["huge"].counts is None  # past the budget

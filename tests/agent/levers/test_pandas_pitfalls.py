@@ -192,12 +192,12 @@ def test_a_series_printed_in_a_slot_for_one_value_is_noted_and_its_answer_waits(
     fake_llm.assert_drained()
 
 
-def _run_on(fake_llm, path, body, task, *replies):
+def _run_on(fake_llm, path, body, task, *replies, **settings):
     """``task`` on a real kernel, with ``body`` in the file ``path`` and the model's
-    replies scripted."""
+    replies scripted (``settings``: overrides, such as ``levers``)."""
     path.write_text(body)
     fake_llm.enqueue(*replies)
-    with Agent(scripted_settings(fake_llm, path.parent, clean_notebook=False)) as agent:
+    with Agent(scripted_settings(fake_llm, path.parent, clean_notebook=False, **settings)) as agent:
         return agent.run_to_end(task)
 
 
@@ -241,13 +241,10 @@ def test_a_count_of_every_row_is_noted_with_the_precedence_fix_and_waits(fake_ll
 def test_without_the_lever_the_count_of_every_row_is_the_answer(fake_llm, tmp_path):
     """What the note prevents, on the same kernel code (so the test above can fail)."""
     slipped = SLIPPED.replace("df['rank'] == 'Prof' &", "(df['rank'] == 'Prof') &")
-    (tmp_path / "salaries.csv").write_text(SALARIES)
-    fake_llm.enqueue(run_cell(slipped), text("unused"))
-    settings = scripted_settings(
-        fake_llm, tmp_path, clean_notebook=False, levers=("printed_answer",)
-    )
-    with Agent(settings) as agent:
-        result = agent.run_to_end(PROFS)
+    result = _run_on(
+        fake_llm, tmp_path / "salaries.csv", SALARIES, PROFS, run_cell(slipped), text("unused"),
+        levers=("printed_answer",),
+    )  # fmt: skip
     assert result.answer == "@count[30]"
 
 
@@ -266,8 +263,9 @@ EMPTIED = (
 def test_a_nan_printed_for_the_answer_is_noted_and_an_answer_stating_it_goes_back(
     fake_llm, tmp_path
 ):
-    """On a real kernel: the cast of '3 kg' makes every y NaN, the correlation prints nan, the note says what empties a value, and the model's answer
-    "nan" is sent back once with it."""
+    """On a real kernel: the cast of '3 kg' makes every y NaN, the correlation prints
+    nan, the note says what empties a value, and the model's answer "nan" is sent back
+    once with it."""
     result = _run_on(
         fake_llm, tmp_path / "groups.csv", GROUPS, CORR,
         run_cell(EMPTIED),
@@ -286,11 +284,8 @@ def test_a_nan_printed_for_the_answer_is_noted_and_an_answer_stating_it_goes_bac
 
 def test_without_the_lever_the_nan_is_the_answer(fake_llm, tmp_path):
     """What the note prevents, on the same kernel code (so the test above can fail)."""
-    (tmp_path / "groups.csv").write_text(GROUPS)
-    fake_llm.enqueue(run_cell(EMPTIED), text("@corr[nan]"))
-    settings = scripted_settings(
-        fake_llm, tmp_path, clean_notebook=False, levers=("printed_answer",)
-    )
-    with Agent(settings) as agent:
-        result = agent.run_to_end(CORR)
+    result = _run_on(
+        fake_llm, tmp_path / "groups.csv", GROUPS, CORR, run_cell(EMPTIED), text("@corr[nan]"),
+        levers=("printed_answer",),
+    )  # fmt: skip
     assert result.answer == "@corr[nan]"
