@@ -16,6 +16,7 @@ from ..llm.view import render_cell
 from ..results import CellResult
 from .answers import FormatSpec
 from .composed import printed_values
+from .slots import quoted
 
 __all__ = ["empty_note", "empty_value"]
 
@@ -35,7 +36,7 @@ def empty_value(task: str, cell: CellResult) -> str | None:
         if asked and label not in asked:
             continue
         if any(_NO_VALUE.fullmatch(value.strip().strip("'\"`")) for value in values):
-            return f"@{label}[...]" if label in asked else f"`{label}`"
+            return quoted(label, slot=label in asked)
     return None
 
 

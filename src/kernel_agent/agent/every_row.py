@@ -36,7 +36,7 @@ from ..results import CellResult
 from .answers import FormatSpec
 from .code_text import parse_python
 from .precedence import Slip, is_comparison, precedence_slip
-from .slots import FILLED
+from .slots import FILLED, quoted
 
 __all__ = ["EveryRow", "every_row_counted"]
 
@@ -134,9 +134,10 @@ def every_row_counted(
     if tree is None:
         return None
     conditions = [node for node in ast.walk(tree) if _is_condition(node)]
+    asks_values = {id(condition): not _missingness(condition) for condition in conditions}
     under = _wholes(
         (
-            (node, not _missingness(condition))
+            (node, asks_values[id(condition)])
             for condition in conditions
             for node in ast.walk(condition)
         ),
@@ -163,12 +164,12 @@ def _printed_counts(task: str, cell: CellResult) -> list[tuple[str, int]]:
     asked = set(FormatSpec.of(task).slots)
     text = render_cell(cell, budget=4000).text
     found = [
-        (f"@{name}[...]", value)
+        (quoted(name, slot=True), value)
         for name, value in FILLED.findall(text)
         if not asked or name in asked
     ]
     if not asked:
-        found += [(f"`{m[1].strip()[:60]}`", m[2]) for m in _COUNT_LINE.finditer(text)]
+        found += [(quoted(m[1], slot=False), m[2]) for m in _COUNT_LINE.finditer(text)]
     return [
         (label, number)
         for label, value in found

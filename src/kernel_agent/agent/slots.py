@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CODE_LINE", "FILLED", "NAME", "ONLY_SLOTS", "OPENING", "slot_values"]
+__all__ = ["CODE_LINE", "FILLED", "NAME", "ONLY_SLOTS", "OPENING", "quoted", "slot_values"]
 
 #: a slot's name
 NAME = r"[A-Za-z_][\w-]*"
@@ -29,3 +29,15 @@ CODE_LINE = re.compile(r"^(?P<indent>[ \t]*)@(?P<name>[A-Za-z_]\w*)\[(?P<inner>.
 def slot_values(text: str) -> list[str]:
     """The values of the filled slots in ``text``, in order."""
     return [value for _name, value in FILLED.findall(text)]
+
+
+#: characters of a printed name or label a note quotes back (the kernel printed it)
+QUOTED_CHARS = 60
+
+
+def quoted(name: str, *, slot: bool) -> str:
+    """A printed slot's name (``@name[...]``) or a line's label (```label```) as a note
+    quotes it, cut at :data:`QUOTED_CHARS`."""
+    name = name.strip()
+    name = name if len(name) <= QUOTED_CHARS else name[: QUOTED_CHARS - 3] + "..."
+    return f"@{name}[...]" if slot else f"`{name}`"

@@ -1,0 +1,78 @@
+"""The count and empty-value notes quote what the kernel produced: the cell's printed
+labels and slots, the namespace report (names, shapes, columns, non-missing counts) and
+the model's code. Hostile input, quoted to the model.
+
+The property: whatever a cell prints and the kernel reports, a note is at most
+``MAX_NOTE`` characters, and a forged report never crashes the check (payloads below
+were written for no one branch; sizes and shapes are random).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import datetime, timezone
+
+from nbformat.v4 import new_output
+
+from kernel_agent.agent.empty_value import empty_note, empty_value
+from kernel_agent.agent.every_row import every_row_counted
+from kernel_agent.kernel_state.namespace import parse_summary
+from kernel_agent.results import CellResult
+
+MAX_NOTE = 2_000
+NOW = datetime.now(timezone.utc)
+TASKS = [
+    "How many rows are outliers? @n[count]",
+    "How many people have no age recorded?",
+    "How many missing values, and the number of others?",
+    "What is the correlation? @corr[value]",
+]
+
+
+def _report(rng: random.Random) -> dict:
+    columns = ["c" * rng.randint(1, 5000) + str(i) for i in range(rng.randint(1, 25))]
+    counts = rng.choice([
+        [rng.randint(0, 10**6) for _ in columns[:20]], [397] * 20, [True], "397", [-5], [],
+        [10**40], [{"x": 1}],
+    ])  # fmt: skip
+    return {
+        "type": rng.choice(["DataFrame", "Series", "int", "T" * 300]),
+        "shape": rng.choice(["(397, 6)", "(" + "9" * 400 + ",)", "(x, y)", "()", 397]),
+        "columns": columns,
+        "counts": counts,
+    }
+
+
+def _cell(rng: random.Random) -> CellResult:
+    big = "q" * rng.randint(1, 200_000)
+    names = [f"v{i}" for i in range(5)]
+    code = rng.choice([
+        f"n = sum(v0['{big[:3000]}'] & v1.{big[:3000]} < v2)\nprint(n)",
+        f"print(v0[v0['{big[:5000]}'] > 1 & v1.x < 2])",
+        "x = " + " & ".join(f"v{i % 5}.c > {i}" for i in range(2000)),
+        f"print(v3.{big[:200]}.isna().sum(), v4.dropna().count())",
+    ])  # fmt: skip
+    printed = rng.choice([
+        f"@{big}[397]\n", f"@n[397]\n{big}: 397\n", f"{big[:110]}: 397\n", f"@corr[nan]\n{big}\n",
+        f"{big[:60]} = None\n", "@n[" + "9" * 5000 + "]\n", f"@{names[0]}[<NA>]",
+    ])  # fmt: skip
+    outputs = [new_output("stream", name="stdout", text=printed)]
+    return CellResult(code, "ok", 1, outputs, None, NOW, NOW)
+
+
+def test_every_count_and_empty_note_is_bounded_whatever_the_kernel_sent():
+    rng = random.Random(12)
+    noted = {"count": 0, "empty": 0}
+    for _ in range(300):
+        report = {f"v{i}": _report(rng) for i in range(5)}
+        raw = {"status": "ok", "data": {"text/plain": repr(json.dumps(report))}}
+        namespace = parse_summary(raw) or {}
+        cell, task = _cell(rng), rng.choice(TASKS)
+        if (found := every_row_counted(task, cell, namespace)) is not None:
+            noted["count"] += 1
+            assert len(found.note()) <= MAX_NOTE, len(found.note())
+        if (label := empty_value(task, cell)) is not None:
+            noted["empty"] += 1
+            assert len(empty_note(label)) <= MAX_NOTE, len(empty_note(label))
+    assert min(noted.values()) >= 5, noted  # the payloads reach both notes
