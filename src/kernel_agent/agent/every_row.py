@@ -38,7 +38,7 @@ from .code_text import parse_python
 from .precedence import Slip, is_comparison, precedence_slip
 from .slots import FILLED, quoted
 
-__all__ = ["EveryRow", "every_row_counted"]
+__all__ = ["EveryRow", "every_row_counted", "printed_counts"]
 
 #: the task asks for a count
 _COUNT_ASKED = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b", re.I)
@@ -149,7 +149,7 @@ def every_row_counted(
         present = {n: whole for n, whole in wholes.items() if not whole.rows}
     if not under and not present:
         return None
-    for label, number in _printed_counts(task, cell):
+    for label, number in printed_counts(task, cell):
         if number in under:
             return EveryRow(label, under[number], precedence_slip(cell.code))
         if number in present:
@@ -157,7 +157,7 @@ def every_row_counted(
     return None
 
 
-def _printed_counts(task: str, cell: CellResult) -> list[tuple[str, int]]:
+def printed_counts(task: str, cell: CellResult) -> list[tuple[str, int]]:
     """``(label, count)`` for each whole number printed in an asked slot (or, with none
     asked, in a slot or after a label: ``Number of students above 2.5: 192``), not for a
     label of a table's size."""

@@ -55,7 +55,7 @@ from .budget import Budget, BudgetStop, found_so_far, stop_or_extend, stopped_an
 from .handover import hand_over, remote_files, summarise
 from .history import History
 from .levers import levers_for
-from .levers.base import Lever, first_decision, first_rewrite
+from .levers.base import Lever, first_decision, first_rewrite, probes
 from .protocols import FencedProtocol, Protocol, make_protocol
 from .reply import stream_reply
 from .state import Stop, TaskState, Turn
@@ -493,6 +493,7 @@ class AsyncAgent:
                 step=st.step,
                 timeout=self.settings.cell_timeout,
                 meta=self.provenance,
+                expressions=probes(self._task_levers, st, code),
                 annotate=functools.partial(
                     self._after_cell, st, first=index == 0, reply=completion, gen_s=gen_s, hint=hint
                 ),

@@ -156,18 +156,25 @@ class KernelState:
 
     # ---------------------------------------------------------------- running
     async def execute(
-        self, code: str, *, timeout: float | None = None, on_output: Any = None
+        self,
+        code: str,
+        *,
+        timeout: float | None = None,
+        on_output: Any = None,
+        expressions: Mapping[str, str] | None = None,
     ) -> CellResult:
-        """Run ``code`` with the namespace probe; nothing is recorded.
+        """Run ``code`` with the namespace probe (and, in a Python kernel, the caller's
+        ``expressions``, answered in ``user_expressions``); nothing is recorded.
 
         A cancelled caller (Ctrl-C, a client gone) interrupts the code in the kernel.
         """
+        probe = {**dict(expressions or {}), **self._probe} if self._probe else None
         task = asyncio.ensure_future(
             self.executor.execute(
                 code,
                 timeout=self.settings.cell_timeout if timeout is None else timeout,
                 on_output=on_output,
-                user_expressions=self._probe,
+                user_expressions=probe,
             )
         )
         try:
@@ -186,7 +193,7 @@ class KernelState:
         return result
 
     async def _stream(
-        self, code: str, step: int, timeout: float | None
+        self, code: str, step: int, timeout: float | None, expressions: Mapping[str, str] | None
     ) -> AsyncIterator[CellOutput | CellResult]:
         """:meth:`execute`, yielding a CellOutput per output as it comes, then the result."""
         queue: asyncio.Queue[CellOutput] = asyncio.Queue()
@@ -195,6 +202,7 @@ class KernelState:
                 code,
                 timeout=timeout,
                 on_output=lambda out: queue.put_nowait(CellOutput(step, out)),
+                expressions=expressions,
             )
         )
         try:
@@ -222,6 +230,7 @@ class KernelState:
         timeout: float | None = None,
         meta: Mapping[str, Any] | None = None,
         annotate: Annotate | None = None,
+        expressions: Mapping[str, str] | None = None,
     ) -> AsyncIterator[Event | CellRecord]:
         """Record, run and settle one cell: yields CellOutput events as they come,
         CellFinished once it is recorded, a rebuild's events after a restart, and last
@@ -229,7 +238,7 @@ class KernelState:
 
         ``step`` (the agent's, if not 0) and ``meta`` (provenance) go into the cell's
         record from the start; ``annotate`` adds keys once it ran. ``timeout`` defaults
-        to the settings'.
+        to the settings'; ``expressions`` go to :meth:`execute`.
         """
         first = {M.STEP: step} if step else {}
         pending = self.begin(code, save=False, **first, **dict(meta or {}))
@@ -237,7 +246,7 @@ class KernelState:
         write = asyncio.get_running_loop().call_later(RUNNING_SAVE_S, self._save_quietly)
         result: CellResult | None = None
         try:
-            async for item in self._stream(code, step, timeout):
+            async for item in self._stream(code, step, timeout, expressions):
                 if isinstance(item, CellResult):
                     result = item
                 else:

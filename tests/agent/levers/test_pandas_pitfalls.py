@@ -289,3 +289,54 @@ def test_without_the_lever_the_nan_is_the_answer(fake_llm, tmp_path):
         levers=("printed_answer",),
     )  # fmt: skip
     assert result.answer == "@corr[nan]"
+
+
+PULSE = "Pulse\n" + "".join(
+    f"{'NA' if i % 9 == 0 else 70 + (i * 37 % 23) - (40 if i in (5, 50) else 0)}\n"
+    for i in range(60)
+)
+PULSE_IQR = (
+    "Using the IQR rule on Pulse (outliers are below Q1 - 1.5*IQR or above Q3 + 1.5*IQR), "
+    "how many students are outliers?\nGive the final answer in this format: @outliers[count]"
+)
+PERCENTILES = (
+    "import numpy as np\nimport pandas as pd\ndf = pd.read_csv('pulse.csv')\n"
+    "q1, q3 = np.percentile(df['Pulse'], [25, 75])\nlow, high = q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)\n"
+    "print(f\"@outliers[{((df['Pulse'] < low) | (df['Pulse'] > high)).sum()}]\")"
+)
+
+
+def _pulse_outliers() -> int:
+    s = pd.Series([70 + (i * 37 % 23) - (40 if i in (5, 50) else 0) for i in range(60) if i % 9])
+    q1, q3 = s.quantile(0.25), s.quantile(0.75)
+    return int(((s < q1 - 1.5 * (q3 - q1)) | (s > q3 + 1.5 * (q3 - q1))).sum())
+
+
+def test_a_count_the_stated_rule_does_not_give_is_noted_with_the_kernels_recount(
+    fake_llm, tmp_path
+):
+    """On a real kernel: ``np.percentile`` of a column with missing values is ``nan``, so
+    no value is outside the fences and the cell printed 0; the rule, recomputed in the
+    kernel on ``df['Pulse']`` after the cell, gives the count, the note says it with the
+    code, and the slot waits."""
+    expected = _pulse_outliers()
+    result = _run_on(
+        fake_llm, tmp_path / "pulse.csv", PULSE, PULSE_IQR,
+        run_cell(PERCENTILES),
+        run_cell("s = df['Pulse'].dropna()\nq1, q3 = s.quantile(0.25), s.quantile(0.75)\n"
+                 "print(f'@outliers[{((s < q1 - 1.5 * (q3 - q1)) | (s > q3 + 1.5 * (q3 - q1))).sum()}]')"),
+    )  # fmt: skip
+    seen = fake_llm.requests[1].last_user_text
+    assert "@outliers[0]" in seen and "on `df['Pulse']` (53 numeric values" in seen
+    assert f"gives {expected}" in seen and "s.quantile(0.25)" in seen
+    assert expected > 0 and result.status == "ok" and result.answer == f"@outliers[{expected}]"
+    fake_llm.assert_drained()
+
+
+def test_without_the_lever_the_count_of_nan_fences_is_the_answer(fake_llm, tmp_path):
+    """What the note prevents, on the same kernel code (so the test above can fail)."""
+    result = _run_on(
+        fake_llm, tmp_path / "pulse.csv", PULSE, PULSE_IQR, run_cell(PERCENTILES), text("unused"),
+        levers=("printed_answer",),
+    )  # fmt: skip
+    assert result.answer == "@outliers[0]"

@@ -1,12 +1,15 @@
 """A lever: a check the loop consults at named points. The base class, :class:`Lever`.
 
 A lever sees the run's :class:`~..state.TaskState` and may return an
-:class:`~..state.Ask` (send a message to the model and take another turn) at eight points:
+:class:`~..state.Ask` (send a message to the model and take another turn) at nine points:
 
 - ``after_reply(state, turn)``: a reply was parsed (may trim ``turn.codes``);
 - ``rewrite(state, code)``: a cell is about to run: the code to run instead, with a note
   for the model (None: run it as it is); each lever rewrites what the last one made;
 - ``before_cell(state, code)``: a cell is about to run (an Ask skips it);
+- ``probe(state, code)``: ``user_expressions`` the kernel evaluates after that cell, in its
+  namespace (Python kernels only); ``after_cell`` reads their answers, hostile, in
+  ``cell.user_expressions``;
 - ``after_cell(state, cell, hint)``: a cell ran (record what it taught; a returned note is
   added to the model's view of the cell, and an answer composed from a cell that drew a
   note waits for the model);
@@ -49,7 +52,7 @@ if TYPE_CHECKING:
     from ...executors.base import AsyncExecutor
     from ...settings import Settings
 
-__all__ = ["AskBudget", "Lever", "first_decision", "first_rewrite"]
+__all__ = ["AskBudget", "Lever", "first_decision", "first_rewrite", "probes"]
 
 L = TypeVar("L", bound="Lever")
 
@@ -118,6 +121,9 @@ class Lever:
     def before_cell(self, state: TaskState, code: str) -> Ask | Stop | None:
         return None
 
+    def probe(self, state: TaskState, code: str) -> dict[str, str]:
+        return {}
+
     def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> str | None:
         return None
 
@@ -160,6 +166,11 @@ def first_rewrite(levers: Sequence[Lever], state: TaskState, code: str) -> tuple
             if change[1]:
                 notes.append(change[1])
     return code, "+".join(names), "\n".join(notes)
+
+
+def probes(levers: Sequence[Lever], state: TaskState, code: str) -> dict[str, str]:
+    """Every lever's ``user_expressions`` for the cell ``code`` (each lever its own keys)."""
+    return {key: text for lever in levers for key, text in lever.probe(state, code).items()}
 
 
 def first_decision(

@@ -5,9 +5,10 @@ count, a fraction for a percentage, another statistic than the named one (a test
 correlation, or a group's max where its mean was asked), normality read backwards, a
 ``pd.cut`` edge in the wrong bin, many values in a slot that asks one) and
 :mod:`..every_row`'s (a printed count that is every row of what the cell's condition
-read) and :mod:`..empty_value`'s (``nan`` or an empty table printed for an answer); this
-lever writes the notes, remembers the names that keep a questioned value, and sends an
-answer given right after a noted cell back once.
+read), :mod:`..stated_rule`'s (a count or fence the task's outlier rule, recomputed in
+the kernel, does not give) and :mod:`..empty_value`'s (``nan`` or an empty table printed
+for an answer); this lever writes the notes, remembers the names that keep a questioned
+value, and sends an answer given right after a noted cell back once.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ..pitfalls import (
     slot_holds_many,
 )
 from ..state import Ask, TaskState
+from ..stated_rule import rule_note, rule_probe, stated_rule
 from .base import AskBudget, Lever
 
 __all__ = ["PandasPitfalls"]
@@ -57,6 +59,10 @@ class PandasPitfalls(Lever):
             prompt("pitfall_answer", note=state.doubts[0]),
             notice="the answer restates a value the last cell's note questions; asking for a fix",
         )
+
+    def probe(self, state: TaskState, code: str) -> dict[str, str]:
+        rule = stated_rule(state.task)
+        return rule_probe(rule, code) if rule else {}
 
     def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> str | None:
         if not cell.ok:
@@ -122,6 +128,8 @@ class PandasPitfalls(Lever):
             )
             self.noted.update(dict.fromkeys(set().union(*(n for _, _, n in counts)), note))
             return note
+        if (rule := stated_rule(state.task)) and (recounted := rule_note(state.task, rule, cell)):
+            return recounted
         if counted := every_row_counted(state.task, cell, state.namespace):
             return counted.note()
         if empty := empty_value(state.task, cell):
