@@ -52,6 +52,14 @@ def ran(code: str, printed: str, task: str, namespace: dict | None = None) -> Ce
     return CellResult(code, "ok", 1, outputs, None, now, now, user_expressions=answers)
 
 
+def noted(task: str, cell: CellResult) -> str | None:
+    """The note on ``cell`` for ``task``'s rule, or None."""
+    rule = stated_rule(task)
+    assert rule is not None
+    found = rule_note(task, rule, cell)
+    return found.note if found else None
+
+
 @pytest.mark.parametrize(
     ("task", "rule"),
     [
@@ -93,7 +101,7 @@ def test_a_zero_printed_from_zscores_of_a_column_with_missing_values_gets_the_ru
     )
     s = DF["Pulse"].dropna()
     expected = int((((s - s.mean()) / s.std(ddof=0)).abs() > 2.5).sum())
-    note = rule_note(Z_TASK, stated_rule(Z_TASK), ran(code, "@outliers[0]\n", Z_TASK))
+    note = noted(Z_TASK, ran(code, "@outliers[0]\n", Z_TASK))
     assert note is not None and expected > 0
     assert "@outliers[...] printed 0, but |z| > 2.5, on `df['Pulse']`" in note
     assert f"gives {expected}" in note and "s.std(ddof=0)" in note and "```python" in note
@@ -103,12 +111,9 @@ def test_a_count_the_rule_gives_is_left_alone_by_any_quantile_method_or_bound():
     count, lo, _ = _iqr(DF["wind"])
     code = "q1, q3 = df['wind'].quantile([0.25, 0.75])\nprint(q1, q3)"
     printed = f"@outliers[{count}] @lower_fence[{lo:.2f}]\n"
-    assert rule_note(IQR_TASK, stated_rule(IQR_TASK), ran(code, printed, IQR_TASK)) is None
+    assert noted(IQR_TASK, ran(code, printed, IQR_TASK)) is None
     inclusive = int(((DF["wind"] <= lo) | (DF["wind"] >= _iqr(DF["wind"])[2])).sum())
-    assert (
-        rule_note(IQR_TASK, stated_rule(IQR_TASK), ran(code, f"@outliers[{inclusive}]", IQR_TASK))
-        is None
-    )
+    assert noted(IQR_TASK, ran(code, f"@outliers[{inclusive}]", IQR_TASK)) is None
 
 
 def test_a_count_of_another_series_is_noted_and_one_of_any_named_series_is_not():
@@ -120,33 +125,25 @@ def test_a_count_of_another_series_is_noted_and_one_of_any_named_series_is_not()
     assert count != whole
     code = "sub = df[df['day'] < 100]\nq = sub['wind'].quantile([0.25, 0.75])\nprint(q)"
     ns = {"df": DF, "sub": sub, "pd": pd}
-    note = rule_note(
-        IQR_TASK, stated_rule(IQR_TASK), ran(code, f"@outliers[{whole}]", IQR_TASK, ns)
-    )
+    note = noted(IQR_TASK, ran(code, f"@outliers[{whole}]", IQR_TASK, ns))
     assert note is not None and "on `sub['wind']`" in note and f"gives {count}" in note
     both = code + "\nprint(df['wind'].quantile(0.25))"
-    assert (
-        rule_note(IQR_TASK, stated_rule(IQR_TASK), ran(both, f"@outliers[{whole}]", IQR_TASK, ns))
-        is None
-    )
+    assert noted(IQR_TASK, ran(both, f"@outliers[{whole}]", IQR_TASK, ns)) is None
 
 
 def test_a_wrong_fence_is_noted_and_a_rounded_right_one_is_not():
     count, lo, hi = _iqr(DF["wind"])
     code = "q1 = df['wind'].quantile(0.25)\nq3 = df['wind'].quantile(0.75)"
-    rule = stated_rule(IQR_TASK)
     wrong = ran(code, f"@outliers[{count}] @lower_fence[{lo - 1:.2f}]", IQR_TASK)
-    note = rule_note(IQR_TASK, rule, wrong)
+    note = noted(IQR_TASK, wrong)
     assert note is not None and "@lower_fence[...] printed" in note and f"{lo:.4g}" in note
-    assert rule_note(IQR_TASK, rule, ran(code, f"@lower_fence[{lo:.1f}]", IQR_TASK)) is None
+    assert noted(IQR_TASK, ran(code, f"@lower_fence[{lo:.1f}]", IQR_TASK)) is None
 
 
 def test_a_count_found_by_a_condition_alone_is_held_against_the_column_it_reads():
     """No statistic in the cell: the rule runs on the column its condition compares."""
     code = "print(f\"@outliers[{(df['Pulse'].abs() > 2.5).sum()}]\")"
-    note = rule_note(
-        Z_TASK, stated_rule(Z_TASK), ran(code, f"@outliers[{DF['Pulse'].count()}]", Z_TASK)
-    )
+    note = noted(Z_TASK, ran(code, f"@outliers[{DF['Pulse'].count()}]", Z_TASK))
     assert note is not None and "on `df['Pulse']`" in note
 
 
@@ -199,7 +196,7 @@ def test_a_forged_answer_from_the_kernel_gives_no_note(answer):
     cell = CellResult(
         code, "ok", 1, outputs, None, now, now, user_expressions={"stated_rule_0": bundle}
     )
-    assert rule_note(IQR_TASK, stated_rule(IQR_TASK), cell) is None
+    assert noted(IQR_TASK, cell) is None
 
 
 def test_the_kernel_side_skips_what_is_not_one_numeric_series():

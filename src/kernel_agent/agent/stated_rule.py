@@ -36,7 +36,7 @@ from .code_text import parse_python
 from .every_row import printed_counts
 from .slots import FILLED, quoted
 
-__all__ = ["Recount", "Rule", "rule_note", "rule_probe", "stated_rule"]
+__all__ = ["Contradiction", "Recount", "Rule", "rule_note", "rule_probe", "stated_rule"]
 
 _KEY = "stated_rule_"  # user_expressions keys: stated_rule_0, stated_rule_1, ...
 _SERIES = 3  # series recomputed a cell
@@ -163,6 +163,14 @@ class Recount:
     fences: tuple[tuple[float, float], ...]
 
 
+@dataclass(frozen=True)
+class Contradiction:
+    """A value the cell printed that the recomputed rule does not give, and the note."""
+
+    printed: str
+    note: str
+
+
 def stated_rule(task: str) -> Rule | None:
     """The outlier rule ``task`` states, when it asks a count; else None."""
     if not _COUNT_ASKED.search(task):
@@ -193,9 +201,9 @@ def rule_probe(rule: Rule, code: str) -> dict[str, str]:
     }
 
 
-def rule_note(task: str, rule: Rule, cell: CellResult) -> str | None:
-    """A note when a count (or fence) ``cell`` printed for ``task`` is none that ``rule``
-    gives on the series the kernel recomputed it on; else None."""
+def rule_note(task: str, rule: Rule, cell: CellResult) -> Contradiction | None:
+    """The first count (or fence) ``cell`` printed for ``task`` that ``rule`` does not give
+    on any series the kernel recomputed it on, with its note; else None."""
     recounts = _recounts(cell)
     if not recounts:
         return None
@@ -206,14 +214,15 @@ def rule_note(task: str, rule: Rule, cell: CellResult) -> str | None:
         if _COUNT_NAME.search(label) and not _NOT_COUNT.search(label.lower()):
             if not any(number in r.counts for r in recounts):
                 gives = ", ".join(str(c) for c in sorted(first.counts))
-                return f"Note: {label} printed {number}, but {told} gives {gives}. {fix}"
+                note = f"Note: {label} printed {number}, but {told} gives {gives}. {fix}"
+                return Contradiction(str(number), note)
     for label, value in _printed_fences(task, cell):
         if not any(_near(value, f) for r in recounts for pair in r.fences for f in pair):
             lo, hi = first.fences[0]
-            return (
-                f"Note: {label} printed {value}, but {told} has the fences "
-                f"{lo:.4g} and {hi:.4g}. {fix}"
+            note = (
+                f"Note: {label} printed {value}, but {told} has the fences {lo:.4g} and {hi:.4g}."
             )
+            return Contradiction(value, f"{note} {fix}")
     return None
 
 

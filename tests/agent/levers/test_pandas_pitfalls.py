@@ -340,3 +340,23 @@ def test_without_the_lever_the_count_of_nan_fences_is_the_answer(fake_llm, tmp_p
         levers=("printed_answer",),
     )  # fmt: skip
     assert result.answer == "@outliers[0]"
+
+
+def test_an_answer_stating_the_questioned_count_after_a_recount_goes_back_once(fake_llm, tmp_path):
+    """The model ran the rule the note gave, which printed the right count, and then
+    answered with the count the note questioned (the bundled model did, on the eval's
+    tuned half): the answer goes back once with the note; the next one is taken."""
+    expected = _pulse_outliers()
+    result = _run_on(
+        fake_llm, tmp_path / "pulse.csv", PULSE, PULSE_IQR,
+        run_cell(PERCENTILES),
+        run_cell("s = df['Pulse'].dropna()\nq1, q3 = s.quantile(0.25), s.quantile(0.75)\n"
+                 "print(((s < q1 - 1.5 * (q3 - q1)) | (s > q3 + 1.5 * (q3 - q1))).sum())"),
+        text("@outliers[0]"),
+        text(f"@outliers[{expected}]"),
+    )  # fmt: skip
+    refused = fake_llm.requests[3].last_user_text
+    assert "Your answer states 0, a value an earlier cell printed" in refused
+    assert f"gives {expected}" in refused
+    assert result.status == "ok" and result.answer == f"@outliers[{expected}]"
+    fake_llm.assert_drained()

@@ -13,6 +13,8 @@ value, and sends an answer given right after a noted cell back once.
 
 from __future__ import annotations
 
+import re
+
 from ...prompts import prompt
 from ...results import CellResult
 from ..empty_value import empty_note, empty_value
@@ -51,14 +53,22 @@ class PandasPitfalls(Lever):
         super().forget()
         #: names that keep a value a note questioned -> that note
         self.noted: dict[str, str] = {}
+        #: values a note questioned, as printed -> that note (an answer stating one later)
+        self.questioned: dict[str, str] = {}
 
     def check_answer(self, state: TaskState, answer: str) -> Ask | None:
-        if not state.doubts:
-            return None
-        return Ask(
-            prompt("pitfall_answer", note=state.doubts[0]),
-            notice="the answer restates a value the last cell's note questions; asking for a fix",
-        )
+        if state.doubts:
+            return Ask(
+                prompt("pitfall_answer", note=state.doubts[0]),
+                notice="the answer restates a value the last cell's note questions; asking again",
+            )
+        for value, note in self.questioned.items():
+            if re.search(rf"(?<![\w.]){re.escape(value)}(?![\w]|\.\d)", answer):
+                return Ask(
+                    prompt("pitfall_answer_earlier", value=value, note=note),
+                    notice="the answer states a value an earlier note questioned; asking for a fix",
+                )
+        return None
 
     def probe(self, state: TaskState, code: str) -> dict[str, str]:
         rule = stated_rule(state.task)
@@ -129,8 +139,10 @@ class PandasPitfalls(Lever):
             self.noted.update(dict.fromkeys(set().union(*(n for _, _, n in counts)), note))
             return note
         if (rule := stated_rule(state.task)) and (recounted := rule_note(state.task, rule, cell)):
-            return recounted
+            self.questioned[recounted.printed] = recounted.note
+            return recounted.note
         if counted := every_row_counted(state.task, cell, state.namespace):
+            self.questioned[str(counted.whole.count)] = counted.note()
             return counted.note()
         if empty := empty_value(state.task, cell):
             return empty_note(empty)
