@@ -1,6 +1,7 @@
 """The count and empty-value notes quote what the kernel produced: the cell's printed
-labels and slots, the namespace report (names, shapes, columns, non-missing counts) and
-the model's code. Hostile input, quoted to the model.
+labels and slots, the namespace report (names, shapes, columns, non-missing counts), the
+kernel's answer to the stated rule's probe, and the model's code. Hostile input, quoted
+to the model.
 
 The property: whatever a cell prints and the kernel reports, a note is at most
 ``MAX_NOTE`` characters, and a forged report never crashes the check (payloads below
@@ -17,6 +18,7 @@ from nbformat.v4 import new_output
 
 from kernel_agent.agent.empty_value import empty_note, empty_value
 from kernel_agent.agent.every_row import every_row_counted
+from kernel_agent.agent.stated_rule import rule_note, rule_probe, stated_rule
 from kernel_agent.kernel_state.namespace import parse_summary
 from kernel_agent.results import CellResult
 
@@ -76,3 +78,53 @@ def test_every_count_and_empty_note_is_bounded_whatever_the_kernel_sent():
             noted["empty"] += 1
             assert len(empty_note(label)) <= MAX_NOTE, len(empty_note(label))
     assert min(noted.values()) >= 5, noted  # the payloads reach both notes
+
+
+def _recount(rng: random.Random) -> object:
+    """What a kernel may answer the stated rule's probe with: the shape asked, or not."""
+    reading = {"counts": [rng.randint(0, 50)], "fences": [rng.uniform(-9, 9), 1e308]}
+    return rng.choice([
+        {"n": 60, "found": [reading] * rng.randint(1, 25)},
+        {"n": 10**40, "found": [{"counts": [10**30], "fences": [0, 1]}]},
+        {"n": 60, "found": [{"counts": list(range(5000)), "fences": [0, 1]}]},
+        {"n": 60, "found": [{"counts": [3], "fences": ["0", [1]]}]},
+        {"n": 60, "found": [{"counts": [3], "fences": [0, 1], "x": "q" * 300_000}]},
+        [[[[[]]]]] * 1000, "q" * 300_000, None, 7,
+    ])  # fmt: skip
+
+
+def test_the_stated_rule_note_is_bounded_whatever_the_kernel_answered():
+    """The rule's probe is answered by the kernel: forged shapes, sizes and numbers give
+    no note or a bounded one, and never an exception; the recount of a cell that names
+    long series, and prints long labels and values, stays bounded too."""
+    rng = random.Random(31)
+    task = (
+        "Using the IQR rule, how many are outliers and what is the lower fence?\n"
+        "Give the final answer in this format: @outliers[count] @lower_fence[value]"
+    )
+    rule = stated_rule(task)
+    assert rule is not None
+    notes = 0
+    for _ in range(200):
+        big = "q" * rng.randint(1, 3000)
+        code = rng.choice([
+            f"print(v0['{big}'].quantile(0.25), v1.{big[:250]}.std())",
+            "print(" + " + ".join(f"v{i}['c'].quantile(0.5)" for i in range(500)) + ")",
+            f"print(v0[v0.x > 1]['{big[:250]}'].quantile(0.75))",
+        ])  # fmt: skip
+        printed = rng.choice([
+            f"@outliers[{rng.randint(0, 99)}]\n", f"@lower_fence[{'0.' + '0' * 3000}1]\n",
+            "@outliers[" + "9" * 3000 + "]\n", f"@lower_fence[{rng.uniform(-99, 99)}]\n",
+            f"Number of outliers{big}: 12\n",
+        ])  # fmt: skip
+        answers = {
+            key: {"status": "ok", "data": {"text/plain": repr(json.dumps(_recount(rng)))}}
+            for key in rule_probe(rule, code)
+        }
+        assert len(answers) <= 3 and all(len(e) < 5_000 for e in rule_probe(rule, code).values())
+        outputs = [new_output("stream", name="stdout", text=printed)]
+        cell = CellResult(code, "ok", 1, outputs, None, NOW, NOW, user_expressions=answers)
+        if (found := rule_note(task, rule, cell)) is not None:
+            notes += 1
+            assert len(found.note) <= MAX_NOTE, len(found.note)
+    assert notes >= 5  # the payloads reach the note

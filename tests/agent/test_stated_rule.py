@@ -212,3 +212,16 @@ def test_the_kernel_side_skips_what_is_not_one_numeric_series():
     for name in ns:
         (expression,) = rule_probe(rule, f"print({name}.quantile(0.5))").values()
         assert json.loads(eval(expression, dict(ns))) is None, name  # noqa: S307
+
+
+def test_the_series_a_quantile_is_computed_on_comes_before_one_a_mean_is():
+    """The note names the series the rule's own statistic read, not the one a mean of
+    another column read first in the code."""
+    code = (
+        "print(df['Pulse'].mean())\nlo, hi = np.quantile(df['wind'], [0.25, 0.75])\n"
+        "print(df['day'].quantile(0.5))"
+    )
+    probe = rule_probe(stated_rule(IQR_TASK), code)
+    assert [("df['wind']" in e, "df['day']" in e, "df['Pulse']" in e) for e in probe.values()] == [
+        (True, False, False), (False, True, False), (False, False, True)
+    ]  # fmt: skip

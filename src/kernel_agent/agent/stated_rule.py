@@ -42,6 +42,8 @@ _KEY = "stated_rule_"  # user_expressions keys: stated_rule_0, stated_rule_1, ..
 _SERIES = 3  # series recomputed a cell
 _EXPR_CHARS = 300  # the longest series expression sent back to the kernel
 _ANSWER_CHARS = 20_000  # the longest answer read back
+_MOST = 10**15  # no count printed is larger (a longer number is no count to quote back)
+_VALUE_CHARS = 40  # the longest printed fence read
 _COUNT_ASKED = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b", re.I)
 _OUTLIERS = re.compile(r"outlier|anomal|extreme|fence|unusual", re.I)
 _IQR = re.compile(r"\bIQR\b|inter-?quartile", re.I)
@@ -67,6 +69,8 @@ _FENCE_NAME = re.compile(r"(lower|upper|low|high)[\w-]*(fence|bound|limit|thresh
 _ON_RECEIVER = frozenset({"quantile", "std", "mean", "describe", "median"})
 #: calls whose first argument is (``stats.zscore(df['x'])``, ``np.percentile(s, 75)``)
 _ON_ARGUMENT = frozenset({"zscore", "percentile", "nanpercentile", "quantile", "iqr"})
+#: names a module goes by, not a series (``np.quantile(s, 0.25)``)
+_MODULES = frozenset({"np", "numpy", "pd", "pandas", "stats", "scipy", "st", "sp"})
 #: methods that read without changing what they read
 _PURE_CALLS = frozenset(
     {
@@ -211,7 +215,7 @@ def rule_note(task: str, rule: Rule, cell: CellResult) -> Contradiction | None:
     told = f"{rule.said()}, on `{first.series}` ({first.n} numeric values, missing dropped)"
     fix = f"Run the rule as the task states it:\n```python\n{rule.code(first.series)}\n```"
     for label, number in printed_counts(task, cell):
-        if _COUNT_NAME.search(label) and not _NOT_COUNT.search(label.lower()):
+        if number <= _MOST and _COUNT_NAME.search(label) and not _NOT_COUNT.search(label.lower()):
             if not any(number in r.counts for r in recounts):
                 gives = ", ".join(str(c) for c in sorted(first.counts))
                 note = f"Note: {label} printed {number}, but {told} gives {gives}. {fix}"
@@ -231,17 +235,21 @@ def _series(code: str) -> list[str]:
     tree = parse_python(code)
     if tree is None:
         return []
-    found = []
+    ruled: list[ast.expr] = []  # series a quantile or z-score is computed on
+    described: list[ast.expr] = []  # ... a mean or std is
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         name = (
             node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
         )
+        if name in _ON_ARGUMENT and node.args:  # stats.zscore(s), np.percentile(s, 75)
+            ruled.append(node.args[0])
         if isinstance(node.func, ast.Attribute) and name in _ON_RECEIVER:
-            found.append(node.func.value)
-        if name in _ON_ARGUMENT and node.args:
-            found.append(node.args[0])
+            receiver = node.func.value
+            if not (isinstance(receiver, ast.Name) and receiver.id in _MODULES):
+                (ruled if name == "quantile" else described).append(receiver)
+    found = ruled + described
     if not found:  # no statistic: the columns the cell's conditions read
         found = [
             n
@@ -321,7 +329,10 @@ def _printed_fences(task: str, cell: CellResult) -> list[tuple[str, str]]:
     return [
         (quoted(name, slot=True), value.strip())
         for name, value in FILLED.findall(text)
-        if name in asked and _FENCE_NAME.search(name) and _float(value) is not None
+        if name in asked
+        and _FENCE_NAME.search(name)
+        and len(value) <= _VALUE_CHARS
+        and _float(value) is not None
     ]
 
 
