@@ -18,8 +18,10 @@ from nbformat.v4 import new_output
 
 from kernel_agent.agent.empty_value import empty_note, empty_value
 from kernel_agent.agent.every_row import every_row_counted
+from kernel_agent.agent.slot_kind import not_a_count
 from kernel_agent.agent.stated_rule import rule_note, rule_probe, stated_rule
 from kernel_agent.kernel_state.namespace import parse_summary
+from kernel_agent.llm.view import render_cell
 from kernel_agent.results import CellResult
 
 MAX_NOTE = 2_000
@@ -58,6 +60,7 @@ def _cell(rng: random.Random) -> CellResult:
     printed = rng.choice([
         f"@{big}[397]\n", f"@n[397]\n{big}: 397\n", f"{big[:110]}: 397\n", f"@corr[nan]\n{big}\n",
         f"{big[:60]} = None\n", "@n[" + "9" * 5000 + "]\n", f"@{names[0]}[<NA>]",
+        f"@n[0.{big[: rng.randint(1, 60)]}5]\n@n[1.5]\n", f"@n[{rng.uniform(0, 99)}]\n",
     ])  # fmt: skip
     outputs = [new_output("stream", name="stdout", text=printed)]
     return CellResult(code, "ok", 1, outputs, None, NOW, NOW)
@@ -65,7 +68,7 @@ def _cell(rng: random.Random) -> CellResult:
 
 def test_every_count_and_empty_note_is_bounded_whatever_the_kernel_sent():
     rng = random.Random(12)
-    noted = {"count": 0, "empty": 0}
+    noted = {"count": 0, "empty": 0, "kind": 0}
     for _ in range(300):
         report = {f"v{i}": _report(rng) for i in range(5)}
         raw = {"status": "ok", "data": {"text/plain": repr(json.dumps(report))}}
@@ -74,10 +77,13 @@ def test_every_count_and_empty_note_is_bounded_whatever_the_kernel_sent():
         if (found := every_row_counted(task, cell, namespace)) is not None:
             noted["count"] += 1
             assert len(found.note()) <= MAX_NOTE, len(found.note())
+        if (wrong := not_a_count(task, render_cell(cell, budget=4000).text)) is not None:
+            noted["kind"] += 1
+            assert len(wrong.note()) <= MAX_NOTE, len(wrong.note())
         if (label := empty_value(task, cell)) is not None:
             noted["empty"] += 1
             assert len(empty_note(label)) <= MAX_NOTE, len(empty_note(label))
-    assert min(noted.values()) >= 5, noted  # the payloads reach both notes
+    assert min(noted.values()) >= 5, noted  # the payloads reach every note
 
 
 def _recount(rng: random.Random) -> object:

@@ -306,6 +306,12 @@ PERCENTILES = (
 )
 
 
+def _pulse_fences() -> tuple[float, float]:
+    s = pd.Series([70 + (i * 37 % 23) - (40 if i in (5, 50) else 0) for i in range(60) if i % 9])
+    q1, q3 = s.quantile(0.25), s.quantile(0.75)
+    return q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)
+
+
 def _pulse_outliers() -> int:
     s = pd.Series([70 + (i * 37 % 23) - (40 if i in (5, 50) else 0) for i in range(60) if i % 9])
     q1, q3 = s.quantile(0.25), s.quantile(0.75)
@@ -359,4 +365,52 @@ def test_an_answer_stating_the_questioned_count_after_a_recount_goes_back_once(f
     assert "Your answer states 0, a value an earlier cell printed" in refused
     assert f"gives {expected}" in refused
     assert result.status == "ok" and result.answer == f"@outliers[{expected}]"
+    fake_llm.assert_drained()
+
+
+FENCE_IN_COUNT = (
+    "import pandas as pd\ndf = pd.read_csv('pulse.csv')\ns = df['Pulse'].dropna()\n"
+    "q1, q3 = s.quantile(0.25), s.quantile(0.75)\nprint(f'@outliers[{q1 - 1.5 * (q3 - q1):.2f}]')"
+)
+
+
+def test_a_fraction_printed_in_a_count_slot_is_noted_and_waits(fake_llm, tmp_path):
+    """On a real kernel: the cell printed the lower fence in the slot that asks a count;
+    the note says a count is a whole number, and the slot is not composed into the
+    answer; the next cell's count is."""
+    expected = _pulse_outliers()
+    result = _run_on(
+        fake_llm, tmp_path / "pulse.csv", PULSE, PULSE_IQR,
+        run_cell(FENCE_IN_COUNT),
+        run_cell("low, high = q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)\n"
+                 "print(f'@outliers[{((s < low) | (s > high)).sum()}]')"),
+    )  # fmt: skip
+    seen = fake_llm.requests[1].last_user_text
+    assert "asks a count in @outliers[...], a whole number" in seen
+    assert result.status == "ok" and result.answer == f"@outliers[{expected}]"
+    fake_llm.assert_drained()
+
+
+def test_without_the_lever_the_fence_is_the_count(fake_llm, tmp_path):
+    """What the note prevents, on the same kernel code (so the test above can fail)."""
+    result = _run_on(
+        fake_llm, tmp_path / "pulse.csv", PULSE, PULSE_IQR, run_cell(FENCE_IN_COUNT),
+        text("unused"), levers=("printed_answer",),
+    )  # fmt: skip
+    low = _pulse_fences()[0]
+    assert low != int(low) and result.answer == f"@outliers[{round(low)}]"  # composed as a count
+
+
+def test_an_answer_written_with_a_fraction_for_a_count_goes_back_once(fake_llm, tmp_path):
+    """The model wrote its answer itself, with the fence for the count: sent back once
+    with the note; the count the next cell prints is the answer."""
+    result = _run_on(
+        fake_llm, tmp_path / "pulse.csv", PULSE, PULSE_IQR,
+        run_cell(FENCE_IN_COUNT.replace("@outliers", "lower fence")),
+        text(f"@outliers[{_pulse_fences()[0]:.2f}]"),
+        run_cell("low, high = q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)\n"
+                 "print(f'@outliers[{((s < low) | (s > high)).sum()}]')"),
+    )  # fmt: skip
+    assert "asks a count in @outliers[...]" in fake_llm.requests[2].last_user_text
+    assert result.answer == f"@outliers[{_pulse_outliers()}]"
     fake_llm.assert_drained()

@@ -5,16 +5,19 @@ count, a fraction for a percentage, another statistic than the named one (a test
 correlation, or a group's max where its mean was asked), normality read backwards, a
 ``pd.cut`` edge in the wrong bin, many values in a slot that asks one) and
 :mod:`..every_row`'s (a printed count that is every row of what the cell's condition
-read), :mod:`..stated_rule`'s (a count or fence the task's outlier rule, recomputed in
-the kernel, does not give) and :mod:`..empty_value`'s (``nan`` or an empty table printed
-for an answer); this lever writes the notes, remembers the names that keep a questioned
-value, and sends an answer given right after a noted cell back once.
+read), :mod:`..slot_kind`'s (a number with a fraction in a slot that asks a count),
+:mod:`..stated_rule`'s (a count or fence the task's outlier rule, recomputed in the
+kernel, does not give) and :mod:`..empty_value`'s (``nan`` or an empty table printed for
+an answer); this lever writes the notes, remembers the names that keep a questioned
+value, and sends an answer given right after a noted cell back once (and one that states
+a questioned value later, or a fraction for a count).
 """
 
 from __future__ import annotations
 
 import re
 
+from ...llm.view import render_cell
 from ...prompts import prompt
 from ...results import CellResult
 from ..empty_value import empty_note, empty_value
@@ -34,6 +37,7 @@ from ..pitfalls import (
     shown_names,
     slot_holds_many,
 )
+from ..slot_kind import not_a_count
 from ..state import Ask, TaskState
 from ..stated_rule import rule_note, rule_probe, stated_rule
 from .base import AskBudget, Lever
@@ -68,6 +72,11 @@ class PandasPitfalls(Lever):
                     prompt("pitfall_answer_earlier", value=value, note=note),
                     notice="the answer states a value an earlier note questioned; asking for a fix",
                 )
+        if wrong := not_a_count(state.task, answer):
+            return Ask(
+                prompt("pitfall_answer_form", note=wrong.note()),
+                notice="the answer gives a number with a fraction for a count; asking again",
+            )
         return None
 
     def probe(self, state: TaskState, code: str) -> dict[str, str]:
@@ -113,6 +122,8 @@ class PandasPitfalls(Lever):
                 "one value the task asks for from all of them (over all rows: a sum, a mean, "
                 "or one total divided by another), then print only that in the slot."
             )
+        if wrong := not_a_count(state.task, render_cell(cell, budget=4000).text):
+            return wrong.note()
         if normality_reversed(state.task, cell):
             return (
                 "Note: this cell printed whether the normality test's p-value is below the "
