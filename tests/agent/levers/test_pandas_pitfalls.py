@@ -414,3 +414,41 @@ def test_an_answer_written_with_a_fraction_for_a_count_goes_back_once(fake_llm, 
     assert "asks a count in @outliers[...]" in fake_llm.requests[2].last_user_text
     assert result.answer == f"@outliers[{_pulse_outliers()}]"
     fake_llm.assert_drained()
+
+
+READINGS = "Ozone,Solar,Temp\n" + "".join(
+    f"{'' if i % 4 == 0 else i},{'' if i % 7 == 0 else 2 * i},{60 + i}\n" for i in range(1, 41)
+)
+INCOMPLETE = (
+    "How many days have at least one missing value?\n"
+    "Give the final answer in this format: @incomplete_days[integer]"
+)
+ONE_COLUMN = (
+    "import pandas as pd\ndf = pd.read_csv('readings.csv')\n"
+    "print(f\"@incomplete_days[{df['Ozone'].isna().sum()}]\")"
+)
+
+
+def test_rows_missing_any_value_counted_in_one_column_are_noted_and_wait(fake_llm, tmp_path):
+    """On a real kernel: the cell counted Ozone's gaps where the task asks for the days
+    missing any value; the note gives the row-wise count, and the next cell's is the
+    answer."""
+    expected = sum(1 for i in range(1, 41) if i % 4 == 0 or i % 7 == 0)
+    result = _run_on(
+        fake_llm, tmp_path / "readings.csv", READINGS, INCOMPLETE,
+        run_cell(ONE_COLUMN),
+        run_cell("print(f'@incomplete_days[{df.isna().any(axis=1).sum()}]')"),
+    )  # fmt: skip
+    seen = fake_llm.requests[1].last_user_text
+    assert "@incomplete_days[10]" in seen and "`df.isna().any(axis=1).sum()`" in seen
+    assert expected != 10 and result.answer == f"@incomplete_days[{expected}]"
+    fake_llm.assert_drained()
+
+
+def test_without_the_lever_one_columns_gaps_are_the_answer(fake_llm, tmp_path):
+    """What the note prevents, on the same kernel code (so the test above can fail)."""
+    result = _run_on(
+        fake_llm, tmp_path / "readings.csv", READINGS, INCOMPLETE, run_cell(ONE_COLUMN),
+        text("unused"), levers=("printed_answer",),
+    )  # fmt: skip
+    assert result.answer == "@incomplete_days[10]"

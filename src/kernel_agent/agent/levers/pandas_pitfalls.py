@@ -6,6 +6,7 @@ correlation, or a group's max where its mean was asked), normality read backward
 ``pd.cut`` edge in the wrong bin, many values in a slot that asks one) and
 :mod:`..every_row`'s (a printed count that is every row of what the cell's condition
 read), :mod:`..slot_kind`'s (a number with a fraction in a slot that asks a count),
+:mod:`..missing_rows`' (rows missing any value counted in one column),
 :mod:`..stated_rule`'s (a count or fence the task's outlier rule, recomputed in the
 kernel, does not give) and :mod:`..empty_value`'s (``nan`` or an empty table printed for
 an answer); this lever writes the notes, remembers the names that keep a questioned
@@ -22,6 +23,7 @@ from ...prompts import prompt
 from ...results import CellResult
 from ..empty_value import empty_note, empty_value
 from ..every_row import every_row_counted
+from ..missing_rows import one_column_missing
 from ..pitfalls import (
     GROUPED,
     STATISTIC,
@@ -152,6 +154,8 @@ class PandasPitfalls(Lever):
         if (rule := stated_rule(state.task)) and (recounted := rule_note(state.task, rule, cell)):
             self.questioned[recounted.printed] = recounted.note
             return recounted.note
+        if one_column := one_column_missing(state.task, cell.code):
+            return one_column
         if counted := every_row_counted(state.task, cell, state.namespace):
             self.questioned[str(counted.whole.count)] = counted.note()
             return counted.note()
