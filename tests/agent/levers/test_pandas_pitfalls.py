@@ -4,11 +4,13 @@ composed from printed slots waits for it)."""
 
 from __future__ import annotations
 
+import io
 from datetime import datetime, timezone
 
 import nbformat
 import pandas as pd
 from fake_openai import run_cell, scripted_settings, text
+from scipy import stats
 
 from kernel_agent.agent import Agent
 from kernel_agent.agent.levers.pandas_pitfalls import PandasPitfalls
@@ -452,3 +454,47 @@ def test_without_the_lever_one_columns_gaps_are_the_answer(fake_llm, tmp_path):
         text("unused"), levers=("printed_answer",),
     )  # fmt: skip
     assert result.answer == "@incomplete_days[10]"
+
+
+BIRDS = "Island,Delta,Flipper\n" + "".join(
+    f"{('Dream', 'Torgersen')[i % 2]},{8 + (i * 7 % 5) / 10 + (i % 2) * 0.05},{180 + i % 9}\n"
+    for i in range(40)
+)
+BETWEEN = (
+    "Compare Delta between the islands Dream and Torgersen with Welch's t-test (Dream "
+    "first). Give the final answer in this format: @p_value[value]"
+)
+COLUMNS_TESTED = (
+    "import pandas as pd\nfrom scipy import stats\ndf = pd.read_csv('birds.csv')\n"
+    "t, p = stats.ttest_ind(df['Delta'], df['Flipper'], equal_var=False)\n"
+    "print(f'@p_value[{p:.4f}]')"
+)
+
+
+def test_two_columns_tested_for_two_groups_are_noted_and_wait(fake_llm, tmp_path):
+    """On a real kernel: the cell tested Delta against Flipper where the task compares
+    Delta between two islands; the note says the groups are rows, and the next cell's
+    p-value is the answer."""
+    frame = pd.read_csv(io.StringIO(BIRDS))
+    by = [frame.loc[frame["Island"] == island, "Delta"] for island in ("Dream", "Torgersen")]
+    expected = f"{stats.ttest_ind(*by, equal_var=False).pvalue:.4f}"
+    result = _run_on(
+        fake_llm, tmp_path / "birds.csv", BIRDS, BETWEEN,
+        run_cell(COLUMNS_TESTED),
+        run_cell("x = df.loc[df['Island'] == 'Dream', 'Delta']\n"
+                 "y = df.loc[df['Island'] == 'Torgersen', 'Delta']\n"
+                 "print(f'@p_value[{stats.ttest_ind(x, y, equal_var=False).pvalue:.4f}]')"),
+    )  # fmt: skip
+    seen = fake_llm.requests[1].last_user_text
+    assert "compares two columns of df, 'Delta' and 'Flipper'" in seen
+    assert result.answer == f"@p_value[{expected}]" and expected != "0.0000"
+    fake_llm.assert_drained()
+
+
+def test_without_the_lever_the_two_columns_p_value_is_the_answer(fake_llm, tmp_path):
+    """What the note prevents, on the same kernel code (so the test above can fail)."""
+    result = _run_on(
+        fake_llm, tmp_path / "birds.csv", BIRDS, BETWEEN, run_cell(COLUMNS_TESTED),
+        text("unused"), levers=("printed_answer",),
+    )  # fmt: skip
+    assert result.answer == "@p_value[0.0000]"
