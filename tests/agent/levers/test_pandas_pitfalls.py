@@ -498,3 +498,44 @@ def test_without_the_lever_the_two_columns_p_value_is_the_answer(fake_llm, tmp_p
         text("unused"), levers=("printed_answer",),
     )  # fmt: skip
     assert result.answer == "@p_value[0.0000]"
+
+
+DAYS = "Month,Day,Temp\n" + "".join(
+    f"{5 + i // 30},{1 + i % 30},{70 + i % 23}\n" for i in range(60)
+)
+WEEKEND = (
+    "The measurements were taken in 1973 (the year is in no column). How many days fell on "
+    "a Saturday or a Sunday?\nGive the final answer in this format: @weekend_days[integer]"
+)
+DAY_NUMBERS = (
+    "import pandas as pd\ndf = pd.read_csv('days.csv')\n"
+    "print(f\"@weekend_days[{((df['Day'] == 6) | (df['Day'] == 7)).sum()}]\")"
+)
+
+
+def test_a_day_of_the_month_compared_as_a_weekday_is_noted_and_waits(fake_llm, tmp_path):
+    """On a real kernel: the cell counted days 6 and 7 of each month as the weekend; the
+    note builds the dates from the year the task gives, and the next cell's count is the
+    answer."""
+    frame = pd.read_csv(io.StringIO(DAYS))
+    dates = pd.to_datetime(dict(year=1973, month=frame["Month"], day=frame["Day"]))
+    expected = int((dates.dt.day_of_week >= 5).sum())
+    result = _run_on(
+        fake_llm, tmp_path / "days.csv", DAYS, WEEKEND,
+        run_cell(DAY_NUMBERS),
+        run_cell("d = pd.to_datetime(dict(year=1973, month=df['Month'], day=df['Day']))\n"
+                 "print(f'@weekend_days[{(d.dt.day_of_week >= 5).sum()}]')"),
+    )  # fmt: skip
+    seen = fake_llm.requests[1].last_user_text
+    assert "@weekend_days[4]" in seen and "year=1973, month=df['Month']" in seen
+    assert expected != 4 and result.answer == f"@weekend_days[{expected}]"
+    fake_llm.assert_drained()
+
+
+def test_without_the_lever_the_days_6_and_7_are_the_weekend(fake_llm, tmp_path):
+    """What the note prevents, on the same kernel code (so the test above can fail)."""
+    result = _run_on(
+        fake_llm, tmp_path / "days.csv", DAYS, WEEKEND, run_cell(DAY_NUMBERS), text("unused"),
+        levers=("printed_answer",),
+    )  # fmt: skip
+    assert result.answer == "@weekend_days[4]"
