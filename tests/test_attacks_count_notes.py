@@ -18,8 +18,11 @@ from nbformat.v4 import new_output
 
 from kernel_agent.agent.empty_value import empty_note, empty_value
 from kernel_agent.agent.every_row import every_row_counted
+from kernel_agent.agent.missing_rows import one_column_missing
 from kernel_agent.agent.slot_kind import not_a_count
 from kernel_agent.agent.stated_rule import rule_note, rule_probe, stated_rule
+from kernel_agent.agent.two_samples import columns_for_groups
+from kernel_agent.agent.weekday import day_as_weekday
 from kernel_agent.kernel_state.namespace import parse_summary
 from kernel_agent.llm.view import render_cell
 from kernel_agent.results import CellResult
@@ -134,3 +137,36 @@ def test_the_stated_rule_note_is_bounded_whatever_the_kernel_answered():
             notes += 1
             assert len(found.note) <= MAX_NOTE, len(found.note)
     assert notes >= 5  # the payloads reach the note
+
+
+def test_the_code_notes_are_bounded_whatever_the_code_names():
+    """The missing-rows, two-samples and weekday notes quote the model's code back (its
+    frame and column names, a filter, a statement): with names of 100,000 characters and
+    thousands of comparisons, every note stays bounded and every check returns."""
+    rng = random.Random(5)
+    tasks = [
+        "How many days have at least one missing value, and how many fell on a Saturday?",
+        "Compare x between the islands Dream and Torgersen with Welch's t-test, in 1973.",
+    ]
+    found = 0
+    for _ in range(60):
+        big = "q" * rng.randint(1, 100_000)
+        many = " | ".join(f"({big[:50]}['Day'] == {i % 8})" for i in range(rng.randint(1, 3000)))
+        code = rng.choice([
+            f"print({big}['{big}day of month'].isna().sum(), ({big}['Day'] == 6).sum())",
+            f"print(({many}).sum())",
+            f"n = {big}[{big}['day_of_month_{big}'].isin([5, 6])]",
+            f"d = {big}[({big}['Island'] == 'Dream') & ({big}.x > 1)]\n"
+            f"stats.ttest_ind(d['{big}'], d['x{big}'])",
+            f"stats.ttest_ind({big}['a'], {big}['b'])",
+        ])  # fmt: skip
+        for task in tasks:
+            for note in (
+                one_column_missing(task, code),
+                columns_for_groups(task, code),
+                day_as_weekday(task, code, ["Month", big]),
+            ):
+                if note is not None:
+                    found += 1
+                    assert len(note) <= MAX_NOTE, len(note)
+    assert found >= 10, found  # the payloads reach the notes

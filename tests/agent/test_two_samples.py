@@ -54,3 +54,22 @@ def test_groups_as_rows_a_paired_test_or_unknown_samples_are_left_alone(code):
 )
 def test_a_task_that_compares_no_groups_is_left_alone(task):
     assert columns_for_groups(task, "stats.ttest_ind(d['a'], d['b'])") is None
+
+
+def test_the_note_runs_the_test_on_each_group_through_the_cells_own_filter():
+    """The bundled model sent a generic note's cell back unchanged; where its code selects
+    one of the groups the task names by a filter, the note writes that filter once with
+    each group, and the test on the measure the task names."""
+    code = (
+        "d = df[(df['Species'] == 'Adelie') & (df['Island'] == 'Dream')]\n"
+        "t, p = stats.ttest_ind(d['Flipper'], d['Delta 15 N (o/oo)'], equal_var=False)"
+    )
+    note = columns_for_groups(TASK, code)
+    assert note is not None
+    assert (
+        "x = df[(df['Species'] == 'Adelie') & (df['Island'] == 'Dream')]"
+        "['Delta 15 N (o/oo)'].dropna()\n"
+        "y = df[(df['Species'] == 'Adelie') & (df['Island'] == 'Torgersen')]"
+        "['Delta 15 N (o/oo)'].dropna()\n"
+        "result = stats.ttest_ind(x, y, equal_var=False)"
+    ) in note

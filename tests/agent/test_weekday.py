@@ -43,3 +43,17 @@ def test_a_weekday_computed_or_no_day_number_compared_is_left_alone(code):
 def test_a_task_about_no_weekday_is_left_alone():
     task = "How many measurements were taken on day 6 of a month?"
     assert day_as_weekday(task, "print((df['Day'] == 6).sum())") is None
+
+
+def test_the_note_corrects_the_cells_own_statement_with_the_days_the_task_names():
+    """The bundled model sent a generic note's cell back unchanged; the note rewrites its
+    own statement, each whole day comparison replaced by the weekday test."""
+    code = (
+        "df = pd.read_csv('a.csv')\n"
+        "n = df[(df['Temp'] > 85) & ((df['Day'] == 6) | (df['Day'] == 7))].shape[0]\nprint(n)"
+    )
+    note = day_as_weekday(TASK, code, ["Month", "Day"])
+    assert note is not None
+    assert "n = df[(df['Temp'] > 85) & dates.dt.day_of_week.isin([5, 6])].shape[0]" in note
+    monday = day_as_weekday("In 1973, how many Mondays?", "print((df.Day == 1).sum())")
+    assert monday is not None and "print(dates.dt.day_of_week.isin([0]).sum())" in monday

@@ -51,7 +51,7 @@ def one_column_missing(task: str, code: str) -> str | None:
     receiver = missing[0].func.value  # type: ignore[attr-defined]
     if not (isinstance(receiver, ast.Subscript) and isinstance(receiver.value, ast.Name)):
         return None
-    frame, column = receiver.value.id, ast.unparse(receiver)[:_SHOWN]
+    frame, column = receiver.value.id[:_SHOWN], ast.unparse(receiver)[:_SHOWN]
     return (
         f"Note: the task asks for rows with at least one missing value, and this cell counts "
         f"the missing values of one column (`{column}.isna()`), not the rows missing any of "

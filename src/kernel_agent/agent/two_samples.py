@@ -14,6 +14,7 @@ and the cell's code.
 from __future__ import annotations
 
 import ast
+import copy
 import re
 
 from .code_text import parse_python
@@ -31,6 +32,9 @@ _TESTS = frozenset(
     {"ttest_ind", "mannwhitneyu", "ranksums", "ks_2samp", "levene", "bartlett", "brunnermunzel"}
 )
 _SHOWN = 60  # characters of a column name quoted back
+_FIXED = 800  # the longest corrected cell quoted back
+#: the two groups a task compares: "between the islands Dream and Torgersen"
+_GROUPS = re.compile(r"\bbetween\s+(?:the\s+)?(?:[a-z]+\s+)?'?([\w-]+)'?\s+and\s+'?([\w-]+)'?")
 
 
 def columns_for_groups(task: str, code: str) -> str | None:
@@ -48,15 +52,62 @@ def columns_for_groups(task: str, code: str) -> str | None:
         if first and second and first[0] == second[0] and first[1] != second[1]:
             if _named(task, first[1]) and _named(task, second[1]):
                 continue  # the task compares these two columns
-            frame, a, b = first[0], first[1][:_SHOWN], second[1][:_SHOWN]
-            return (
+            frame, a, b = first[0][:_SHOWN], first[1][:_SHOWN], second[1][:_SHOWN]
+            measure = (
+                second[1] if _named(task, second[1]) and not _named(task, first[1]) else first[1]
+            )
+            head = (
                 f"Note: `{_name(node.func)}` here compares two columns of {frame}, {a!r} and "
                 f"{b!r}: two measures of the same rows. The task compares one measure between "
-                "two groups, and the groups are rows: take the measure once for each group, "
+                "two groups, and the groups are rows"
+            )
+            try:
+                fixed = _per_group(task, tree, node, measure)
+            except RecursionError:  # a filter too deep to write back
+                fixed = None
+            if fixed:
+                told = "take the measure once for each group, and test one against the other"
+                return f"{head}: {told}:\n```python\n{fixed}\n```"
+            return (
+                f"{head}: take the measure once for each group, "
                 f"`x = {frame}.loc[{frame}[group_column] == first_group, {a!r}].dropna()` and "
                 "`y` the same for the second group (group_column and the groups as the task "
                 "names them), then test x against y."
             )
+    return None
+
+
+def _per_group(task: str, tree: ast.Module, test: ast.Call, measure: str) -> str | None:
+    """The test rewritten on the measure of each group the task names (``between the
+    islands Dream and Torgersen``), where the code selects one of them by a filter: that
+    filter, once with each group; None when the code selects neither."""
+    groups = _GROUPS.search(task)
+    if groups is None:
+        return None
+    named = (groups[1], groups[2])
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)):
+            continue
+        for compare in ast.walk(node.slice):
+            if not (isinstance(compare, ast.Compare) and len(compare.comparators) == 1):
+                continue
+            value = compare.comparators[0]
+            if isinstance(value, ast.Constant) and value.value in named:
+                other = named[1] if value.value == named[0] else named[0]
+                first = ast.unparse(node.slice)
+                value.value = other
+                second = ast.unparse(node.slice)
+                value.value = named[0] if other == named[1] else named[1]
+                call = copy.deepcopy(test)
+                call.args[:2] = [ast.Name("x"), ast.Name("y")]
+                x, y = (first, second) if other == named[1] else (second, first)
+                root = node.value.id
+                text = (
+                    f"x = {root}[{x}][{measure!r}].dropna()\n"
+                    f"y = {root}[{y}][{measure!r}].dropna()\n"
+                    f"result = {ast.unparse(call)}\nprint(result)"
+                )
+                return text if len(text) <= _FIXED else None
     return None
 
 

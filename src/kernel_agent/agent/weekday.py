@@ -12,6 +12,7 @@ Pure: the task, the cell's code and the columns the kernel reported.
 from __future__ import annotations
 
 import ast
+import copy
 import re
 from collections.abc import Iterable
 
@@ -31,6 +32,9 @@ _WEEKDAY_CALLS = frozenset(
 _WEEKDAY_FORMAT = re.compile(r"%[aAwu]")
 _DAY_COLUMN = re.compile(r"^day$|^dd$|day.?of.?month|^mday$", re.I)
 _YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
+_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_SHOWN = 600  # the longest corrected statement quoted back
+_NAME_CHARS = 60  # the longest frame or column name quoted back
 
 
 def day_as_weekday(task: str, code: str, columns: Iterable[str] = ()) -> str | None:
@@ -44,18 +48,72 @@ def day_as_weekday(task: str, code: str, columns: Iterable[str] = ()) -> str | N
     day = next((c for node in ast.walk(tree) if (c := _day_compared(node))), None)
     if day is None:
         return None
-    frame, column = day
+    frame, column = day[0][:_NAME_CHARS], day[1][:_NAME_CHARS]
     month = next((c for c in columns if c.lower() == "month"), "Month")
     year = m[1] if (m := _YEAR.search(task)) else "YEAR"
-    return (
+    parts = f"year={year}, month={frame}[{month!r}], day={frame}[{column!r}]"
+    dates = f"dates = pd.to_datetime(dict({parts}))"
+    head = (
         f"Note: the task asks about days of the week, and this cell compares "
         f"`{frame}[{column!r}]` with weekday numbers, computing no weekday from a date: a "
         f"{column!r} column beside a month is the day of the month (1-31), and which "
-        "weekday a date falls on depends on its year and month. Build the dates and read "
-        f"their weekday: `dates = pd.to_datetime(dict(year={year}, month={frame}[{month!r}], "
-        f"day={frame}[{column!r}]))`, then `dates.dt.day_of_week >= 5` holds on Saturdays and "
-        "Sundays (Monday is 0)."
+        "weekday a date falls on depends on its year and month."
     )
+    try:
+        fixed = _corrected(tree, f"dates.dt.day_of_week.isin({_asked_days(task)})")
+    except RecursionError:  # thousands of comparisons joined: no statement to quote back
+        fixed = None
+    if fixed is None:
+        return (
+            f"{head} Build the dates and read their weekday: `{dates}`, then "
+            "`dates.dt.day_of_week >= 5` holds on Saturdays and Sundays (Monday is 0)."
+        )
+    return (
+        f"{head} Build the dates, and test their weekday where the cell tests the day "
+        f"(Monday is 0, Sunday 6):\n```python\n{dates}\n{fixed}\n```"
+    )
+
+
+def _asked_days(task: str) -> list[int]:
+    """The weekdays ``task`` names, as pandas numbers them (the weekend: 5 and 6)."""
+    text = task.lower()
+    days = [i for i, name in enumerate(_NAMES) if re.search(rf"\b{name}", text)]
+    if not days and re.search(r"\bweek-?ends?\b", text):
+        days = [5, 6]
+    return days or [0, 1, 2, 3, 4]  # "weekdays"
+
+
+def _corrected(tree: ast.Module, weekday: str) -> str | None:
+    """The first statement of ``tree`` that compares a day column, with each whole
+    comparison of it replaced by ``weekday``; None if there is none to rewrite."""
+    replacement = ast.parse(weekday, mode="eval").body
+    for statement in tree.body:
+        if any(_day_compared(n) for n in ast.walk(statement)):
+            fixed = _Replace(replacement).visit(copy.deepcopy(statement))
+            text = ast.unparse(fixed)
+            return text if len(text) <= _SHOWN else None
+    return None
+
+
+class _Replace(ast.NodeTransformer):
+    """Each expression made only of day comparisons (joined by ``|``, ``or``) becomes the
+    weekday test."""
+
+    def __init__(self, replacement: ast.expr) -> None:
+        self.replacement = replacement
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        if isinstance(node, ast.expr) and _only_days(node):
+            return copy.deepcopy(self.replacement)
+        return self.generic_visit(node)
+
+
+def _only_days(node: ast.expr) -> bool:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _only_days(node.left) and _only_days(node.right)
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+        return all(_only_days(v) for v in node.values)
+    return _day_compared(node) is not None
 
 
 def _computes_weekday(tree: ast.AST) -> bool:
