@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel_agent.agent.two_samples import columns_for_groups
+from kernel_agent.agent.two_samples import columns_for_groups, kept_by_test
 
 TASK = (
     "Compare Delta 15 N (o/oo) between the islands Dream and Torgersen with Welch's t-test. "
@@ -73,3 +73,11 @@ def test_the_note_runs_the_test_on_each_group_through_the_cells_own_filter():
         "['Delta 15 N (o/oo)'].dropna()\n"
         "result = stats.ttest_ind(x, y, equal_var=False)"
     ) in note
+
+
+def test_the_names_that_keep_the_tests_result_are_those_assigned_from_it():
+    code = (
+        "t, p = stats.ttest_ind(d['a'], d['b'])\np_rounded = round(p, 4)\n"
+        "verdict = 'significant' if p_rounded < 0.05 else 'not'\nother = d['a'].mean()"
+    )
+    assert kept_by_test(code) == {"t", "p", "p_rounded", "verdict"}

@@ -19,7 +19,7 @@ import re
 
 from .code_text import parse_python
 
-__all__ = ["columns_for_groups"]
+__all__ = ["columns_for_groups", "kept_by_test"]
 
 #: the task compares between groups with a test of independent samples
 _BETWEEN = re.compile(r"\bbetween\b", re.I)
@@ -139,3 +139,26 @@ def _column(node: ast.expr) -> tuple[str, str] | None:
         if isinstance(key.value, str):
             return target.id, key.value
     return None
+
+
+def kept_by_test(code: str) -> set[str]:
+    """The names that keep what a two-sample test in ``code`` computed: those it assigns,
+    and those assigned from them (``p_rounded = round(p, 4)``, ``verdict = ... p ...``)."""
+    tree = parse_python(code)
+    if tree is None:
+        return set()
+    kept: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign):
+            continue
+        reads = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+        tested = any(
+            isinstance(n, ast.Call) and _name(n.func) in _TESTS for n in ast.walk(node.value)
+        )
+        if tested or reads & kept:
+            kept |= {
+                t.id
+                for t in ast.walk(node)
+                if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+            }
+    return kept

@@ -539,3 +539,16 @@ def test_without_the_lever_the_days_6_and_7_are_the_weekend(fake_llm, tmp_path):
         levers=("printed_answer",),
     )  # fmt: skip
     assert result.answer == "@weekend_days[4]"
+
+
+def test_a_p_value_of_two_columns_kept_in_a_name_is_noted_again():
+    """The model printed the noted p-value again from its names (the tuned half, after the
+    note): that cell gets the note again, so its slots are not the answer."""
+    lever, st = PandasPitfalls(), TaskState(BETWEEN)
+    code = "t, p = stats.ttest_ind(df['Delta'], df['Flipper'])\npr = round(p, 4)\nprint(pr)"
+    first = lever.after_cell(st, CellResult(code, "ok", 1, [], None, NOW, NOW), "")
+    assert first is not None and set(lever.noted) == {"t", "p", "pr"}
+    again = lever.after_cell(
+        st, CellResult("print(f'@p_value[{pr}]')", "ok", 2, [], None, NOW, NOW), ""
+    )
+    assert again is not None and again.startswith("Note: `pr` keeps a value")

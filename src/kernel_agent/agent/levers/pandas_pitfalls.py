@@ -44,7 +44,7 @@ from ..pitfalls import (
 from ..slot_kind import not_a_count
 from ..state import Ask, TaskState
 from ..stated_rule import rule_note, rule_probe, stated_rule
-from ..two_samples import columns_for_groups
+from ..two_samples import columns_for_groups, kept_by_test
 from ..weekday import day_as_weekday
 from .base import AskBudget, Lever
 
@@ -140,6 +140,7 @@ class PandasPitfalls(Lever):
         if edges := cut_edges(state.task, cell.code):
             return f"Note: {edges}"
         if two := columns_for_groups(state.task, cell.code):
+            self.noted.update(dict.fromkeys(kept_by_test(cell.code), two))
             return two
         if method := method_mismatch(state.task, cell.code):
             note = f"Note: {method}"
