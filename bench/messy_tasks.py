@@ -195,7 +195,7 @@ _TASKS: list[Task] = [
          slots=False),
     Task("messy-aq-weekend", "airquality", "dates",
          "The measurements were taken in 1973 (the year is in no column). How many days with Temp above 85 fell on a Saturday or a Sunday, and how many days with Temp above 85 are there in all?",
-         lambda d: [E("weekend_days", ((d.Temp > 85) & (_aq_date(d).dt.dayofweek >= 5)).sum(), 0),
+         lambda d: [E("weekend_days", ((d.Temp > 85) & (_aq_date(d).dt.day_of_week >= 5)).sum(), 0),
                     E("hot_days", (d.Temp > 85).sum(), 0)]),
     Task("messy-stocks-year", "stocks", "dates",
          "In which calendar year was AAPL's mean monthly price highest, and what was that mean, rounded to 2 decimal places?",

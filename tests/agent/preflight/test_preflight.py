@@ -6,8 +6,10 @@ real preview of messy files in a real kernel and run the corrected cells there.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from preview_sample import FACTS
 
@@ -269,6 +271,21 @@ def test_a_part_of_the_one_date_column_is_read_from_it():
     assert preflight("import pandas as pd\ndf['Year']", two) == "import pandas as pd\ndf['Year']"
     has = {"p.csv": FileFacts(columns=("Date", "year"), dates={"Date": "%Y-%m-%d"})}
     assert preflight("import pandas as pd\ndf['Year']", has) == "import pandas as pd\ndf['year']"
+
+
+def test_a_weekday_is_read_with_the_name_pandas_keeps():
+    """pandas 3 warns that ``.dt.dayofweek`` and ``.dt.weekday`` are going, and a warning on
+    stderr keeps a printed slot out of the answer: the edit writes ``.dt.day_of_week``,
+    and the edited code runs on a real frame with warnings as errors."""
+    facts = {"p.csv": FileFacts(columns=("Date Egg", "x"), dates={"Date Egg": "%m/%d/%y"})}
+    edited = preflight("import pandas as pd\nn = (df['weekday'] >= 5).sum()", facts)
+    assert ".dt.day_of_week >= 5" in edited
+    df = pd.DataFrame({"Date Egg": ["11/11/07", "11/10/07", "11/12/07"], "x": [1, 2, 3]})
+    namespace: dict = {"df": df}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        exec(edited, namespace)  # noqa: S102 (the test is the kernel)
+    assert namespace["n"] == 2  # 2007-11-10 and 11-11 were a Saturday and a Sunday
 
 
 def test_numbers_stored_as_text_are_read_as_numbers_after_the_read_line():

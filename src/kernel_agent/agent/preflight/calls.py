@@ -106,8 +106,8 @@ _DATE_PARTS = {
     "year": "year",
     "month": "month",
     "day": "day",
-    "weekday": "dayofweek",
-    "dayofweek": "dayofweek",
+    "weekday": "day_of_week",
+    "dayofweek": "day_of_week",
     "quarter": "quarter",
     "hour": "hour",
 }
