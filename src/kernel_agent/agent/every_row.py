@@ -38,10 +38,10 @@ from .code_text import parse_python
 from .precedence import Slip, is_comparison, precedence_slip
 from .slots import FILLED, quoted
 
-__all__ = ["EveryRow", "every_row_counted", "printed_counts"]
+__all__ = ["COUNT_ASKED", "EveryRow", "every_row_counted", "printed_counts"]
 
 #: the task asks for a count
-_COUNT_ASKED = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b", re.I)
+COUNT_ASKED = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b", re.I)
 #: the task asks about missing values
 _MISSING_ASKED = re.compile(
     r"\bmissing\b|\bnot recorded\b|\bnull\b|\bno\s+[\w .()/-]{1,40}?\s+(?:recorded|value|given)\b",
@@ -128,7 +128,7 @@ def every_row_counted(
     """The first printed count of ``cell`` that is every row (or value) of a frame, series
     or column its code puts a condition on, when ``task`` asks a count; asked about
     missing values, also one that is every value of a column the code reads; else None."""
-    if not _COUNT_ASKED.search(task):
+    if not COUNT_ASKED.search(task):
         return None
     tree = parse_python(cell.code)
     if tree is None:

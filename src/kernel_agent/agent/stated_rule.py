@@ -33,7 +33,7 @@ from ..llm.view import render_cell
 from ..results import CellResult
 from .answers import FormatSpec
 from .code_text import parse_python
-from .every_row import printed_counts
+from .every_row import COUNT_ASKED, printed_counts
 from .slots import FILLED, quoted
 
 __all__ = ["Contradiction", "Recount", "Rule", "rule_note", "rule_probe", "stated_rule"]
@@ -44,7 +44,6 @@ _EXPR_CHARS = 300  # the longest series expression sent back to the kernel
 _ANSWER_CHARS = 20_000  # the longest answer read back
 _MOST = 10**15  # no count printed is larger (a longer number is no count to quote back)
 _VALUE_CHARS = 40  # the longest printed fence read
-_COUNT_ASKED = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b", re.I)
 _OUTLIERS = re.compile(r"outlier|anomal|extreme|fence|unusual", re.I)
 _IQR = re.compile(r"\bIQR\b|inter-?quartile", re.I)
 _IQR_K = re.compile(
@@ -177,7 +176,7 @@ class Contradiction:
 
 def stated_rule(task: str) -> Rule | None:
     """The outlier rule ``task`` states, when it asks a count; else None."""
-    if not _COUNT_ASKED.search(task):
+    if not COUNT_ASKED.search(task):
         return None
     if _IQR.search(task) and _OUTLIERS.search(task):
         ks = tuple(dict.fromkeys(float(k) for k in _IQR_K.findall(task))) or (1.5,)
