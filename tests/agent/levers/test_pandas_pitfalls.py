@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 
 import nbformat
 import pandas as pd
+import pytest
 from fake_openai import run_cell, scripted_settings, text
 from scipy import stats
 
@@ -240,16 +241,6 @@ def test_a_count_of_every_row_is_noted_with_the_precedence_fix_and_waits(fake_ll
     fake_llm.assert_drained()
 
 
-def test_without_the_lever_the_count_of_every_row_is_the_answer(fake_llm, tmp_path):
-    """What the note prevents, on the same kernel code (so the test above can fail)."""
-    slipped = SLIPPED.replace("df['rank'] == 'Prof' &", "(df['rank'] == 'Prof') &")
-    result = _run_on(
-        fake_llm, tmp_path / "salaries.csv", SALARIES, PROFS, run_cell(slipped), text("unused"),
-        levers=("printed_answer",),
-    )  # fmt: skip
-    assert result.answer == "@count[30]"
-
-
 GROUPS = "x,y\n" + "".join(f"{i},{i * i % 7} kg\n" for i in range(20))
 CORR = (
     "What is the Pearson correlation of x and y (a weight in kg)?\n"
@@ -282,15 +273,6 @@ def test_a_nan_printed_for_the_answer_is_noted_and_an_answer_stating_it_goes_bac
     expected = pd.DataFrame(rows, columns=["x", "y"]).corr().iloc[0, 1]
     assert result.status == "ok" and result.answer == f"@corr[{expected:.4f}]"
     fake_llm.assert_drained()
-
-
-def test_without_the_lever_the_nan_is_the_answer(fake_llm, tmp_path):
-    """What the note prevents, on the same kernel code (so the test above can fail)."""
-    result = _run_on(
-        fake_llm, tmp_path / "groups.csv", GROUPS, CORR, run_cell(EMPTIED), text("@corr[nan]"),
-        levers=("printed_answer",),
-    )  # fmt: skip
-    assert result.answer == "@corr[nan]"
 
 
 PULSE = "Pulse\n" + "".join(
@@ -339,15 +321,6 @@ def test_a_count_the_stated_rule_does_not_give_is_noted_with_the_kernels_recount
     assert f"gives {expected}" in seen and "s.quantile(0.25)" in seen
     assert expected > 0 and result.status == "ok" and result.answer == f"@outliers[{expected}]"
     fake_llm.assert_drained()
-
-
-def test_without_the_lever_the_count_of_nan_fences_is_the_answer(fake_llm, tmp_path):
-    """What the note prevents, on the same kernel code (so the test above can fail)."""
-    result = _run_on(
-        fake_llm, tmp_path / "pulse.csv", PULSE, PULSE_IQR, run_cell(PERCENTILES), text("unused"),
-        levers=("printed_answer",),
-    )  # fmt: skip
-    assert result.answer == "@outliers[0]"
 
 
 def test_an_answer_stating_the_questioned_count_after_a_recount_goes_back_once(fake_llm, tmp_path):
@@ -447,15 +420,6 @@ def test_rows_missing_any_value_counted_in_one_column_are_noted_and_wait(fake_ll
     fake_llm.assert_drained()
 
 
-def test_without_the_lever_one_columns_gaps_are_the_answer(fake_llm, tmp_path):
-    """What the note prevents, on the same kernel code (so the test above can fail)."""
-    result = _run_on(
-        fake_llm, tmp_path / "readings.csv", READINGS, INCOMPLETE, run_cell(ONE_COLUMN),
-        text("unused"), levers=("printed_answer",),
-    )  # fmt: skip
-    assert result.answer == "@incomplete_days[10]"
-
-
 BIRDS = "Island,Delta,Flipper\n" + "".join(
     f"{('Dream', 'Torgersen')[i % 2]},{8 + (i * 7 % 5) / 10 + (i % 2) * 0.05},{180 + i % 9}\n"
     for i in range(40)
@@ -491,15 +455,6 @@ def test_two_columns_tested_for_two_groups_are_noted_and_wait(fake_llm, tmp_path
     fake_llm.assert_drained()
 
 
-def test_without_the_lever_the_two_columns_p_value_is_the_answer(fake_llm, tmp_path):
-    """What the note prevents, on the same kernel code (so the test above can fail)."""
-    result = _run_on(
-        fake_llm, tmp_path / "birds.csv", BIRDS, BETWEEN, run_cell(COLUMNS_TESTED),
-        text("unused"), levers=("printed_answer",),
-    )  # fmt: skip
-    assert result.answer == "@p_value[0.0000]"
-
-
 DAYS = "Month,Day,Temp\n" + "".join(
     f"{5 + i // 30},{1 + i % 30},{70 + i % 23}\n" for i in range(60)
 )
@@ -532,15 +487,6 @@ def test_a_day_of_the_month_compared_as_a_weekday_is_noted_and_waits(fake_llm, t
     fake_llm.assert_drained()
 
 
-def test_without_the_lever_the_days_6_and_7_are_the_weekend(fake_llm, tmp_path):
-    """What the note prevents, on the same kernel code (so the test above can fail)."""
-    result = _run_on(
-        fake_llm, tmp_path / "days.csv", DAYS, WEEKEND, run_cell(DAY_NUMBERS), text("unused"),
-        levers=("printed_answer",),
-    )  # fmt: skip
-    assert result.answer == "@weekend_days[4]"
-
-
 def test_a_p_value_of_two_columns_kept_in_a_name_is_noted_again():
     """The model printed the noted p-value again from its names (the tuned half, after the
     note): that cell gets the note again, so its slots are not the answer."""
@@ -552,3 +498,29 @@ def test_a_p_value_of_two_columns_kept_in_a_name_is_noted_again():
         st, CellResult("print(f'@p_value[{pr}]')", "ok", 2, [], None, NOW, NOW), ""
     )
     assert again is not None and again.startswith("Note: `pr` keeps a value")
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "task", "code", "answer", "printed"),
+    [
+        ("salaries.csv", SALARIES, PROFS,
+         SLIPPED.replace("df['rank'] == 'Prof' &", "(df['rank'] == 'Prof') &"), "unused",
+         "@count[30]"),
+        ("groups.csv", GROUPS, CORR, EMPTIED, "@corr[nan]", "@corr[nan]"),
+        ("pulse.csv", PULSE, PULSE_IQR, PERCENTILES, "unused", "@outliers[0]"),
+        ("readings.csv", READINGS, INCOMPLETE, ONE_COLUMN, "unused", "@incomplete_days[10]"),
+        ("birds.csv", BIRDS, BETWEEN, COLUMNS_TESTED, "unused", "@p_value[0.0000]"),
+        ("days.csv", DAYS, WEEKEND, DAY_NUMBERS, "unused", "@weekend_days[4]"),
+    ],
+    ids=["every-row", "nan", "nan-fences", "one-column-gaps", "two-columns", "day-of-month"],
+)  # fmt: skip
+def test_without_the_lever_the_slipped_value_is_the_answer(
+    fake_llm, tmp_path, path, body, task, code, answer, printed
+):
+    """What each note above prevents, on the same kernel code (so its test can fail): with
+    only ``printed_answer``, the value the slip printed is the answer."""
+    result = _run_on(
+        fake_llm, tmp_path / path, body, task, run_cell(code), text(answer),
+        levers=("printed_answer",),
+    )  # fmt: skip
+    assert result.answer == printed
