@@ -199,12 +199,14 @@ def lever_log(notebook: str, task: Task, expected: list[Expected],
     return fired
 
 
-def composed_by(notebook: str, run: int | None = None) -> str:
+def answer_meta(notebook: str, run: int | None = None) -> dict:
+    """The answer cell's metadata: who composed it, and the answer as first written when a
+    value was put in the asked form (``as_answered``)."""
     for cell in run_cells(notebook, run):
         meta = _meta(cell)
-        if meta.get("role") == "answer" and meta.get("composed_by"):
-            return str(meta["composed_by"])
-    return ""
+        if meta.get("role") == "answer":
+            return meta
+    return {}
 
 
 def agent_settings(args: argparse.Namespace, work: Path, root: Path):
@@ -278,14 +280,24 @@ def task_row(task: Task, expected: list[Expected], no_data: bool,
              run: int | None = None) -> dict:  # fmt: skip
     """The report's row for one question: its score, levers, timing and answer."""
     status, answer, cells, notebook = outcome
-    s = score(task, expected, status, answer, outputs_text(cells), made_plot(cells))
+    outputs, plotted = outputs_text(cells), made_plot(cells)
+    s = score(task, expected, status, answer, outputs, plotted)
+    meta = answer_meta(notebook, run)
+    written = meta.get("as_answered")
     return {
         "task": task.id,
         "suite": task.suite + (" no-data" if no_data else ""),
         "half": task.half,
         "category": task.category,
         "levers_fired": lever_log(notebook, task, expected, run),
-        "composed_by": composed_by(notebook, run),
+        "composed_by": str(meta.get("composed_by") or ""),
+        # the answer before asked_form wrote its values in the asked form, and its score
+        "as_answered": written,
+        "solved_as_answered": (
+            score(task, expected, status, written, outputs, plotted).solved
+            if isinstance(written, str)
+            else None
+        ),
         "from_package": any(_FROM_PACKAGE.search(c.code) for c in cells),
         "solved": s.solved,
         "kind": s.kind,
@@ -336,6 +348,13 @@ def report(rows: list[dict]) -> str:
         right = sum(1 for r in rows if r.get("composed_by") and r["solved"])
         lines.append(f"answers composed from printed lines (no model turn): {composed}, "
                      f"{right} right")  # fmt: skip
+    reformed = [r for r in rows if r.get("as_answered") is not None]
+    if reformed:
+        lines.append(
+            f"answers put in the asked form: {len(reformed)}; right "
+            f"{sum(r['solved'] for r in reformed)}, as first written "
+            f"{sum(bool(r['solved_as_answered']) for r in reformed)}"
+        )
     packaged = sum(1 for r in rows if r.get("from_package"))
     if packaged:
         lines.append(f"runs that loaded a dataset from a package: {packaged}")

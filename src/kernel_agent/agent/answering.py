@@ -16,11 +16,12 @@ from ..kernel_state import KernelState
 from ..llm.stream import Completion
 from ..notebook import cellmeta as M
 from ..prompts import prompt
+from .asked_form import in_asked_form
 from .history import History
 from .levers.base import Lever
 from .state import Ask, Stop, TaskState, Turn
 
-__all__ = ["compose_answer", "settle_answer", "start_afresh", "start_over"]
+__all__ = ["compose_answer", "finish_answer", "settle_answer", "start_afresh", "start_over"]
 
 
 async def settle_answer(
@@ -83,6 +84,22 @@ def compose_answer(
             history.assistant({"role": "assistant", "content": answer})
             return Notice("the last cell printed every asked value; answered from them")
     return None
+
+
+def finish_answer(st: TaskState, result: RunResult) -> tuple[dict[str, object], Notice | None]:
+    """The settled answer written in the form the task asks (:mod:`.asked_form`), and the
+    answer cell's metadata: which lever composed it, and the answer as first written when
+    a value was put in the asked form."""
+    meta: dict[str, object] = {"composed_by": st.composed_by} if st.composed_by else {}
+    if result.status not in ("ok", "no_code"):
+        return meta, None
+    answer, reformed = in_asked_form(st.task, result.answer)
+    if not reformed:
+        return meta, None
+    meta.update(as_answered=result.answer[:4000], reformed=[r.describe() for r in reformed[:10]])
+    result.answer = answer
+    shown = "; ".join(r.describe() for r in reformed[:3])
+    return meta, Notice(f"the answer is written in the form the task asks: {shown}")
 
 
 def start_over(

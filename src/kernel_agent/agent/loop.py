@@ -49,7 +49,7 @@ from ..settings import Settings
 from ..syncify import call_in_consumer
 from ..tools.host import HostSide
 from . import hints
-from .answering import compose_answer, settle_answer, start_afresh, start_over
+from .answering import compose_answer, finish_answer, settle_answer, start_afresh, start_over
 from .briefing import briefing_cell, probe_libraries, prompt_cwd, system_prompt
 from .budget import Budget, BudgetStop, found_so_far, stop_or_extend, stopped_answer
 from .handover import hand_over, remote_files, summarise
@@ -382,11 +382,10 @@ class AsyncAgent:
                     f"the last error was: {self.cells[-1].error}"
                 )
         self._step = st.step
-        state.note(
-            result.answer,
-            M.ROLE_ANSWER,
-            **({"composed_by": st.composed_by} if st.composed_by else {}),
-        )
+        meta, notice = finish_answer(st, result)
+        state.note(result.answer, M.ROLE_ANSWER, **meta)
+        if notice is not None:
+            yield notice
 
     async def _turn(self, st: TaskState, result: RunResult) -> AsyncIterator[Event]:
         """One reply and the cells it asks for; sets ``result`` when the run is settled."""

@@ -1,0 +1,206 @@
+"""asked_form: each value of the final answer in the form the task asks; then the loop
+with a real kernel and the scripted model server (the answer the model wrote, and the one
+composed from printed slots, both end in the asked form, and the transcript keeps what
+was written)."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from fake_openai import run_cell, scripted_settings, text
+
+from kernel_agent.agent import Agent
+from kernel_agent.agent.asked_form import MAX_CHARS, in_asked_form
+
+ISO = "On which date (YYYY-MM-DD) did the most deaths occur?"
+MONTH = "In which month of 2015 (1-12) was the total precipitation largest?"
+YEAR = "Which model year (as a four-digit year) has the highest mean mpg?"
+ROUND = "What is the mean Pulse, rounded to 2 decimal places?"
+
+
+def rewritten(task: str, answer: str) -> str:
+    return in_asked_form(task, answer)[0]
+
+
+@pytest.mark.parametrize(
+    ("written", "asked"),
+    [
+        ("April 30, 1992", "1992-04-30"),
+        ("Apr 30 1992", "1992-04-30"),
+        ("Dec. 5th, 2012", "2012-12-05"),
+        ("30 April 1992", "1992-04-30"),
+        ("the 5th of September, 2012", "the 2012-09-05"),
+        ("1992/4/30", "1992-04-30"),
+        ("1992-04-30 00:00:00", "1992-04-30"),
+        ("Timestamp('1992-04-30 00:00:00')", "1992-04-30"),
+    ],
+)
+def test_a_date_is_written_as_the_iso_date_the_task_asks(written, asked):
+    assert rewritten(ISO, f"It was {written}.") == f"It was {asked}."
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "It was 04/05/1992.",  # day and month: either way round
+        "It was February 30, 2012.",  # no such day
+        "It was 1992-04-30.",  # already so
+        "Mayor Bradley spoke in March of that year.",  # no date
+    ],
+)
+def test_what_cannot_be_read_one_way_stays(answer):
+    assert rewritten(ISO, answer) == answer
+
+
+def test_a_date_stays_as_written_when_the_task_asks_no_form():
+    assert rewritten("On which date did the most deaths occur?", "April 30, 1992") == (
+        "April 30, 1992"
+    )
+
+
+def test_the_one_month_named_is_written_as_its_number():
+    answer = "The month with the largest total precipitation is December."
+    assert rewritten(MONTH, answer) == "The month with the largest total precipitation is 12."
+    assert rewritten(MONTH, "@month[Dec]") == "@month[12]"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "November was wet, but December was wetter.",  # two months: which is the answer?
+        "December (12) was the wettest.",  # its number is there already
+        "It rained most on December 28, 2012.",  # a day, not a month
+    ],
+)
+def test_a_month_that_is_not_the_one_answer_stays(answer):
+    assert rewritten(MONTH, answer) == answer
+
+
+def test_a_month_name_stays_when_the_task_asks_no_number():
+    answer = "December had the most."
+    assert rewritten("Which month had the most precipitation?", answer) == answer
+
+
+def test_a_year_written_as_a_date_is_the_year():
+    assert rewritten(YEAR, "@year[1980-01-01] @mean_mpg[33.70]") == "@year[1980] @mean_mpg[33.70]"
+    assert rewritten(YEAR, "The year 1980-01-01 00:00:00 has the highest mean.") == (
+        "The year 1980 has the highest mean."
+    )
+    assert rewritten(YEAR, "The year 1980.0 has the highest mean.") == (
+        "The year 1980 has the highest mean."
+    )
+
+
+def test_a_date_in_prose_stays_when_the_task_asks_a_date_too():
+    task = "Which year had the most rain, and on which date did it start?"
+    assert rewritten(task, "1980-01-01, in 1980") == "1980-01-01, in 1980"
+
+
+def test_a_date_in_a_slot_not_named_for_a_year_stays():
+    assert rewritten(YEAR, "@start[1980-01-01]") == "@start[1980-01-01]"
+
+
+def test_numbers_are_rounded_to_the_one_rounding_asked():
+    assert rewritten(ROUND, "The mean Pulse is 74.15104166666667.") == "The mean Pulse is 74.15."
+    assert rewritten(ROUND, "57.142857% of 1,234.5678") == "57.14% of 1,234.57"
+
+
+@pytest.mark.parametrize(
+    ("task", "answer"),
+    [
+        (ROUND, "p = 0.0000123"),  # it would round to zero
+        (ROUND, "Python 3.11.7"),  # a version, not a number
+        (ROUND + " Use alpha 0.0125.", "at alpha 0.0125"),  # the task's own number
+        ("The mean to 2 decimal places, the p-value to 4 decimal places?", "3.14159, 0.12345"),
+        ("The mean to 3 significant figures and 2 decimal places", "3.14159"),
+        ("What is the mean Pulse?", "74.15104166666667"),  # no rounding asked
+    ],
+)
+def test_a_number_stays_where_the_rounding_is_not_one_clear_rule(task, answer):
+    assert rewritten(task, answer) == answer
+
+
+def test_numpy_reprs_are_their_values_whatever_the_task():
+    task = "What are the counts?"
+    answer = "{'a': np.int64(0), 'b': np.float64(0.5), 'c': np.str_('x'), 'd': np.True_}"
+    assert rewritten(task, answer) == "{'a': 0, 'b': 0.5, 'c': x, 'd': True}"
+
+
+def test_each_rewrite_is_reported():
+    _, done = in_asked_form(ISO + " " + ROUND, "April 30, 1992 with 3.14159")
+    assert [(r.written, r.asked) for r in done] == [
+        ("April 30, 1992", "1992-04-30"),
+        ("3.14159", "3.14"),
+    ]
+    assert all(r.why for r in done)
+
+
+def test_an_answer_longer_than_the_bound_is_left_alone():
+    long = "April 30, 1992 " * (MAX_CHARS // 10)
+    assert in_asked_form(ISO, long) == (long, [])
+
+
+CSV = "death_date,age\n1992-04-29,20\n1992-04-30,31\n1992-04-30,44\n1992-05-01,19\n"
+TASK = "Using the file riots.csv: " + ISO
+
+
+def test_the_models_answer_goes_out_in_the_asked_form(fake_llm, tmp_path):
+    (tmp_path / "riots.csv").write_text(CSV)
+    fake_llm.enqueue(
+        run_cell(
+            "import pandas as pd\ndf = pd.read_csv('riots.csv', parse_dates=['death_date'])\n"
+            "print(df['death_date'].value_counts().idxmax())"
+        ),
+        text("The most deaths occurred on April 30, 1992."),
+    )
+    with Agent(scripted_settings(fake_llm, tmp_path, clean_notebook=False)) as agent:
+        result = list(agent.run(TASK))[-1].result
+    assert result.status == "ok"
+    assert result.answer == "The most deaths occurred on 1992-04-30."
+    nb = nbformat.read(result.notebook, as_version=4)
+    answer = nb.cells[-1]
+    assert answer.source == result.answer
+    meta = answer.metadata["kernel_agent"]
+    assert meta["as_answered"] == "The most deaths occurred on April 30, 1992."
+    assert meta["reformed"] == ["'April 30, 1992' as 1992-04-30 (the task asks YYYY-MM-DD)"]
+
+
+def test_the_same_answer_stays_as_written_when_the_task_asks_no_form(fake_llm, tmp_path):
+    """The run above without the form in the task (so the test above can fail)."""
+    (tmp_path / "riots.csv").write_text(CSV)
+    fake_llm.enqueue(
+        run_cell(
+            "import pandas as pd\ndf = pd.read_csv('riots.csv', parse_dates=['death_date'])\n"
+            "print(df['death_date'].value_counts().idxmax())"
+        ),
+        text("The most deaths occurred on April 30, 1992."),
+    )
+    with Agent(scripted_settings(fake_llm, tmp_path, clean_notebook=False)) as agent:
+        result = list(agent.run("Using the file riots.csv: on which date did most deaths occur?"))
+        result = result[-1].result
+    assert result.answer == "The most deaths occurred on April 30, 1992."
+    meta = nbformat.read(result.notebook, as_version=4).cells[-1].metadata["kernel_agent"]
+    assert "as_answered" not in meta
+
+
+def test_a_composed_answer_goes_out_in_the_asked_form(fake_llm, tmp_path):
+    """A printed Timestamp in the year's slot, composed with no model turn, is the year."""
+    (tmp_path / "riots.csv").write_text(CSV)
+    fake_llm.enqueue(
+        run_cell(
+            "import pandas as pd\ndf = pd.read_csv('riots.csv', parse_dates=['death_date'])\n"
+            "year = df['death_date'].min().replace(month=1, day=1)\nprint(f'@year[{year}]')"
+        ),
+        text("unused"),
+    )
+    task = (
+        "Using the file riots.csv: in which year (as a four-digit year) did the first death "
+        "occur?\nGive the final answer in this format: @year[integer]"
+    )
+    with Agent(scripted_settings(fake_llm, tmp_path, clean_notebook=False)) as agent:
+        result = list(agent.run(task))[-1].result
+    assert result.answer == "@year[1992]"
+    assert len(fake_llm.requests) == 1, "composed from the printed slot, with no turn"
+    meta = nbformat.read(result.notebook, as_version=4).cells[-1].metadata["kernel_agent"]
+    assert meta["composed_by"] == "printed_answer"
+    assert meta["as_answered"] == "@year[1992-01-01]"

@@ -1,0 +1,71 @@
+"""The final answer is put in the asked form host-side: a composed answer is the kernel's
+printed text, and the model's answer may quote anything a cell printed. Hostile input,
+rewritten by regular expressions and stored in the transcript.
+
+The property: whatever the answer holds, the rewrite never raises, makes no value more than
+two characters longer (``1992/4/30`` is ``1992-04-30``), leaves an answer over the bound untouched, and finishes at once on the shapes
+that make a backtracking pattern slow (long runs of digits, dots, month names, unclosed
+reprs). The payloads are random and were written for no one rewrite.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kernel_agent.agent.asked_form import MAX_CHARS, in_asked_form
+
+TASKS = [
+    "On which date (YYYY-MM-DD), in which month (1-12) and which year (as a four-digit "
+    "year)? Round to 2 decimal places.",
+    "Which year? @year[integer] @start[date]",
+    "What is the mean, rounded to 3 decimal places?",
+]
+PIECES = [
+    "April", "Apr.", "Sept", "May", " 30", "th", ", ", "1992", "/", "-", ".", "0", "9" * 50,
+    "np.float64(", "np.int64(", "np.str_('", "Timestamp('", "')", ")", "00:00:00", " ",
+    "@year[", "@start[", "]", "\n", "é", "\x00", "1." + "1" * 40, "((((", "T",
+]  # fmt: skip
+
+
+def _payload(rng: random.Random, size: int) -> str:
+    out: list[str] = []
+    while sum(map(len, out)) < size:
+        out.append(rng.choice(PIECES))
+    return "".join(out)[:size]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("seed", range(40))
+def test_a_hostile_answer_is_rewritten_safely(seed):
+    rng = random.Random(seed)
+    answer = _payload(rng, rng.choice([50, 500, 5_000, MAX_CHARS]))
+    for task in TASKS:
+        out, done = in_asked_form(task, answer)
+        assert all(len(r.asked) <= len(r.written) + 2 for r in done)  # 1992/4/30: +1
+        assert len(out) <= len(answer) + 2 * len(done)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "1" * MAX_CHARS,
+        "1." * (MAX_CHARS // 2),
+        "April " * (MAX_CHARS // 6),
+        "np.float64(" * (MAX_CHARS // 11),
+        "@year[" * (MAX_CHARS // 6),
+        "30 of " * (MAX_CHARS // 6),
+        "1992-01-01 00:00:00." * (MAX_CHARS // 21),
+    ],
+)
+def test_the_slow_shapes_for_a_pattern_finish(answer):
+    for task in TASKS:
+        out, done = in_asked_form(task, answer)
+        assert len(out) <= len(answer) + 2 * len(done)
+
+
+def test_an_answer_over_the_bound_is_not_read():
+    answer = "April 30, 1992 " * MAX_CHARS
+    assert in_asked_form(TASKS[0], answer) == (answer, [])
