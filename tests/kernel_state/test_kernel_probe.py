@@ -406,6 +406,49 @@ def test_preview_names_missing_values_written_as_text_and_its_fix_counts_them(
     assert check.ok and stdout(check) == "24 12 8\n", (out, check.outputs)
 
 
+def test_preview_names_text_pandas_reads_as_missing_and_its_read_keeps_it(kernel, kernel_workdir):
+    """'None' as an answer and 'NA' as a region are values pandas reads as gaps by default;
+    a gap in a number column ('NA' there) is one, and gets no line."""
+    folder = kernel_workdir / "na_text"
+    folder.mkdir(exist_ok=True)
+    (folder / "survey.csv").write_text(
+        "Exer,Region,Height\n"
+        + "Freq,EU,170\nNone,NA,NA\nSome,NA,180\nNone,,165\n,EU,\nNone,null,172\n" * 4
+    )
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    out = preview(kernel, budget_chars=4000)
+    assert "! 'Exer' holds the text 'None' (12 rows), which pandas reads as missing" in out, out
+    assert "! 'Region' holds the text 'NA' (8 rows) and 'null' (4 rows)" in out, out
+    assert "'Height' holds" not in out, out
+    fixes = [line.split("not a gap: ", 1)[1] for line in out.splitlines() if "a gap: " in line]
+    assert len(fixes) == 2, out
+    run = "import pandas as pd\ndf = pd.read_csv('survey.csv')\n" + "\n".join(fixes)
+    run += "\nprint((df['Exer'] == 'None').sum(), df['Exer'].isna().sum(), "
+    run += "(df['Region'] == 'NA').sum(), df['Height'].isna().sum(), df['Height'].dtype)"
+    check = kernel.execute(run, timeout=30)
+    # the fixes keep the values; Height's 'NA' stays a gap, and Height a number column
+    assert check.ok and stdout(check).split() == ["12", "4", "8", "8", "float64"], (
+        out,
+        check.outputs,
+    )
+
+
+def test_preview_names_no_text_read_as_missing_in_a_column_the_task_does_not_name(
+    kernel, kernel_workdir
+):
+    folder = kernel_workdir / "na_text_focus"
+    folder.mkdir(exist_ok=True)
+    (folder / "survey.csv").write_text("Exer,Region\n" + "None,EU\nFreq,NA\n" * 4)
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    expression = data_preview_expression(
+        budget_chars=4000, focus="How many students answered None in Exer?"
+    )
+    result = kernel.execute("", timeout=60, user_expressions={"p": expression})
+    out = parse_text_expression(result.user_expressions["p"]) or ""
+    assert "! 'Exer' holds the text 'None' (4 rows)" in out, out
+    assert "'Region' holds" not in out, out
+
+
 def test_preview_names_the_format_of_dates_stored_as_text(kernel, kernel_workdir):
     folder = kernel_workdir / "dates"
     folder.mkdir(exist_ok=True)

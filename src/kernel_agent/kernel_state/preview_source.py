@@ -103,6 +103,12 @@ def _frames(pd, path, kind, size):
             df = pd.read_csv(path, sep=sep, low_memory=False, encoding=encoding, nrows=nrows,
                              decimal=",")
         _NOW["read"] = {"sep": sep, "encoding": encoding, "decimal": bool(decimal)}
+        try:
+            _NOW["na_text"] = _na_text(pd, df, path, sep, encoding, nrows, decimal)
+            _NOW["na_read"] = (_read_call(path, sep, encoding, decimal)[:-1]
+                               + ", keep_default_na=False, na_values=[''])")
+        except Exception:
+            pass
         note = f"first {PARTIAL_ROWS} rows read of a large file" if big else ""
         if sep not in (",", "\t") or kind != ("tsv" if sep == "\t" else "csv"):
             note = (note + "; " if note else "") + f"separator {sep!r}"
@@ -125,6 +131,45 @@ def _frames(pd, path, kind, size):
         return [("", pd.read_json(path), "")]
     except ValueError:
         return [("", pd.read_json(path, lines=True), "")]
+
+def _na_text(pd, df, path, sep, encoding, nrows, decimal):
+    """{column: {text: rows}}: text that pandas reads as missing by default ('None', 'NA',
+    'null'...) in a column whose other values are text: as likely a value as a gap (an
+    answer None, North America's NA)."""
+    texts = [c for c in df.columns[:200] if df[c].isna().any()
+             and not pd.api.types.is_numeric_dtype(df[c])
+             and not pd.api.types.is_datetime64_any_dtype(df[c])]
+    if not texts:
+        return {}
+    raw = pd.read_csv(path, sep=sep, low_memory=False, encoding=encoding, nrows=nrows,
+                      dtype=str, keep_default_na=False, na_values=[""],
+                      decimal="," if decimal else ".")
+    if raw.shape != df.shape or list(raw.columns) != list(df.columns):
+        return {}
+    found = {}
+    for c in texts:
+        gaps, words = df[c], raw[c]
+        if not isinstance(gaps, pd.Series) or not isinstance(words, pd.Series):
+            continue  # a name used twice
+        words = words[gaps.isna() & words.notna()].str.strip()
+        words = words[words != ""]
+        if len(words):
+            found[str(c)] = {str(w)[:20]: int(n) for w, n in words.value_counts().head(3).items()}
+    return found
+
+def _na_text_lines(df):
+    """A line for each column the task names (any, with no task) whose text pandas read as
+    missing: what it held, and the column read again with only empty fields missing (the
+    other columns keep their gaps: 'NA' in a number column stays one)."""
+    found, focus = _NOW.get("na_text") or {}, {str(c) for c in _mentioned(df.columns)}
+    lines = []
+    for c, words in found.items():
+        if FOCUS and c not in focus:
+            continue
+        held = " and ".join(f"{w!r} ({n} rows)" for w, n in words.items())
+        lines.append(f"  ! {c!r} holds the text {held}, which pandas reads as missing; where "
+                     f"it is a value, not a gap: df[{c!r}] = {_NOW.get('na_read')}[{c!r}]")
+    return lines[:2]
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _GROUPED = r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?"
@@ -296,6 +341,7 @@ def _table(df, label, note):
     lines.append("  columns: " + ", ".join(f"{str(c)!r} {df[c].dtype}" for c in shown) + more)
     try:
         lines += _shape_issues(df)
+        lines += _na_text_lines(df)
     except Exception:
         pass
     missing = df.isna().sum()
@@ -436,7 +482,7 @@ def _main():
             except Exception as exc:
                 lines.append(f"  not previewed: {type(exc).__name__}: {str(exc)[:120]}")
             if _NOW.get("columns"):
-                FACTS[name] = dict(_NOW)
+                FACTS[name] = {k: v for k, v in _NOW.items() if not k.startswith("na_")}
         elif kind:
             lines.append("  not previewed: pandas is not installed")
         blocks.append(lines)
