@@ -407,8 +407,9 @@ def test_preview_names_missing_values_written_as_text_and_its_fix_counts_them(
 
 
 def test_preview_names_text_pandas_reads_as_missing_and_its_read_keeps_it(kernel, kernel_workdir):
-    """'None' as an answer and 'NA' as a region are values pandas reads as gaps by default;
-    a gap in a number column ('NA' there) is one, and gets no line."""
+    """'None' as an answer and 'null' as a region's code are values pandas reads as gaps by
+    default. 'NA', which the file also writes in a column of numbers, is its gap mark: no
+    line for it."""
     folder = kernel_workdir / "na_text"
     folder.mkdir(exist_ok=True)
     (folder / "survey.csv").write_text(
@@ -418,16 +419,16 @@ def test_preview_names_text_pandas_reads_as_missing_and_its_read_keeps_it(kernel
     assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
     out = preview(kernel, budget_chars=4000)
     assert "! 'Exer' holds the text 'None' (12 rows), which pandas reads as missing" in out, out
-    assert "! 'Region' holds the text 'NA' (8 rows) and 'null' (4 rows)" in out, out
-    assert "'Height' holds" not in out, out
+    assert "! 'Region' holds the text 'null' (4 rows), which" in out, out
+    assert "'NA' (" not in out and "'Height' holds" not in out, out
     fixes = [line.split("not a gap: ", 1)[1] for line in out.splitlines() if "a gap: " in line]
     assert len(fixes) == 2, out
     run = "import pandas as pd\ndf = pd.read_csv('survey.csv')\n" + "\n".join(fixes)
     run += "\nprint((df['Exer'] == 'None').sum(), df['Exer'].isna().sum(), "
-    run += "(df['Region'] == 'NA').sum(), df['Height'].isna().sum(), df['Height'].dtype)"
+    run += "(df['Region'] == 'null').sum(), df['Height'].isna().sum(), df['Height'].dtype)"
     check = kernel.execute(run, timeout=30)
     # the fixes keep the values; Height's 'NA' stays a gap, and Height a number column
-    assert check.ok and stdout(check).split() == ["12", "4", "8", "8", "float64"], (
+    assert check.ok and stdout(check).split() == ["12", "4", "4", "8", "float64"], (
         out,
         check.outputs,
     )

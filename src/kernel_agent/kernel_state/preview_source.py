@@ -134,28 +134,35 @@ def _frames(pd, path, kind, size):
 
 def _na_text(pd, df, path, sep, encoding, nrows, decimal):
     """{column: {text: rows}}: text that pandas reads as missing by default ('None', 'NA',
-    'null'...) in a column whose other values are text: as likely a value as a gap (an
-    answer None, North America's NA)."""
-    texts = [c for c in df.columns[:200] if df[c].isna().any()
-             and not pd.api.types.is_numeric_dtype(df[c])
-             and not pd.api.types.is_datetime64_any_dtype(df[c])]
-    if not texts:
+    'null'...) in a column whose other values are text, and in no other column: as likely a
+    value as a gap (an answer None, Namibia's NA). A text the file writes in two columns, or
+    in a column of numbers, is how this file writes a gap."""
+    gappy = [c for c in df.columns[:200] if df[c].isna().any()]
+    if not gappy:
         return {}
     raw = pd.read_csv(path, sep=sep, low_memory=False, encoding=encoding, nrows=nrows,
                       dtype=str, keep_default_na=False, na_values=[""],
                       decimal="," if decimal else ".")
     if raw.shape != df.shape or list(raw.columns) != list(df.columns):
         return {}
-    found = {}
-    for c in texts:
+    found, columns_of = {}, {}
+    for c in gappy:
         gaps, words = df[c], raw[c]
         if not isinstance(gaps, pd.Series) or not isinstance(words, pd.Series):
             continue  # a name used twice
         words = words[gaps.isna() & words.notna()].str.strip()
-        words = words[words != ""]
-        if len(words):
-            found[str(c)] = {str(w)[:20]: int(n) for w, n in words.value_counts().head(3).items()}
-    return found
+        counts = words[words != ""].value_counts()
+        for w in counts.index:
+            columns_of[w] = columns_of.get(w, 0) + 1
+        kinds = pd.api.types
+        text = not (kinds.is_numeric_dtype(gaps) or kinds.is_datetime64_any_dtype(gaps))
+        if len(counts) and text:
+            found[str(c)] = {str(w): int(n) for w, n in counts.head(3).items()}
+        elif len(counts):
+            for w in counts.index:
+                columns_of[w] = 2  # a gap in a column of numbers
+    return {c: {w[:20]: n for w, n in words.items() if columns_of.get(w, 0) == 1}
+            for c, words in found.items() if any(columns_of.get(w, 0) == 1 for w in words)}
 
 def _na_text_lines(df):
     """A line for each column the task names (any, with no task) whose text pandas read as
