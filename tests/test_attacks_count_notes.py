@@ -21,8 +21,6 @@ from kernel_agent.agent.every_row import every_row_counted
 from kernel_agent.agent.missing_rows import one_column_missing
 from kernel_agent.agent.slot_kind import not_a_count
 from kernel_agent.agent.stated_rule import rule_note, rule_probe, stated_rule
-from kernel_agent.agent.two_samples import columns_for_groups
-from kernel_agent.agent.weekday import day_as_weekday
 from kernel_agent.kernel_state.namespace import parse_summary
 from kernel_agent.llm.view import render_cell
 from kernel_agent.results import CellResult
@@ -140,9 +138,9 @@ def test_the_stated_rule_note_is_bounded_whatever_the_kernel_answered():
 
 
 def test_the_code_notes_are_bounded_whatever_the_code_names():
-    """The missing-rows, two-samples and weekday notes quote the model's code back (its
-    frame and column names, a filter, a statement): with names of 100,000 characters and
-    thousands of comparisons, every note stays bounded and every check returns."""
+    """The missing-rows note quotes the model's code back (its frame and column names):
+    with names of 100,000 characters and thousands of comparisons, every note stays
+    bounded and every check returns."""
     rng = random.Random(5)
     tasks = [
         "How many days have at least one missing value, and how many fell on a Saturday?",
@@ -161,12 +159,7 @@ def test_the_code_notes_are_bounded_whatever_the_code_names():
             f"stats.ttest_ind({big}['a'], {big}['b'])",
         ])  # fmt: skip
         for task in tasks:
-            for note in (
-                one_column_missing(task, code),
-                columns_for_groups(task, code),
-                day_as_weekday(task, code, ["Month", big]),
-            ):
-                if note is not None:
-                    found += 1
-                    assert len(note) <= MAX_NOTE, len(note)
-    assert found >= 10, found  # the payloads reach the notes
+            if (note := one_column_missing(task, code)) is not None:
+                found += 1
+                assert len(note) <= MAX_NOTE, len(note)
+    assert found >= 5, found  # the payloads reach the note

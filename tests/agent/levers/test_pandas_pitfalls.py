@@ -4,14 +4,12 @@ composed from printed slots waits for it)."""
 
 from __future__ import annotations
 
-import io
 from datetime import datetime, timezone
 
 import nbformat
 import pandas as pd
 import pytest
 from fake_openai import run_cell, scripted_settings, text
-from scipy import stats
 
 from kernel_agent.agent import Agent
 from kernel_agent.agent.levers.pandas_pitfalls import PandasPitfalls
@@ -420,86 +418,6 @@ def test_rows_missing_any_value_counted_in_one_column_are_noted_and_wait(fake_ll
     fake_llm.assert_drained()
 
 
-BIRDS = "Island,Delta,Flipper\n" + "".join(
-    f"{('Dream', 'Torgersen')[i % 2]},{8 + (i * 7 % 5) / 10 + (i % 2) * 0.05},{180 + i % 9}\n"
-    for i in range(40)
-)
-BETWEEN = (
-    "Compare Delta between the islands Dream and Torgersen with Welch's t-test (Dream "
-    "first). Give the final answer in this format: @p_value[value]"
-)
-COLUMNS_TESTED = (
-    "import pandas as pd\nfrom scipy import stats\ndf = pd.read_csv('birds.csv')\n"
-    "t, p = stats.ttest_ind(df['Delta'], df['Flipper'], equal_var=False)\n"
-    "print(f'@p_value[{p:.4f}]')"
-)
-
-
-def test_two_columns_tested_for_two_groups_are_noted_and_wait(fake_llm, tmp_path):
-    """On a real kernel: the cell tested Delta against Flipper where the task compares
-    Delta between two islands; the note says the groups are rows, and the next cell's
-    p-value is the answer."""
-    frame = pd.read_csv(io.StringIO(BIRDS))
-    by = [frame.loc[frame["Island"] == island, "Delta"] for island in ("Dream", "Torgersen")]
-    expected = f"{stats.ttest_ind(*by, equal_var=False).pvalue:.4f}"
-    result = _run_on(
-        fake_llm, tmp_path / "birds.csv", BIRDS, BETWEEN,
-        run_cell(COLUMNS_TESTED),
-        run_cell("x = df.loc[df['Island'] == 'Dream', 'Delta']\n"
-                 "y = df.loc[df['Island'] == 'Torgersen', 'Delta']\n"
-                 "print(f'@p_value[{stats.ttest_ind(x, y, equal_var=False).pvalue:.4f}]')"),
-    )  # fmt: skip
-    seen = fake_llm.requests[1].last_user_text
-    assert "compares two columns of df, 'Delta' and 'Flipper'" in seen
-    assert result.answer == f"@p_value[{expected}]" and expected != "0.0000"
-    fake_llm.assert_drained()
-
-
-DAYS = "Month,Day,Temp\n" + "".join(
-    f"{5 + i // 30},{1 + i % 30},{70 + i % 23}\n" for i in range(60)
-)
-WEEKEND = (
-    "The measurements were taken in 1973 (the year is in no column). How many days fell on "
-    "a Saturday or a Sunday?\nGive the final answer in this format: @weekend_days[integer]"
-)
-DAY_NUMBERS = (
-    "import pandas as pd\ndf = pd.read_csv('days.csv')\n"
-    "print(f\"@weekend_days[{((df['Day'] == 6) | (df['Day'] == 7)).sum()}]\")"
-)
-
-
-def test_a_day_of_the_month_compared_as_a_weekday_is_noted_and_waits(fake_llm, tmp_path):
-    """On a real kernel: the cell counted days 6 and 7 of each month as the weekend; the
-    note builds the dates from the year the task gives, and the next cell's count is the
-    answer."""
-    frame = pd.read_csv(io.StringIO(DAYS))
-    dates = pd.to_datetime(dict(year=1973, month=frame["Month"], day=frame["Day"]))
-    expected = int((dates.dt.day_of_week >= 5).sum())
-    result = _run_on(
-        fake_llm, tmp_path / "days.csv", DAYS, WEEKEND,
-        run_cell(DAY_NUMBERS),
-        run_cell("d = pd.to_datetime(dict(year=1973, month=df['Month'], day=df['Day']))\n"
-                 "print(f'@weekend_days[{(d.dt.day_of_week >= 5).sum()}]')"),
-    )  # fmt: skip
-    seen = fake_llm.requests[1].last_user_text
-    assert "@weekend_days[4]" in seen and "year=1973, month=df['Month']" in seen
-    assert expected != 4 and result.answer == f"@weekend_days[{expected}]"
-    fake_llm.assert_drained()
-
-
-def test_a_p_value_of_two_columns_kept_in_a_name_is_noted_again():
-    """The model printed the noted p-value again from its names (the tuned half, after the
-    note): that cell gets the note again, so its slots are not the answer."""
-    lever, st = PandasPitfalls(), TaskState(BETWEEN)
-    code = "t, p = stats.ttest_ind(df['Delta'], df['Flipper'])\npr = round(p, 4)\nprint(pr)"
-    first = lever.after_cell(st, CellResult(code, "ok", 1, [], None, NOW, NOW), "")
-    assert first is not None and set(lever.noted) == {"t", "p", "pr"}
-    again = lever.after_cell(
-        st, CellResult("print(f'@p_value[{pr}]')", "ok", 2, [], None, NOW, NOW), ""
-    )
-    assert again is not None and again.startswith("Note: `pr` keeps a value")
-
-
 @pytest.mark.parametrize(
     ("path", "body", "task", "code", "answer", "printed"),
     [
@@ -509,10 +427,8 @@ def test_a_p_value_of_two_columns_kept_in_a_name_is_noted_again():
         ("groups.csv", GROUPS, CORR, EMPTIED, "@corr[nan]", "@corr[nan]"),
         ("pulse.csv", PULSE, PULSE_IQR, PERCENTILES, "unused", "@outliers[0]"),
         ("readings.csv", READINGS, INCOMPLETE, ONE_COLUMN, "unused", "@incomplete_days[10]"),
-        ("birds.csv", BIRDS, BETWEEN, COLUMNS_TESTED, "unused", "@p_value[0.0000]"),
-        ("days.csv", DAYS, WEEKEND, DAY_NUMBERS, "unused", "@weekend_days[4]"),
     ],
-    ids=["every-row", "nan", "nan-fences", "one-column-gaps", "two-columns", "day-of-month"],
+    ids=["every-row", "nan", "nan-fences", "one-column-gaps"],
 )  # fmt: skip
 def test_without_the_lever_the_slipped_value_is_the_answer(
     fake_llm, tmp_path, path, body, task, code, answer, printed

@@ -6,9 +6,7 @@ correlation, or a group's max where its mean was asked), normality read backward
 ``pd.cut`` edge in the wrong bin, many values in a slot that asks one) and
 :mod:`..every_row`'s (a printed count that is every row of what the cell's condition
 read), :mod:`..slot_kind`'s (a number with a fraction in a slot that asks a count),
-:mod:`..missing_rows`' (rows missing any value counted in one column), :mod:`..two_samples`'
-(two columns tested where the task compares one between groups), :mod:`..weekday`'s (a day
-of the month compared as a weekday),
+:mod:`..missing_rows`' (rows missing any value counted in one column),
 :mod:`..stated_rule`'s (a count or fence the task's outlier rule, recomputed in the
 kernel, does not give) and :mod:`..empty_value`'s (``nan`` or an empty table printed for
 an answer); this lever writes the notes, remembers the names that keep a questioned
@@ -44,8 +42,6 @@ from ..pitfalls import (
 from ..slot_kind import not_a_count
 from ..state import Ask, TaskState
 from ..stated_rule import rule_note, rule_probe, stated_rule
-from ..two_samples import columns_for_groups, kept_by_test
-from ..weekday import day_as_weekday
 from .base import AskBudget, Lever
 
 __all__ = ["PandasPitfalls"]
@@ -139,9 +135,6 @@ class PandasPitfalls(Lever):
             )
         if edges := cut_edges(state.task, cell.code):
             return f"Note: {edges}"
-        if two := columns_for_groups(state.task, cell.code):
-            self.noted.update(dict.fromkeys(kept_by_test(cell.code), two))
-            return two
         if method := method_mismatch(state.task, cell.code):
             note = f"Note: {method}"
             self.noted.update(dict.fromkeys(assigned_by(cell.code, STATISTIC), note))
@@ -161,9 +154,6 @@ class PandasPitfalls(Lever):
         if (rule := stated_rule(state.task)) and (recounted := rule_note(state.task, rule, cell)):
             self.questioned[recounted.printed] = recounted.note
             return recounted.note
-        columns = [c for info in state.namespace.values() for c in info.columns or ()]
-        if weekday := day_as_weekday(state.task, cell.code, columns):
-            return weekday
         if one_column := one_column_missing(state.task, cell.code):
             return one_column
         if counted := every_row_counted(state.task, cell, state.namespace):
