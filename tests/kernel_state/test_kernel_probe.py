@@ -421,13 +421,14 @@ def test_preview_names_text_pandas_reads_as_missing_and_its_read_keeps_it(kernel
     assert "! 'Exer' holds the text 'None' (12 rows), which pandas reads as missing" in out, out
     assert "! 'Region' holds the text 'null' (4 rows), which" in out, out
     assert "'NA' (" not in out and "'Height' holds" not in out, out
-    fixes = [line.split("not a gap: ", 1)[1] for line in out.splitlines() if "a gap: " in line]
-    assert len(fixes) == 2, out
-    run = "import pandas as pd\ndf = pd.read_csv('survey.csv')\n" + "\n".join(fixes)
+    fixes = [line.split("missing: ", 1)[1] for line in out.splitlines() if "gaps missing" in line]
+    read = "df = pd.read_csv('survey.csv', keep_default_na=False, na_values=['', 'NA'])"
+    assert fixes == [read, read], out  # one read, right for every column (NA: its gaps)
+    run = "import pandas as pd\n" + read
     run += "\nprint((df['Exer'] == 'None').sum(), df['Exer'].isna().sum(), "
     run += "(df['Region'] == 'null').sum(), df['Height'].isna().sum(), df['Height'].dtype)"
     check = kernel.execute(run, timeout=30)
-    # the fixes keep the values; Height's 'NA' stays a gap, and Height a number column
+    # the read keeps the values; Height's 'NA' stays a gap, and Height a number column
     assert check.ok and stdout(check).split() == ["12", "4", "4", "8", "float64"], (
         out,
         check.outputs,

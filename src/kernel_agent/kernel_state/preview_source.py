@@ -105,8 +105,9 @@ def _frames(pd, path, kind, size):
         _NOW["read"] = {"sep": sep, "encoding": encoding, "decimal": bool(decimal)}
         try:
             _NOW["na_text"] = _na_text(pd, df, path, sep, encoding, nrows, decimal)
+            marks = ["", *_NOW.get("na_gaps", [])]
             _NOW["na_read"] = (_read_call(path, sep, encoding, decimal)[:-1]
-                               + ", keep_default_na=False, na_values=[''])")
+                               + f", keep_default_na=False, na_values={marks!r})")
         except Exception:
             pass
         note = f"first {PARTIAL_ROWS} rows read of a large file" if big else ""
@@ -161,13 +162,15 @@ def _na_text(pd, df, path, sep, encoding, nrows, decimal):
         elif len(counts):
             for w in counts.index:
                 columns_of[w] = 2  # a gap in a column of numbers
+    _NOW["na_gaps"] = sorted(w[:20] for w, n in columns_of.items() if n > 1)[:10]
     return {c: {w[:20]: n for w, n in words.items() if columns_of.get(w, 0) == 1}
             for c, words in found.items() if any(columns_of.get(w, 0) == 1 for w in words)}
 
 def _na_text_lines(df):
     """A line for each column the task names (any, with no task) whose text pandas read as
-    missing: what it held, and the column read again with only empty fields missing (the
-    other columns keep their gaps: 'NA' in a number column stays one)."""
+    missing: what it held, and the file read with only its own gaps missing: empty fields
+    and the texts it writes for a gap elsewhere ('NA' in a number column stays one), so the
+    read is right for every column, where a small model copies it."""
     found, focus = _NOW.get("na_text") or {}, {str(c) for c in _mentioned(df.columns)}
     lines = []
     for c, words in found.items():
@@ -175,7 +178,8 @@ def _na_text_lines(df):
             continue
         held = " and ".join(f"{w!r} ({n} rows)" for w, n in words.items())
         lines.append(f"  ! {c!r} holds the text {held}, which pandas reads as missing; where "
-                     f"it is a value, not a gap: df[{c!r}] = {_NOW.get('na_read')}[{c!r}]")
+                     f"it is a value, not a gap, read the file with only its gaps missing: "
+                     f"df = {_NOW.get('na_read')}")
     return lines[:2]
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
