@@ -21,7 +21,7 @@ from datetime import date
 
 from .slots import FILLED
 
-__all__ = ["MAX_CHARS", "Reformed", "in_asked_form"]
+__all__ = ["MAX_CHARS", "Reformed", "decimals_asked", "in_asked_form"]
 
 #: the longest answer rewritten (a longer one is no short answer to put in form)
 MAX_CHARS = 20_000
@@ -97,10 +97,15 @@ def in_asked_form(task: str, answer: str) -> tuple[str, list[Reformed]]:
         text = _month_numbers(text, done)
     if _YEAR_ASKED.search(task) or any("year" in n.lower() for n, _ in FILLED.findall(task)):
         text = _years(text, task, done)
-    places = {int(w) if w.isdigit() else _WORDS[w.lower()] for w in _DECIMALS_ASKED.findall(task)}
+    places = decimals_asked(task)
     if len(places) == 1 and not _SIGNIFICANT.search(task):
         text = _rounded(text, task, places.pop(), done)
     return text, done
+
+
+def decimals_asked(task: str) -> set[int]:
+    """The roundings ``task`` asks, in decimal places ("to 2 decimal places", "two dp")."""
+    return {int(w) if w.isdigit() else _WORDS[w.lower()] for w in _DECIMALS_ASKED.findall(task)}
 
 
 def _sub(

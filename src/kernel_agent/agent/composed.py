@@ -17,6 +17,7 @@ import re
 from ..llm.view import render_cell
 from ..results import CellResult
 from .answers import FormatSpec
+from .asked_form import decimals_asked
 from .code_text import typed_values_only
 from .slots import FILLED
 
@@ -26,11 +27,6 @@ _LABELED = re.compile(r"^\s*['\"]?([A-Za-z_][\w ()-]{0,60}?)['\"]?\s*[:=]\s*(.+?
 _WRAPPED = re.compile(r"^(?:np\.|numpy\.)?(?:float|int)\d*\((.+)\)$")
 _NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
 _LABEL = re.compile(r"^[A-Za-z][\w .'/-]{0,40}$")
-_DECIMALS = re.compile(
-    r"\b(\d|zero|one|two|three|four|five|six)\s+(?:decimal(?:\s+places?|\s+digits?|s)?|dp)\b",
-    re.I,
-)
-_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _PLOT = re.compile(r"\b(?:plot|chart|graph|histogram|figure|visuali[sz]e)\b", re.I)
 _YES_NO_ASKED = re.compile(r"\byes\s*(?:/|or)\s*no\b", re.I)
 _NOT_VALUES = {"", "nan", "none", "null", "value", "...", "n/a", "na", "inf", "-inf"}
@@ -55,10 +51,6 @@ def printed_values(text: str) -> dict[str, set[str]]:
         elif m := _LABELED.match(line):
             found.setdefault(_key(m.group(1)), set()).add(m.group(2).strip())
     return found
-
-
-def _decimals_asked(task: str) -> set[int]:
-    return {int(w) if w.isdigit() else _WORDS[w.lower()] for w in _DECIMALS.findall(task)}
 
 
 def _clean(value: str, decimals: set[int]) -> str | None:
@@ -90,7 +82,7 @@ def compose_answer(task: str, cell: CellResult, cells: list[CellResult]) -> str 
     if _PLOT.search(task) and not any(_has_image(c) for c in cells):
         return None
     found = printed_values(render_cell(cell, budget=4000).text)
-    decimals = _decimals_asked(task)
+    decimals = decimals_asked(task)
     placeholder = {name: text.strip().lower() for name, text in FILLED.findall(task)}
     parts = []
     for slot in spec.slots:
