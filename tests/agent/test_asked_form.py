@@ -142,23 +142,24 @@ def test_an_answer_longer_than_the_bound_is_left_alone():
 
 CSV = "death_date,age\n1992-04-29,20\n1992-04-30,31\n1992-04-30,44\n1992-05-01,19\n"
 TASK = "Using the file riots.csv: " + ISO
+READ = "import pandas as pd\ndf = pd.read_csv('riots.csv', parse_dates=['death_date'])\n"
+TOP_DATE = READ + "print(df['death_date'].value_counts().idxmax())"
+PROSE = "The most deaths occurred on April 30, 1992."
+
+
+def _run(fake_llm, tmp_path, task, code, reply):
+    """``task`` on riots.csv with a real kernel: one cell of ``code``, then ``reply``."""
+    (tmp_path / "riots.csv").write_text(CSV)
+    fake_llm.enqueue(run_cell(code), text(reply))
+    with Agent(scripted_settings(fake_llm, tmp_path, clean_notebook=False)) as agent:
+        result = list(agent.run(task))[-1].result
+    return result, nbformat.read(result.notebook, as_version=4).cells[-1]
 
 
 def test_the_models_answer_goes_out_in_the_asked_form(fake_llm, tmp_path):
-    (tmp_path / "riots.csv").write_text(CSV)
-    fake_llm.enqueue(
-        run_cell(
-            "import pandas as pd\ndf = pd.read_csv('riots.csv', parse_dates=['death_date'])\n"
-            "print(df['death_date'].value_counts().idxmax())"
-        ),
-        text("The most deaths occurred on April 30, 1992."),
-    )
-    with Agent(scripted_settings(fake_llm, tmp_path, clean_notebook=False)) as agent:
-        result = list(agent.run(TASK))[-1].result
+    result, answer = _run(fake_llm, tmp_path, TASK, TOP_DATE, PROSE)
     assert result.status == "ok"
     assert result.answer == "The most deaths occurred on 1992-04-30."
-    nb = nbformat.read(result.notebook, as_version=4)
-    answer = nb.cells[-1]
     assert answer.source == result.answer
     meta = answer.metadata["kernel_agent"]
     assert meta["as_answered"] == "The most deaths occurred on April 30, 1992."
@@ -167,40 +168,22 @@ def test_the_models_answer_goes_out_in_the_asked_form(fake_llm, tmp_path):
 
 def test_the_same_answer_stays_as_written_when_the_task_asks_no_form(fake_llm, tmp_path):
     """The run above without the form in the task (so the test above can fail)."""
-    (tmp_path / "riots.csv").write_text(CSV)
-    fake_llm.enqueue(
-        run_cell(
-            "import pandas as pd\ndf = pd.read_csv('riots.csv', parse_dates=['death_date'])\n"
-            "print(df['death_date'].value_counts().idxmax())"
-        ),
-        text("The most deaths occurred on April 30, 1992."),
-    )
-    with Agent(scripted_settings(fake_llm, tmp_path, clean_notebook=False)) as agent:
-        result = list(agent.run("Using the file riots.csv: on which date did most deaths occur?"))
-        result = result[-1].result
+    task = "Using the file riots.csv: on which date did most deaths occur?"
+    result, answer = _run(fake_llm, tmp_path, task, TOP_DATE, PROSE)
     assert result.answer == "The most deaths occurred on April 30, 1992."
-    meta = nbformat.read(result.notebook, as_version=4).cells[-1].metadata["kernel_agent"]
-    assert "as_answered" not in meta
+    assert "as_answered" not in answer.metadata["kernel_agent"]
 
 
 def test_a_composed_answer_goes_out_in_the_asked_form(fake_llm, tmp_path):
     """A printed Timestamp in the year's slot, composed with no model turn, is the year."""
-    (tmp_path / "riots.csv").write_text(CSV)
-    fake_llm.enqueue(
-        run_cell(
-            "import pandas as pd\ndf = pd.read_csv('riots.csv', parse_dates=['death_date'])\n"
-            "year = df['death_date'].min().replace(month=1, day=1)\nprint(f'@year[{year}]')"
-        ),
-        text("unused"),
-    )
+    code = READ + "year = df['death_date'].min().replace(month=1, day=1)\nprint(f'@year[{year}]')"
     task = (
         "Using the file riots.csv: in which year (as a four-digit year) did the first death "
         "occur?\nGive the final answer in this format: @year[integer]"
     )
-    with Agent(scripted_settings(fake_llm, tmp_path, clean_notebook=False)) as agent:
-        result = list(agent.run(task))[-1].result
+    result, answer = _run(fake_llm, tmp_path, task, code, "unused")
     assert result.answer == "@year[1992]"
     assert len(fake_llm.requests) == 1, "composed from the printed slot, with no turn"
-    meta = nbformat.read(result.notebook, as_version=4).cells[-1].metadata["kernel_agent"]
+    meta = answer.metadata["kernel_agent"]
     assert meta["composed_by"] == "printed_answer"
     assert meta["as_answered"] == "@year[1992-01-01]"

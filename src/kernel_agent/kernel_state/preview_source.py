@@ -104,8 +104,8 @@ def _frames(pd, path, kind, size):
                              decimal=",")
         _NOW["read"] = {"sep": sep, "encoding": encoding, "decimal": bool(decimal)}
         try:
-            _NOW["na_text"] = _na_text(pd, df, path, sep, encoding, nrows, decimal)
-            marks = ["", *_NOW.get("na_gaps", [])]
+            _NOW["na_text"], gaps = _na_text(pd, df, path, sep, encoding, nrows, decimal)
+            marks = ["", *gaps]
             _NOW["na_read"] = (_read_call(path, sep, encoding, decimal)[:-1]
                                + f", keep_default_na=False, na_values={marks!r})")
         except Exception:
@@ -134,18 +134,19 @@ def _frames(pd, path, kind, size):
         return [("", pd.read_json(path, lines=True), "")]
 
 def _na_text(pd, df, path, sep, encoding, nrows, decimal):
-    """{column: {text: rows}}: text that pandas reads as missing by default ('None', 'NA',
-    'null'...) in a column whose other values are text, and in no other column: as likely a
-    value as a gap (an answer None, Namibia's NA). A text the file writes in two columns, or
-    in a column of numbers, is how this file writes a gap."""
+    """({column: {text: rows}}, [gap marks]): text that pandas reads as missing by default
+    ('None', 'NA', 'null'...) in a column whose other values are text, and in no other
+    column: as likely a value as a gap (an answer None, Namibia's NA). A text the file
+    writes in two columns, or in a column of numbers, is how this file writes a gap: the
+    marks."""
     gappy = [c for c in df.columns[:200] if df[c].isna().any()]
     if not gappy:
-        return {}
+        return {}, []
     raw = pd.read_csv(path, sep=sep, low_memory=False, encoding=encoding, nrows=nrows,
                       dtype=str, keep_default_na=False, na_values=[""],
                       decimal="," if decimal else ".")
     if raw.shape != df.shape or list(raw.columns) != list(df.columns):
-        return {}
+        return {}, []
     found, columns_of = {}, {}
     for c in gappy:
         gaps, words = df[c], raw[c]
@@ -162,9 +163,10 @@ def _na_text(pd, df, path, sep, encoding, nrows, decimal):
         elif len(counts):
             for w in counts.index:
                 columns_of[w] = 2  # a gap in a column of numbers
-    _NOW["na_gaps"] = sorted(w[:20] for w, n in columns_of.items() if n > 1)[:10]
-    return {c: {w[:20]: n for w, n in words.items() if columns_of.get(w, 0) == 1}
-            for c, words in found.items() if any(columns_of.get(w, 0) == 1 for w in words)}
+    gaps = sorted(w[:20] for w, n in columns_of.items() if n > 1)[:10]
+    return ({c: {w[:20]: n for w, n in words.items() if columns_of.get(w, 0) == 1}
+             for c, words in found.items() if any(columns_of.get(w, 0) == 1 for w in words)},
+            gaps)
 
 def _na_text_lines(df):
     """A line for each column the task names (any, with no task) whose text pandas read as
