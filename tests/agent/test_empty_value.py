@@ -30,6 +30,9 @@ def printed(text: str) -> CellResult:
         ("Which rows match?", "result: Empty DataFrame", "`result`"),
         ("Which day had the most deaths?", "busiest day: NaT\n", "`busiest_day`"),
         ("What is the mean age of the others?", "mean age = None\n", "`mean_age`"),
+        # a blank in an asked slot: a space counted as the most common letter (2026-12-07)
+        ("Which letter occurs most often? @letter[name]", "@letter[ ]\n", "@letter[...]"),
+        ("Which letter occurs most often? @letter[name]", "@letter['']\n", "@letter[...]"),
     ],
 )
 def test_a_missing_or_empty_value_for_the_answer_is_found(task, text, label):
@@ -45,6 +48,7 @@ def test_a_missing_or_empty_value_for_the_answer_is_found(task, text, label):
         (TASK, "corr    nan\nName: x"),  # a table's line, not a printed value
         ("What is the mean?", "mean: 3.5\nnanny: 2"),
         ("How many names start with N?", "names: Nancy, Nate"),
+        ("What is the mean?", "Results:\nmean: 3.5"),  # a label heading what follows
     ],
 )
 def test_values_and_values_not_asked_are_not_questioned(task, text):

@@ -357,3 +357,11 @@ def test_an_ambiguous_mask_without_a_slip_gets_the_rule_and_other_type_errors_no
     assert "`&` and `|`" in hint and ".any()" in hint
     plain = failed("y = x | 2", "TypeError", "unsupported operand type(s) for |: 'str' and 'int'")
     assert "Python reads" not in error_hint(plain, {})
+
+
+def test_a_memory_error_says_to_count_without_listing():
+    """A generic question: `len(list(permutations('MISSISSIPPI')))` ran out of memory, and
+    the bundled model sent the cell back four times (2026-12-07)."""
+    code = "print(len(list(permutations('MISSISSIPPI'))))"
+    hint = error_hint(failed(code, "MemoryError", ""), {})
+    assert "without listing each one" in hint and "math.factorial" in hint

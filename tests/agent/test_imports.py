@@ -66,3 +66,21 @@ def test_the_standard_library_of_no_data_tasks_is_imported_too():
     code = "d = datetime.date(2024, 12, 31)\nprint(calendar.day_name[d.weekday()])"
     assert needs(code) == ["import calendar", "import datetime"]
     assert needs("from datetime import datetime\nprint(datetime.now())") == []  # bound
+
+
+def test_the_tools_of_no_data_tasks_used_bare_get_their_import():
+    """A generic question on the bundled model: `permutations(...)` with no import cost
+    it the run (2026-12-07)."""
+    code = "n = len(set(permutations('abc')))\nprint(factorial(3), quad(f, 0, 1)[0])"
+    assert needs(code) == [  # in the order of the names
+        "from math import factorial",
+        "from itertools import permutations",
+        "from scipy.integrate import quad",
+    ]
+    assert needs("print(date(2031, 7, 4) + timedelta(days=3))") == [
+        "from datetime import date",
+        "from datetime import timedelta",
+    ]
+    # names that are as often a variable or another module are left to the NameError
+    assert needs("print(count)\nprint(bisect.bisect_left(a, 2))") == []
+    assert needs("for date in dates:\n    print(date)") == []  # the cell binds it

@@ -35,14 +35,23 @@ def empty_value(task: str, cell: CellResult) -> str | None:
     for label, values in printed_values(render_cell(cell, budget=4000).text).items():
         if asked and label not in asked:
             continue
-        if any(_NO_VALUE.fullmatch(value.strip().strip("'\"`")) for value in values):
+        if any(_no_value(value, blank=label in asked) for value in values):
             return quoted(label, slot=label in asked)
     return None
 
 
+def _no_value(printed: str, *, blank: bool) -> bool:
+    """``printed`` is missing or empty: nan, an empty table, or (with ``blank``: in an asked
+    slot, not after a label that may head a table) nothing but blanks, such as a space
+    counted as the most common letter."""
+    text = printed.strip().strip("'\"`")
+    return (blank and not text) or _NO_VALUE.fullmatch(text) is not None
+
+
 def empty_note(label: str) -> str:
     return (
-        f"Note: {label} printed no value (nan, NaT or empty), and that is not an answer: the "
+        f"Note: {label} printed no value (nan, NaT, blank or empty), and that is not an answer: "
+        "a blank is a space or an empty text the cell counted as a value; otherwise the "
         "values it came from are all missing, or a step before left none (a filter on a "
         "value spelt otherwise, a subset of another case, a merge or a groupby on keys that "
         "differ, a cast that made everything NaN). Print len() and .head() of each step, "

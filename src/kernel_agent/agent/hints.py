@@ -190,6 +190,12 @@ def error_hint(
             "row's date or name. Look the row up by it: "
             "`df.loc[df['x'].idxmax(), 'date']` is the date of the row where x is largest."
         )
+    if error.ename == "MemoryError":
+        return (
+            "Hint: the cell built more items than memory holds. Count or sum them without "
+            "listing each one: a formula (math.factorial, math.comb), a generator, or a loop "
+            "that keeps only a running total."
+        )
     if error.ename == "FileNotFoundError":
         return (
             "Hint: list the working directory (import os; print(os.listdir())) "

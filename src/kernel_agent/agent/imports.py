@@ -80,8 +80,28 @@ COMMON_NAMES: dict[str, tuple[str, str]] = {
             "chisquare wilcoxon"
         ).split()
     },
-    "Counter": ("from collections import Counter", ""),
-    "defaultdict": ("from collections import defaultdict", ""),
+    # the standard library's and scipy's tools of no-data tasks, used bare: `permutations`
+    # unimported cost a generic question its run (2026-12-07)
+    **{
+        name: (f"from {module} import {name}", library)
+        for module, library, names in (
+            ("collections", "", "Counter defaultdict deque namedtuple"),
+            (
+                "itertools",
+                "",
+                "permutations combinations combinations_with_replacement product accumulate "
+                "islice chain",
+            ),
+            ("functools", "", "reduce lru_cache cache"),
+            ("math", "", "factorial comb perm gcd lcm isqrt"),
+            ("fractions", "", "Fraction"),
+            ("decimal", "", "Decimal"),
+            ("scipy.integrate", "scipy", "quad"),
+            ("scipy.optimize", "scipy", "brentq minimize_scalar fsolve"),
+            ("datetime", "", "date timedelta"),
+        )
+        for name in names.split()
+    },
 }
 
 
