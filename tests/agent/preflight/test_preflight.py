@@ -339,6 +339,29 @@ def test_an_answer_slot_written_as_code_becomes_its_print():
 
 
 @pytest.mark.parametrize(
+    "stated",
+    [
+        "@anagrams[6]\n@arrangements[20324]",  # the bundled model's guess, 2026-12-07
+        "# the answer\n@business_days[0]\n",
+        "@verdict[significant] \n@p_value[-0.5]",
+        "@city[New York]",
+    ],
+)
+def test_a_cell_of_stated_values_only_is_left_as_an_answer(stated):
+    """Printed, a value the model only states would pass for one a cell computed; left
+    as written, prose_cell asks for it as text (tests/agent/levers/test_prose_cell.py)."""
+    assert preflight(stated, {}) == stated
+    # one slot that computes, or any line of code, makes it a cell to print
+    assert preflight(stated + "\n@n[len(df)]", {}) != stated + "\n@n[len(df)]"
+    assert "\nprint('@" in preflight("x = 2\n" + stated, {})
+    # a name the kernel holds is a computed value
+    held = {"arrangements": VariableInfo("arrangements", "int")}
+    assert preflight("@arrangements[arrangements]", {}, held) == (
+        "print('@arrangements[' + str(arrangements) + ']')"
+    )
+
+
+@pytest.mark.parametrize(
     "tail",
     [
         "not json",

@@ -172,16 +172,15 @@ def _slot_lines(code: str, namespace: Mapping[str, VariableInfo]) -> str:
     if "@" not in code or parse_python(code) is not None:
         return code
     lines = code.split("\n")
+    if _stated_only(lines, namespace):
+        return code  # an answer written in a fence: prose_cell asks for it as text
     changed = False
     for i, line in enumerate(lines):
         match = CODE_LINE.match(line)
         if match is None:
             continue
         indent, name, inner = match["indent"], match["name"], match["inner"].strip()
-        try:
-            expr = ast.parse(inner, mode="eval").body
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            expr = None
+        expr = _slot_expr(inner)
         is_text = expr is None or (isinstance(expr, ast.Name) and expr.id not in namespace)
         if is_text:
             lines[i] = f"{indent}print({f'@{name}[{inner}]'!r})"
@@ -190,3 +189,34 @@ def _slot_lines(code: str, namespace: Mapping[str, VariableInfo]) -> str:
         changed = True
     fixed = "\n".join(lines)
     return fixed if changed and parse_python(fixed) is not None else code
+
+
+def _slot_expr(inner: str) -> ast.expr | None:
+    """A slot's value as a Python expression, or None where it is not one (text)."""
+    try:
+        return ast.parse(inner, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _stated_only(lines: Sequence[str], namespace: Mapping[str, VariableInfo]) -> bool:
+    """Every line of the cell (but blanks and comments) is a slot whose value computes
+    nothing: a literal (``@arrangements[20324]``) or text. Printed, such a cell would pass a
+    value from the model's memory off as one a cell computed (a generic question answered
+    so, 2026-12-07); left as written, it is an answer in a fence, and is asked for as text
+    (then held against what the cells printed)."""
+    slots = 0
+    for line in lines:
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        match = CODE_LINE.match(line)
+        if match is None:
+            return False
+        expr = _slot_expr(match["inner"].strip())
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+            expr = expr.operand
+        literal = expr is None or isinstance(expr, ast.Constant)
+        if not (literal or (isinstance(expr, ast.Name) and expr.id not in namespace)):
+            return False
+        slots += 1
+    return slots > 0
