@@ -94,3 +94,30 @@ def test_every_prompt_file_with_a_long_fixed_part_is_caught() -> None:
             assert echo_share(sent, [sent], [TASK]) >= 0.5, name
             caught.append(name)
     assert {"nudge_after_error", "answer_check", "repeated_cell", "prompt_echo"} <= set(caught)
+
+
+#: the preview the bundled model copied under a question of its own (2026-12-07)
+PREVIEW = (
+    "Files in the working directory (a preview; column names are exact):\n"
+    "drinks.csv (555 B)\n  19 rows x 6 columns\n"
+    "  columns: 'country' str, 'beer_servings' int64, 'continent' str\n"
+    "  few distinct values: 'continent' 'AF', 'AS', 'EU', 'OC', 'SA'\n"
+    "    country  beer_servings continent\n  0  Canada            339       NaN\n"
+)
+
+
+def test_the_preview_sent_with_the_task_is_ours_whole() -> None:
+    """A made-up next turn (a question of the model's own, the preview under it) is not an
+    answer; an answer that quotes a value or a column name of the preview is one."""
+    task = "How many countries are in North America (continent code NA)?"
+    made_up = f"How many countries are in Europe (continent code EU)?\n\n{PREVIEW}"
+    assert echo_share(made_up, [PREVIEW], [task], [PREVIEW]) >= 0.5
+    assert echo_share(made_up, [PREVIEW], [task]) == 0.0, "without it: values are not ours"
+    for answer in (
+        "There are 4 countries in North America: Canada, USA, Mexico and Cuba.",
+        "The column 'beer_servings' has 19 rows; Canada has the most, 339.",
+    ):
+        assert echo_share(answer, [PREVIEW], [task], [PREVIEW]) < 0.5, answer
+    # what a cell printed of the file is the cell's, even where the preview shows it too
+    printed = PREVIEW.split("\n", 4)[-1]
+    assert echo_share(printed, [PREVIEW], [task, printed], [PREVIEW]) == 0.0

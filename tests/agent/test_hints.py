@@ -365,3 +365,10 @@ def test_a_memory_error_says_to_count_without_listing():
     code = "print(len(list(permutations('MISSISSIPPI'))))"
     hint = error_hint(failed(code, "MemoryError", ""), {})
     assert "without listing each one" in hint and "math.factorial" in hint
+
+
+def test_delim_whitespace_refused_by_pandas_3_points_at_the_separator():
+    code = "df = pd.read_csv('wind.data', delim_whitespace=True)"
+    evalue = "read_csv() got an unexpected keyword argument 'delim_whitespace'"
+    hint = error_hint(failed(code, "TypeError", evalue), {})
+    assert "sep=r'\\s+'" in hint

@@ -280,6 +280,8 @@ def _fixes(out: str) -> list[str]:
         ("prices.tsv", "id\tprice\tname\n1\t2.5\tab\n2\t3.5\tcd\n3\t4.0\tef\n", "utf-8"),
         ("eu.csv", "id;price;name\n1;2,5;Île\n2;3,5;Sète\n3;4,0;Nîmes\n", "latin-1"),
         ("semi.txt", "id;price;name\n1;2.5;ab\n2;3.5;cd\n3;4.0;ef\n", "utf-8"),
+        # fields lined up by runs of blanks, as pandas-exercises' wind.data (2026-12-07)
+        ("wind.data", "id  price name\n 1   2.5  ab\n 2   3.5  cd\n10   4.0  ef\n", "utf-8"),
     ],
 )
 def test_preview_names_the_read_call_that_works_for_each_separator_and_encoding(

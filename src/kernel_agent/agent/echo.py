@@ -11,6 +11,11 @@ copied from those words, in verbatim runs of at least :data:`WINDOW` characters 
 whitespace and case are normalised. Text copied from the task or a cell (the code, its
 output) is neither ours nor the answer's own: it is left out of the count. A short
 phrase in common ("the final answer") is never a run, so it passes.
+
+The notes sent with the task (the data preview) are ours whole, values and all: the
+bundled model, done with a question, went on to write the user's next turn, a question
+of its own and the preview copied under it, and that was the run's answer (the issue's
+hidden sets, and a pandas-exercises question on a file with a continent 'NA', 2026-12-07).
 """
 
 from __future__ import annotations
@@ -54,8 +59,11 @@ def _windows(texts: Iterable[str], width: int) -> set[str]:
     return out
 
 
-def echo_share(answer: str, told: Sequence[str], given: Sequence[str]) -> float:
-    """The share of ``answer``'s own text copied from our prompts' words in ``told``.
+def echo_share(
+    answer: str, told: Sequence[str], given: Sequence[str], briefing: Sequence[str] = ()
+) -> float:
+    """The share of ``answer``'s own text copied from our prompts' words in ``told``, or
+    from any part of ``briefing``.
 
     ``told``: the messages the model was sent in the task (asks, notes, hints), as sent;
     ``given``: texts that are not ours (the task, each cell's code and output). 0.0 when
@@ -68,6 +76,7 @@ def echo_share(answer: str, told: Sequence[str], given: Sequence[str]) -> float:
     sent = [normalise(t) for t in told]
     joined = "\n".join(sent)
     ours = [part for part in _fixed_parts() if len(part) >= width and part in joined]
+    ours += [part for part in map(normalise, briefing) if len(part) >= width]
     if not ours:
         return 0.0
     theirs = _windows((normalise(t) for t in given), width)

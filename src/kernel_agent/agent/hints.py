@@ -190,6 +190,11 @@ def error_hint(
             "row's date or name. Look the row up by it: "
             "`df.loc[df['x'].idxmax(), 'date']` is the date of the row where x is largest."
         )
+    if error.ename == "TypeError" and "keyword argument 'delim_whitespace'" in error.evalue:
+        return (
+            "Hint: this pandas has no delim_whitespace (removed in pandas 3). Fields "
+            "separated by runs of blanks are read with sep=r'\\s+'."
+        )
     if error.ename == "MemoryError":
         return (
             "Hint: the cell built more items than memory holds. Count or sum them without "

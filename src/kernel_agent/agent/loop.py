@@ -318,6 +318,7 @@ class AsyncAgent:
         if notes:
             self.state.note("\n\n".join(briefing_cell(n) for n in notes), M.ROLE_BRIEFING)
             state.told.extend(notes)
+            state.briefing = notes
         self.history.user("\n\n".join([task, *notes]))
         state.history_start = len(self.history)
         try:

@@ -110,6 +110,9 @@ class TaskState:
     #: what the levers and hints told the model in this task, as sent: the task's notes,
     #: asks, notes and hints under a cell's output (prompt_echo compares answers with them)
     told: list[str] = field(default_factory=list)
+    #: the notes sent with the task (the data preview): every word of them is ours, values
+    #: included, since none of it is an answer (prompt_echo)
+    briefing: list[str] = field(default_factory=list)
     #: what the data preview measured, by file name (data_preview; preflight reads it)
     data_facts: dict[str, FileFacts] = field(default_factory=dict)
 

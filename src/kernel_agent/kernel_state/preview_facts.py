@@ -24,7 +24,7 @@ _MAX_FILES = 50
 _MAX_COLUMNS = 500
 _MAX_NAME = 200
 _MAX_MARK = 20
-_SEPARATORS = frozenset({",", ";", "\t", "|"})
+_SEPARATORS = frozenset({",", ";", "\t", "|", r"\s+"})  # r"\s+": runs of blanks
 _ENCODING = re.compile(r"[A-Za-z0-9_.-]{1,20}")
 #: a strftime format of the preview's list: %-codes and separators only
 _DATE_FORMAT = re.compile(r"(?:%[YymdbHMS]|[-/.:, ]){2,30}")

@@ -22,6 +22,8 @@ import re
 #: strftime format of each date column (sent to the host as JSON after FACTS_MARK, on ask)
 FACTS = {}
 _NOW = {}  # the facts of the file being previewed
+#: the separator of a table whose fields are lined up by runs of blanks
+WHITESPACE = r"\s+"
 
 def _size(n):
     for unit in ("B", "KB", "MB", "GB"):
@@ -71,6 +73,8 @@ def _sep(path, encoding="utf-8", strict=False):
             continue
         if len(counts) == 1 and (n := counts.pop()) > most and n > 1:
             best, most = sep, n
+    if best is None and _blank_separated(lines):
+        best = WHITESPACE  # fields lined up by runs of blanks (a fixed-width export)
     if best is None and not strict:
         try:
             best = csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
@@ -78,9 +82,20 @@ def _sep(path, encoding="utf-8", strict=False):
             best = ","
     return best
 
+def _blank_separated(lines):
+    """Every line splits on runs of blanks into the same number (2 or more) of fields,
+    and some field is a number on every line after the first: a table, not prose."""
+    rows = [ln.split() for ln in lines]
+    if len(rows) < 2 or len({len(r) for r in rows}) != 1 or len(rows[0]) < 2:
+        return False
+    number = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+    return any(all(number.fullmatch(r[i]) for r in rows[1:]) for i in range(len(rows[0])))
+
 def _read_call(name, sep, encoding, decimal):
     args = [repr(name)]
-    if sep != ",":
+    if sep == WHITESPACE:
+        args.append("sep=r'\\s+'")
+    elif sep != ",":
         args.append(f"sep={sep!r}")
     if encoding != "utf-8":
         args.append(f"encoding={encoding!r}")
@@ -112,7 +127,8 @@ def _frames(pd, path, kind, size):
             pass
         note = f"first {PARTIAL_ROWS} rows read of a large file" if big else ""
         if sep not in (",", "\t") or kind != ("tsv" if sep == "\t" else "csv"):
-            note = (note + "; " if note else "") + f"separator {sep!r}"
+            shown = "runs of blanks" if sep == WHITESPACE else repr(sep)
+            note = (note + "; " if note else "") + f"separator {shown}"
         if encoding != "utf-8":
             note = (note + "; " if note else "") + f"encoding {encoding!r}, not utf-8"
         if sep != "," or encoding != "utf-8" or decimal:

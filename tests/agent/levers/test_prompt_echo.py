@@ -61,10 +61,10 @@ def test_the_lever_asks_twice_in_a_task_then_ends_the_run_without_the_echo() -> 
     lever, st = PromptEcho(), pushed()
     for _ in range(ECHO_ASKS):
         ask = lever.on_answer(st, SEEN)
-        assert isinstance(ask, Ask) and ask.message == prompt("prompt_echo") and ask.notice
+        assert isinstance(ask, Ask) and ask.message == prompt("prompt_echo", task=TASK) and ask.notice
         st.told.append(ask.message)
     st.cells.append(ok("print(df.x.mean())", "4.2\n"))
-    stop = lever.on_answer(st, prompt("prompt_echo"))  # our ask, sent back in turn
+    stop = lever.on_answer(st, prompt("prompt_echo", task=TASK))  # our ask, sent back in turn
     assert isinstance(stop, Stop) and stop.status == "no_answer"
     assert "repeated the instructions" in stop.answer and "4.2" in stop.answer
     assert "not done yet" not in stop.answer
@@ -97,7 +97,7 @@ def test_the_loop_sends_an_echoed_push_back_and_takes_the_real_answer(fake_llm, 
     assert [n["lever"] for n in notes] == ["push_after_error", "prompt_echo"]
     assert notes[-1]["reply"] == SEEN, "the refused reply is kept for the eval"
     asked = fake_llm.requests[3]["messages"][-1]["content"]
-    assert asked == prompt("prompt_echo")
+    assert asked == prompt("prompt_echo", task=TASK)
 
 
 def test_the_loop_ends_a_run_that_only_echoes_with_no_answer(fake_llm, tmp_path):
@@ -106,10 +106,43 @@ def test_the_loop_ends_a_run_that_only_echoes_with_no_answer(fake_llm, tmp_path)
         text("I cannot do this."),
         text(SEEN),
         text(PUSH),
-        text(prompt("prompt_echo")),  # our echo-ask, sent back in turn
+        text(prompt("prompt_echo", task=TASK)),  # our echo-ask, sent back in turn
     )
     result, notes = _run(fake_llm, tmp_path)
     assert result.status == "no_answer" and "repeated the instructions" in result.answer
     assert "not done yet" not in result.answer
     assert [n["lever"] for n in notes] == ["push_after_error", *["prompt_echo"] * 3]
     assert len(fake_llm.requests) == 5
+
+
+def test_the_loop_sends_back_a_made_up_next_turn_with_the_preview_under_it(fake_llm, tmp_path):
+    """Done with a question, the bundled model wrote the user's next one and copied the
+    data preview under it; that was the run's answer (2026-12-07). Now it goes back, and
+    the answer after is the run's."""
+    (tmp_path / "drinks.csv").write_text(
+        "country,beer,continent\nCanada,339,NA\nUSA,135,NA\nFrance,127,EU\n"
+    )
+    task = "How many countries are in North America (continent code NA)?"
+
+    def made_up(request) -> str:
+        preview = request.messages[1]["content"].split(task, 1)[1]
+        return "How many countries are in Europe (continent code EU)?\n" + preview
+
+    fake_llm.enqueue(
+        run_cell(
+            "import pandas as pd\ndf = pd.read_csv('drinks.csv', keep_default_na=False)\n"
+            "print((df.continent == 'NA').sum())"
+        ),  # fmt: skip
+        made_up,
+        text("There are 2 countries in North America."),
+    )
+    settings = scripted_settings(
+        fake_llm, tmp_path, sandbox=SANDBOX, levers="data_preview,prompt_echo"
+    )
+    with Agent(settings) as agent:
+        events = list(agent.run(task))
+    result = events[-1].result
+    assert result.status == "ok" and result.answer == "There are 2 countries in North America."
+    sent_back = fake_llm.requests[2]["messages"][-1]["content"]
+    assert sent_back == prompt("prompt_echo", task=task)
+    assert "Files in the working directory" in fake_llm.requests[1]["messages"][1]["content"]

@@ -107,6 +107,23 @@ def test_a_read_call_gets_the_separator_encoding_and_decimal_the_preview_read_wi
         assert preflight(kept, FACTS) == kept
 
 
+def test_a_table_of_blank_separated_fields_is_read_with_its_separator():
+    """pandas-exercises' wind.data: fields lined up by runs of blanks. The bundled model
+    wrote delim_whitespace=True, which pandas 3 refuses, then sep=' ' (2026-12-07)."""
+    wind = {"wind.data": FileFacts(delimited=True, sep=r"\s+", columns=("Yr", "Mo", "RPT"))}
+    assert preflight("w = pd.read_csv('wind.data')", wind) == (
+        "w = pd.read_csv('wind.data', sep=r'\\s+')"
+    )
+    assert preflight("w = pd.read_csv('wind.data', delim_whitespace=True)", wind) == (
+        "w = pd.read_csv('wind.data', sep=r'\\s+')"
+    )
+    assert preflight("w = pd.read_csv('wind.data', sep=' ')", wind) == (
+        "w = pd.read_csv('wind.data', sep=r'\\s+')"
+    )
+    kept = "w = pd.read_csv('wind.data', sep='\\s+')"
+    assert preflight(kept, wind) == kept
+
+
 def test_a_filter_value_is_written_as_the_column_holds_it():
     values = {
         "Species ": ("Adelie Penguin (Pygoscelis adeliae)", "Gentoo penguin (Pygoscelis papua)"),

@@ -38,10 +38,10 @@ class PromptEcho(Lever):
         given = [state.task]
         for cell in state.cells:
             given += [cell.code, render_cell(cell, budget=4000).text]
-        if echo_share(answer, state.told, given) < self.share:
+        if echo_share(answer, state.told, given, state.briefing) < self.share:
             return None
         return Ask(
-            prompt("prompt_echo"),
+            prompt("prompt_echo", task=state.task[:2000]),
             notice="the answer repeats our own instructions; asking the model again",
         )
 

@@ -91,7 +91,7 @@ def preflight(
     for line in encoded.splitlines(keepends=True):
         starts.append(starts[-1] + len(line))
 
-    def span(node: ast.expr | ast.stmt) -> tuple[int, int]:
+    def span(node: ast.expr | ast.stmt | ast.keyword) -> tuple[int, int]:
         assert node.end_lineno is not None and node.end_col_offset is not None
         return (
             starts[node.lineno - 1] + node.col_offset,

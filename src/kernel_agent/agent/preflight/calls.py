@@ -10,7 +10,16 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..code_text import parse_python
-from .edits import _READERS, Span, _added_arguments, _called, _Edit, _read_file, _strings
+from .edits import (
+    _READERS,
+    WHITESPACE,
+    Span,
+    _added_arguments,
+    _called,
+    _Edit,
+    _read_file,
+    _strings,
+)
 from .names import _key, _not_frames, _stored_strings, renames_columns
 
 if TYPE_CHECKING:
@@ -27,12 +36,16 @@ def _read_call_edits(call: ast.Call, facts: Mapping[str, FileFacts], span: Span)
     edits: list[_Edit] = []
     added: list[str] = []
     sep_kw = keywords.get("sep") or keywords.get("delimiter")
-    if sep_kw is None:
+    blank = keywords.get("delim_whitespace")
+    if blank is not None and sep_kw is None and file.sep == WHITESPACE:
+        # pandas 3 removed delim_whitespace (a TypeError); sep=r'\s+' is what it meant
+        edits.append(_Edit(*span(blank), f"sep={_sep_text(file.sep)}"))
+    elif sep_kw is None:
         if file.sep != _READERS[reader]:
-            added.append(f"sep={file.sep!r}")
+            added.append(f"sep={_sep_text(file.sep)}")
     elif isinstance(sep_kw.value, ast.Constant) and isinstance(sep_kw.value.value, str):
         if sep_kw.value.value != file.sep and not sep_kw.value.value.startswith(r"\s"):
-            edits.append(_Edit(*span(sep_kw.value), repr(file.sep)))
+            edits.append(_Edit(*span(sep_kw.value), _sep_text(file.sep)))
     if not _is_utf8(file.encoding):
         enc = keywords.get("encoding")
         if enc is None:
@@ -47,6 +60,11 @@ def _read_call_edits(call: ast.Call, facts: Mapping[str, FileFacts], span: Span)
     if added and not any(k.arg is None for k in call.keywords):  # no **kwargs to clash with
         edits.append(_added_arguments(call, span, ", ".join(added)))
     return edits
+
+
+def _sep_text(sep: str) -> str:
+    """``sep`` as code: a raw string for the whitespace pattern (``r'\\s+'``)."""
+    return "r'\\s+'" if sep == WHITESPACE else repr(sep)
 
 
 def _header_kept(keywords: Mapping[str, ast.keyword], file: FileFacts, span: Span) -> list[_Edit]:

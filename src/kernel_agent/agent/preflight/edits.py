@@ -13,8 +13,10 @@ if TYPE_CHECKING:
     from ...kernel_state.preview_facts import FileFacts
 
 _READERS = {"read_csv": ",", "read_table": "\t"}
+#: the separator of a table whose fields are runs of blanks (as the preview writes it)
+WHITESPACE = r"\s+"
 #: where a node is in the code: (start, end) byte offsets
-Span = Callable[[ast.expr | ast.stmt], tuple[int, int]]
+Span = Callable[[ast.expr | ast.stmt | ast.keyword], tuple[int, int]]
 
 
 @dataclass(frozen=True, order=True)
