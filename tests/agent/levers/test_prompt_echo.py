@@ -61,7 +61,9 @@ def test_the_lever_asks_twice_in_a_task_then_ends_the_run_without_the_echo() -> 
     lever, st = PromptEcho(), pushed()
     for _ in range(ECHO_ASKS):
         ask = lever.on_answer(st, SEEN)
-        assert isinstance(ask, Ask) and ask.message == prompt("prompt_echo", task=TASK) and ask.notice
+        assert (
+            isinstance(ask, Ask) and ask.message == prompt("prompt_echo", task=TASK) and ask.notice
+        )
         st.told.append(ask.message)
     st.cells.append(ok("print(df.x.mean())", "4.2\n"))
     stop = lever.on_answer(st, prompt("prompt_echo", task=TASK))  # our ask, sent back in turn
