@@ -26,13 +26,16 @@ PIECES = [
     "April", "Apr.", "Sept", "May", " 30", "th", ", ", "1992", "/", "-", ".", "0", "9" * 50,
     "np.float64(", "np.int64(", "np.str_('", "Timestamp('", "')", ")", "00:00:00", " ",
     "@year[", "@start[", "]", "\n", "é", "\x00", "1." + "1" * 40, "((((", "T",
+    ",", "29,92", "1,2345678",
 ]  # fmt: skip
 
 
 def _payload(rng: random.Random, size: int) -> str:
     out: list[str] = []
-    while sum(map(len, out)) < size:
+    length = 0
+    while length < size:
         out.append(rng.choice(PIECES))
+        length += len(out[-1])
     return "".join(out)[:size]
 
 
@@ -41,8 +44,9 @@ def _payload(rng: random.Random, size: int) -> str:
 def test_a_hostile_answer_is_rewritten_safely(seed):
     rng = random.Random(seed)
     answer = _payload(rng, rng.choice([50, 500, 5_000, MAX_CHARS]))
+    printed = _payload(rng, rng.choice([50, 5_000, 10 * MAX_CHARS]))  # a cell's output too
     for task in TASKS:
-        out, done = in_asked_form(task, answer)
+        out, done = in_asked_form(task, answer, printed if rng.random() < 0.5 else answer)
         assert all(len(r.asked) <= len(r.written) + 2 for r in done)  # 1992/4/30: +1
         assert len(out) <= len(answer) + 2 * len(done)
 
@@ -58,11 +62,13 @@ def test_a_hostile_answer_is_rewritten_safely(seed):
         "@year[" * (MAX_CHARS // 6),
         "30 of " * (MAX_CHARS // 6),
         "1992-01-01 00:00:00." * (MAX_CHARS // 21),
+        "1," * (MAX_CHARS // 2),
+        "12,3" * (MAX_CHARS // 4),
     ],
 )
 def test_the_slow_shapes_for_a_pattern_finish(answer):
     for task in TASKS:
-        out, done = in_asked_form(task, answer)
+        out, done = in_asked_form(task, answer, printed=answer)  # a cell printed it too
         assert len(out) <= len(answer) + 2 * len(done)
 
 

@@ -126,6 +126,24 @@ def test_numpy_reprs_are_their_values_whatever_the_task():
     assert rewritten(task, answer) == "{'a': 0, 'b': 0.5, 'c': x, 'd': True}"
 
 
+def test_a_number_misgrouped_is_written_as_the_cell_printed_it():
+    """A generic question: the cell printed 2992 full weeks, and the bundled model wrote
+    "29,92" (2026-12-07). Only where a cell printed those digits as one number."""
+    answer = "It is 20,949 days, and there are 29,92 full weeks."
+    assert in_asked_form("How many days?", answer, "20949\n2992\n")[0] == (
+        "It is 20,949 days, and there are 2,992 full weeks."
+    )
+    assert in_asked_form("How many?", "1,2345 rows", "rows: 12,345")[0] == "12,345 rows"
+    for kept, printed in [
+        (answer, ""),  # nothing printed: a decimal comma reads so too
+        ("The mean is 29,92.", "29.92"),  # a decimal comma, the cell's 29.92
+        ("There are 29,92 weeks.", "2992.5"),
+        ("0,12 of them", "012"),
+        ("It is 2,992 weeks.", "2992"),  # grouped as it should be
+    ]:
+        assert in_asked_form("How many?", kept, printed) == (kept, []), kept
+
+
 def test_each_rewrite_is_reported():
     _, done = in_asked_form(ISO + " " + ROUND, "April 30, 1992 with 3.14159")
     assert [(r.written, r.asked) for r in done] == [
@@ -187,3 +205,22 @@ def test_a_composed_answer_goes_out_in_the_asked_form(fake_llm, tmp_path):
     meta = answer.metadata["kernel_agent"]
     assert meta["composed_by"] == "printed_answer"
     assert meta["as_answered"] == "@year[1992-01-01]"
+
+
+def test_a_misgrouped_number_in_the_models_answer_goes_out_as_printed(fake_llm, tmp_path):
+    """With no levers (grounding_check would send back a number no cell printed: the asked
+    form is not a lever), on a real kernel; the same reply after a cell that printed other
+    digits stays as written, so the test can fail."""
+    task = "How many full weeks are there from 20 July 1969 to 27 November 2026?"
+    settings = scripted_settings(fake_llm, tmp_path, clean_notebook=False, levers="none")
+    answers = []
+    for code in ("print(20949 // 7)", "print(20949 / 7)"):
+        fake_llm.enqueue(run_cell(code), text("There are 29,92 weeks."))
+        with Agent(settings) as agent:
+            result = list(agent.run(task))[-1].result
+        cell = nbformat.read(result.notebook, as_version=4).cells[-1]
+        answers.append((result.answer, cell.metadata["kernel_agent"].get("as_answered")))
+    assert answers == [
+        ("There are 2,992 weeks.", "There are 29,92 weeks."),
+        ("There are 29,92 weeks.", None),
+    ]

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from ..events import Event, Notice, RunResult
 from ..kernel_state import KernelState
 from ..llm.stream import Completion
+from ..llm.view import render_cell
 from ..notebook import cellmeta as M
 from ..prompts import prompt
 from .asked_form import in_asked_form
@@ -93,7 +94,8 @@ def finish_answer(st: TaskState, result: RunResult) -> tuple[dict[str, object], 
     meta: dict[str, object] = {"composed_by": st.composed_by} if st.composed_by else {}
     if result.status not in ("ok", "no_code"):
         return meta, None
-    answer, reformed = in_asked_form(st.task, result.answer)
+    printed = "\n".join(render_cell(cell, budget=4000).text for cell in st.cells[-20:])
+    answer, reformed = in_asked_form(st.task, result.answer, printed)
     if not reformed:
         return meta, None
     meta.update(as_answered=result.answer[:4000], reformed=[r.describe() for r in reformed[:10]])

@@ -3,13 +3,15 @@
 A task says how it wants a value written: "on which date (YYYY-MM-DD)", "in which month
 (1-12)", "as a four-digit year", "rounded to 2 decimal places". The bundled model often
 computes the right value and then writes it otherwise: "April 30, 1992", "December", a
-year as the Timestamp ``1980-01-01``, a mean with six decimals, ``np.float64(3.5)``. Each
+year as the Timestamp ``1980-01-01``, a mean with six decimals, ``np.float64(3.5)``, a
+printed 2992 as ``29,92`` (a thousands comma in the wrong place). Each
 rewrite here is one value written in the asked form, and exact: nothing that can be read
 two ways is touched (``04/05/1992``, two month names, two roundings asked, a p-value
 that would round to zero).
 
-Pure: the task and the answer in, the answer and what changed out. Bounded: an answer
-longer than :data:`MAX_CHARS` is left as it is, and every pattern is linear.
+Pure: the task, the answer and what the cells printed in, the answer and what changed
+out. Bounded: an answer longer than :data:`MAX_CHARS` is left as it is (and only that
+much of the printed text is read), and every pattern is linear.
 """
 
 from __future__ import annotations
@@ -70,6 +72,9 @@ _ANY_MONTH = re.compile(rf"(?<![\w-])({_MONTH})(?![\w-])")
 _JAN_FIRST = re.compile(r"(?<![\w.-])([12]\d{3})-01-01(?![\w:-])")
 _YEAR_FLOAT = re.compile(r"(?<![\w.-])([12]\d{3})\.0+(?![\w.])")
 _SLOT_DATE = re.compile(r"^\s*([12]\d{3})(?:-\d{2}(?:-\d{2})?|\.0+)\s*$")
+#: a whole number whose commas do not group thousands (``29,92``, ``1,0000``); a decimal
+#: comma reads so too, so it is rewritten only where a cell printed its digits as one number
+_MISGROUPED = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d+)+)(?![\w,]|\.\d)")
 _DECIMAL = re.compile(r"(?<![\w.:/-])([-+]?\d+)\.(\d+)(?![\w:/-]|\.\w)")
 
 
@@ -85,12 +90,14 @@ class Reformed:
         return f"{self.written!r} as {self.asked} ({self.why})"
 
 
-def in_asked_form(task: str, answer: str) -> tuple[str, list[Reformed]]:
-    """``answer`` with each value written in the form ``task`` asks, and the rewrites."""
+def in_asked_form(task: str, answer: str, printed: str = "") -> tuple[str, list[Reformed]]:
+    """``answer`` with each value written in the form ``task`` asks, and the rewrites
+    (``printed``: what the task's cells printed, read for numbers miswritten from it)."""
     if len(answer) > MAX_CHARS or len(task) > MAX_CHARS:
         return answer, []
     done: list[Reformed] = []
     text = _plain_reprs(answer, done)
+    text = _regrouped(text, printed[-MAX_CHARS:], done)
     if _ISO_ASKED.search(task):
         text = _iso_dates(text, done)
     if _MONTH_NUMBER_ASKED.search(task):
@@ -122,6 +129,26 @@ def _sub(
         return new
 
     return pattern.sub(one, text)
+
+
+def _regrouped(text: str, printed: str, done: list[Reformed]) -> str:
+    """A whole number written with its commas out of place (``29,92``), whose digits a
+    cell printed as one number (``2992`` or ``2,992``), written with thousands commas."""
+    if "," not in text or not printed:
+        return text
+    shown = {m.replace(",", "") for m in re.findall(r"(?<![\w.,])\d[\d,]*(?![\w,]|\.\d)", printed)}
+
+    def regroup(m: re.Match[str]) -> str | None:
+        written = m.group(1)
+        groups = written.split(",")
+        if all(len(g) == 3 for g in groups[1:]):
+            return None  # thousands grouped as they should be
+        digits = "".join(groups)
+        if len(digits) > 12 or digits.startswith("0") or digits not in shown:  # +2 at most
+            return None
+        return f"{int(digits):,}"
+
+    return _sub(_MISGROUPED, text, done, "a number's thousands commas, as printed", regroup)
 
 
 def _plain_reprs(text: str, done: list[Reformed]) -> str:
