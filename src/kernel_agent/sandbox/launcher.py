@@ -71,7 +71,7 @@ from .bwrap import (
 from .cgroups import cgroup_support, create_cgroup, default_cpu_cores, prune_cgroups
 from .limits import ResourceLimits, exec_wrapper_argv
 from .mounts import TMP, interpreter_paths, reachable_links
-from .room import VIEW_LINKS_MAX, Room, check_view_dir, make_room, prune_rooms
+from .room import VIEW_LINKS_MAX, Room, check_view_dir, make_room, out_of_reach, prune_rooms
 from .seccomp import filter_bpf
 from .tcp_relay import SOURCE as RELAY_SOURCE
 from .tcp_relay import needs_relay, relay_argv
@@ -308,6 +308,8 @@ class BwrapLauncher(KernelLauncher):
             ),
             None,
         )
+        if self.drop and shared is None and (why := out_of_reach(view, self.files)):
+            raise ConfigError(why)
         try:
             lease = lease_uid() if self.drop and shared is None else None
         except OSError as exc:

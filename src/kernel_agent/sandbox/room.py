@@ -50,6 +50,7 @@ __all__ = [
     "Room",
     "make_room",
     "check_view_dir",
+    "out_of_reach",
     "prune_rooms",
     "keep_room",
     "agent_stamp",
@@ -75,6 +76,35 @@ _SYSTEM_DIRS = {
     "/mnt", "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr",
     "/var", "/var/tmp", "/var/lib", "/var/run", "/dev/shm", "/usr/local",
 }  # fmt: skip
+
+
+def out_of_reach(view: Path, files: tuple[Path, ...] = ()) -> str | None:
+    """Why a kernel with a uid of its own could not read the ``files`` it is given, or the
+    entries of ``view`` (a directory that has some), or None when it can.
+
+    Such a kernel is "others" to every file of the host (ACLs aside). Each of these paths
+    is bound into its sandbox at its own path, under directories bwrap makes for it, so
+    only the path's own mode counts: a directory must let others list and enter it, a file
+    let them read it. A run from a ``mktemp -d`` directory (0700) otherwise starts, shows
+    the model the files, and fails on every read.
+    """
+    wanted = [(f, stat.S_IROTH) for f in files]
+    with contextlib.suppress(OSError):
+        if any(os.scandir(view)):
+            wanted.append((view, stat.S_IROTH | stat.S_IXOTH))
+    for path, need in wanted:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if st.st_mode & need != need:
+            return (
+                f"the kernel runs as a user of its own and cannot read {path}: it is mode "
+                f"{stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid}; make it readable to "
+                f"others (chmod o+{'rx' if stat.S_ISDIR(st.st_mode) else 'r'} {path}), or "
+                "work from a directory they can read"
+            )
+    return None
 
 
 def check_view_dir(path: Path) -> str | None:
