@@ -1,6 +1,6 @@
 """The count and empty-value notes quote what the kernel produced: the cell's printed
 labels and slots, the namespace report (names, shapes, columns, non-missing counts), the
-kernel's answer to the stated rule's probe, and the model's code. Hostile input, quoted
+kernel's answers to the stated rule's and the empty filter's probes, and the model's code. Hostile input, quoted
 to the model.
 
 The property: whatever a cell prints and the kernel reports, a note is at most
@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 
 from nbformat.v4 import new_output
 
+from kernel_agent.agent.empty_filter import empty_filter, filter_probe
 from kernel_agent.agent.empty_value import empty_note, empty_value
 from kernel_agent.agent.every_row import every_row_counted
 from kernel_agent.agent.missing_rows import one_column_missing
@@ -163,3 +164,52 @@ def test_the_code_notes_are_bounded_whatever_the_code_names():
                 found += 1
                 assert len(note) <= MAX_NOTE, len(note)
     assert found >= 5, found  # the payloads reach the note
+
+
+def _no_rows(rng: random.Random) -> object:
+    """What a kernel may answer the empty filter's probe with: the shape asked, or not."""
+    big = "v" * rng.randint(1, 100_000)
+    return rng.choice([
+        {"n": rng.randint(1, 10**12), "hits": 0, "missing": 0, "kind": "number",
+         "low": rng.uniform(-1e300, 1e300), "high": rng.choice([1e308, 5, -0.0])},
+        {"n": 60, "hits": 0, "missing": rng.randint(0, 60), "kind": "text",
+         "distinct": rng.randint(0, 10**12), "values": [big[: rng.randint(0, 40)]] * 8,
+         "near": ["\n`'" * 13] * 3},
+        {"n": 60, "hits": 0, "missing": 0, "kind": "date", "low": big[:40], "high": "\x00" * 40},
+        {"n": 60, "hits": 0, "missing": 0, "kind": "text", "distinct": 3, "values": [big]},
+        {"n": 60, "hits": 0, "missing": 0, "kind": "empty"},
+        {"n": 60, "hits": 0, "missing": 0, "kind": "number", "low": 1, "high": big},
+        [[[[[]]]]] * 1000, big, None, 7,
+    ])  # fmt: skip
+
+
+def test_the_empty_filter_note_is_bounded_whatever_the_kernel_answered():
+    """The empty filter's probe is answered by the kernel, and its note quotes the model's
+    condition: forged shapes, sizes and texts, with conditions on names of up to 100,000
+    characters and thousands of them, give no note or a bounded one, never an exception;
+    the probe itself stays bounded."""
+    rng = random.Random(17)
+    notes = 0
+    for _ in range(200):
+        big = "q" * rng.randint(1, 100_000)
+        many = " | ".join(f"(v0['c{i}'] == {i})" for i in range(rng.randint(1, 3000)))
+        code = rng.choice([
+            f"print((v0['{big}'] == 1965).sum())",
+            f"print(v0[v0.x == '{big[:250]}'].mean())",
+            f"print(({many}).sum())",
+            f"print(v0[v0['{big[:200]}'].isin([{', '.join(map(str, range(3000)))}])])",
+            f"print(v1.{big[:200]}.str.contains('a').sum())",
+        ])  # fmt: skip
+        probe = filter_probe(code)
+        assert len(probe) <= 3 and all(len(e) < 6_000 for e in probe.values())
+        answers = {
+            key: {"status": "ok", "data": {"text/plain": repr(json.dumps(_no_rows(rng)))}}
+            for key in probe
+        }
+        printed = rng.choice(["0\n", "@n[nan]\n", f"{big[:100]}: 0\n", "Empty DataFrame\n"])
+        outputs = [new_output("stream", name="stdout", text=printed)]
+        cell = CellResult(code, "ok", 1, outputs, None, NOW, NOW, user_expressions=answers)
+        if (found := empty_filter(cell)) is not None:
+            notes += 1
+            assert len(found.note()) <= MAX_NOTE, len(found.note())
+    assert notes >= 5, notes  # the payloads reach the note

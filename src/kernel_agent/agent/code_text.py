@@ -2,14 +2,15 @@
 
 Pure functions of the code's text: :func:`normalize_code` (two cells that differ only in
 blank lines are one), :func:`parse_python` (the ast, or None), :func:`typed_values_only`
-(a cell that only prints constants computed nothing).
+(a cell that only prints constants computed nothing), :func:`reads_only` (an expression
+that can be evaluated again without changing anything).
 """
 
 from __future__ import annotations
 
 import ast
 
-__all__ = ["normalize_code", "parse_python", "typed_values_only"]
+__all__ = ["normalize_code", "parse_python", "reads_only", "typed_values_only"]
 
 
 def normalize_code(code: str) -> str:
@@ -82,3 +83,36 @@ def _joins_text(node: ast.BinOp) -> bool:
         )
 
     return isinstance(node.op, ast.Add) and (text(node.left) or text(node.right))
+
+
+#: methods that read without changing what they read
+_PURE_CALLS = frozenset(
+    {
+        "dropna", "astype", "abs", "isna", "notna", "isnull", "notnull", "isin", "between",
+        "startswith", "endswith", "contains", "strip", "lower", "upper", "to_numeric",
+        "fillna", "copy", "squeeze", "eq", "ne", "lt", "le", "gt", "ge",
+    }
+)  # fmt: skip
+_PURE_NODES = (
+    ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.Slice, ast.Compare, ast.BoolOp,
+    ast.BinOp, ast.UnaryOp, ast.Tuple, ast.List, ast.Call, ast.keyword, ast.expr_context,
+    ast.boolop, ast.operator, ast.unaryop, ast.cmpop,
+)  # fmt: skip
+
+
+def reads_only(node: ast.AST) -> bool:
+    """Whether evaluating ``node`` again (as a ``user_expression``, after its cell) reads
+    only: no call but the pure methods above, no private name or attribute, a name, column
+    or call at its heart."""
+    for n in ast.walk(node):
+        if not isinstance(n, _PURE_NODES):
+            return False
+        if isinstance(n, ast.Attribute) and n.attr.startswith("_"):
+            return False
+        if isinstance(n, ast.Name) and n.id.startswith("_"):
+            return False
+        if isinstance(n, ast.Call) and not (
+            isinstance(n.func, ast.Attribute) and n.func.attr in _PURE_CALLS
+        ):
+            return False
+    return isinstance(node, ast.Name | ast.Attribute | ast.Subscript | ast.Call)

@@ -28,11 +28,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..kernel_state.expressions import expression_json
+from ..kernel_state.expressions import expression_json, kernel_call
 from ..llm.view import render_cell
 from ..results import CellResult
 from .answers import FormatSpec
-from .code_text import parse_python
+from .code_text import parse_python, reads_only
 from .every_row import COUNT_ASKED, printed_counts
 from .slots import FILLED, quoted
 
@@ -70,20 +70,6 @@ _ON_RECEIVER = frozenset({"quantile", "std", "mean", "describe", "median"})
 _ON_ARGUMENT = frozenset({"zscore", "percentile", "nanpercentile", "quantile", "iqr"})
 #: names a module goes by, not a series (``np.quantile(s, 0.25)``)
 _MODULES = frozenset({"np", "numpy", "pd", "pandas", "stats", "scipy", "st", "sp"})
-#: methods that read without changing what they read
-_PURE_CALLS = frozenset(
-    {
-        "dropna", "astype", "abs", "isna", "notna", "isnull", "notnull", "isin", "between",
-        "startswith", "endswith", "contains", "strip", "lower", "upper", "to_numeric",
-        "fillna", "copy", "squeeze", "eq", "ne", "lt", "le", "gt", "ge",
-    }
-)  # fmt: skip
-_PURE_NODES = (
-    ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.Slice, ast.Compare, ast.BoolOp,
-    ast.BinOp, ast.UnaryOp, ast.Tuple, ast.List, ast.Call, ast.keyword, ast.expr_context,
-    ast.boolop, ast.operator, ast.unaryop, ast.cmpop,
-)  # fmt: skip
-
 #: the kernel's side: the rule on one series, every reading of it the task allows
 _RULE_SOURCE = """
 def result(values, kind, ks, ddofs):
@@ -196,10 +182,7 @@ def rule_probe(rule: Rule, code: str) -> dict[str, str]:
     (none when it names none without side effects)."""
     kind, ks, ddofs = repr(rule.kind), repr(rule.ks), repr(rule.ddofs)
     return {
-        f"{_KEY}{i}": (
-            "__import__('json').dumps((lambda _ka_g: (exec(" + repr(_RULE_SOURCE) + ", _ka_g), "
-            f"_ka_g['result'](({series}), {kind}, {ks}, {ddofs}))[1])({{}}))"
-        )
+        f"{_KEY}{i}": kernel_call(_RULE_SOURCE, f"({series}), {kind}, {ks}, {ddofs}")
         for i, series in enumerate(_series(code))
     }
 
@@ -257,25 +240,8 @@ def _series(code: str) -> list[str]:
             for n in ast.walk(c)
             if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant)
         ]
-    texts = [ast.unparse(node) for node in found if _pure(node)]
+    texts = [ast.unparse(node) for node in found if reads_only(node)]
     return [t for t in dict.fromkeys(texts) if len(t) <= _EXPR_CHARS][:_SERIES]
-
-
-def _pure(node: ast.AST) -> bool:
-    """Whether evaluating ``node`` again reads only: no call but the pure methods, no
-    private attribute, a name or column at its heart."""
-    for n in ast.walk(node):
-        if not isinstance(n, _PURE_NODES):
-            return False
-        if isinstance(n, ast.Attribute) and n.attr.startswith("_"):
-            return False
-        if isinstance(n, ast.Name) and n.id.startswith("_"):
-            return False
-        if isinstance(n, ast.Call) and not (
-            isinstance(n.func, ast.Attribute) and n.func.attr in _PURE_CALLS
-        ):
-            return False
-    return isinstance(node, ast.Name | ast.Attribute | ast.Subscript | ast.Call)
 
 
 # ------------------------------------------------------------------ the kernel's answer

@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MAX_EXPRESSION_CHARS", "expression_string", "expression_json"]
+__all__ = ["MAX_EXPRESSION_CHARS", "expression_json", "expression_string", "kernel_call"]
 
 #: the longest ``text/plain`` answer parsed (the namespace summary is ~40 KB at most)
 MAX_EXPRESSION_CHARS = 200_000
@@ -53,3 +53,13 @@ def expression_json(bundle: Any, limit: int = MAX_EXPRESSION_CHARS) -> Any:
         return json.loads(text)
     except Exception:  # ValueError, RecursionError
         return None
+
+
+def kernel_call(source: str, arguments: str) -> str:
+    """A ``user_expression`` that defines ``source``'s ``result`` function in a namespace of
+    its own (nothing of the user's is touched) and gives ``json.dumps(result(arguments))``:
+    read its answer with :func:`expression_json`."""
+    return (
+        "__import__('json').dumps((lambda _ka_g: (exec(" + repr(source) + ", _ka_g), "
+        f"_ka_g['result']({arguments}))[1])({{}}))"
+    )

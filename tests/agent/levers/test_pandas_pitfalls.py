@@ -418,6 +418,36 @@ def test_rows_missing_any_value_counted_in_one_column_are_noted_and_wait(fake_ll
     fake_llm.assert_drained()
 
 
+WIND = "Yr Mo Dy RPT\n" + "".join(
+    f"{61 + i // 12} {1 + i % 12} 1 {5 + (i * 7) % 23}.5\n" for i in range(120)
+)
+WIND_1965 = (
+    "Using the file wind.data (years written with two digits): on how many days in 1965 "
+    "was RPT above 20?\nGive the final answer in this format: @days[count]"
+)
+FOUR_DIGITS = (
+    "import pandas as pd\ndf = pd.read_csv('wind.data', sep=r'\\s+')\n"
+    "print(f\"@days[{((df['Yr'] == 1965) & (df['RPT'] > 20)).sum()}]\")"
+)
+
+
+def test_a_filter_no_row_meets_is_noted_with_the_column_range_and_waits(fake_llm, tmp_path):
+    """On a real kernel: the cell filtered a two-digit year column on 1965 and printed 0;
+    the condition, tested again in the kernel, meets no row, the note gives the column's
+    range, and the count of the next cell is the answer."""
+    expected = sum(1 for i in range(120) if 61 + i // 12 == 65 and 5 + (i * 7) % 23 + 0.5 > 20)
+    result = _run_on(
+        fake_llm, tmp_path / "wind.data", WIND, WIND_1965,
+        run_cell(FOUR_DIGITS),
+        run_cell("print(f\"@days[{((df['Yr'] == 65) & (df['RPT'] > 20)).sum()}]\")"),
+    )  # fmt: skip
+    seen = fake_llm.requests[1].last_user_text
+    assert "@days[0]" in seen and "no row meets `df['Yr'] == 1965` (0 of 120 rows)" in seen
+    assert "`df['Yr']` holds numbers from 61 to 70" in seen
+    assert expected > 0 and result.answer == f"@days[{expected}]"
+    fake_llm.assert_drained()
+
+
 @pytest.mark.parametrize(
     ("path", "body", "task", "code", "answer", "printed"),
     [
@@ -427,8 +457,9 @@ def test_rows_missing_any_value_counted_in_one_column_are_noted_and_wait(fake_ll
         ("groups.csv", GROUPS, CORR, EMPTIED, "@corr[nan]", "@corr[nan]"),
         ("pulse.csv", PULSE, PULSE_IQR, PERCENTILES, "unused", "@outliers[0]"),
         ("readings.csv", READINGS, INCOMPLETE, ONE_COLUMN, "unused", "@incomplete_days[10]"),
+        ("wind.data", WIND, WIND_1965, FOUR_DIGITS, "unused", "@days[0]"),
     ],
-    ids=["every-row", "nan", "nan-fences", "one-column-gaps"],
+    ids=["every-row", "nan", "nan-fences", "one-column-gaps", "empty-filter"],
 )  # fmt: skip
 def test_without_the_lever_the_slipped_value_is_the_answer(
     fake_llm, tmp_path, path, body, task, code, answer, printed

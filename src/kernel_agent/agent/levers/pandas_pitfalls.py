@@ -8,10 +8,12 @@ correlation, or a group's max where its mean was asked), normality read backward
 read), :mod:`..slot_kind`'s (a number with a fraction in a slot that asks a count),
 :mod:`..missing_rows`' (rows missing any value counted in one column),
 :mod:`..stated_rule`'s (a count or fence the task's outlier rule, recomputed in the
-kernel, does not give) and :mod:`..empty_value`'s (``nan`` or an empty table printed for
-an answer); this lever writes the notes, remembers the names that keep a questioned
-value, and sends an answer given right after a noted cell back once (and one that states
-a questioned value later, or a fraction for a count).
+kernel, does not give), :mod:`..empty_filter`'s (a condition of the cell's filter that no
+row meets, tested again in the kernel, under an empty or zero result) and
+:mod:`..empty_value`'s (``nan`` or an empty table printed for an answer); this lever
+writes the notes, remembers the names that keep a questioned value, and sends an answer
+given right after a noted cell back once (and one that states a questioned value later,
+or a fraction for a count).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import re
 from ...llm.view import render_cell
 from ...prompts import prompt
 from ...results import CellResult
+from ..empty_filter import empty_filter, filter_probe
 from ..empty_value import empty_note, empty_value
 from ..every_row import every_row_counted
 from ..missing_rows import one_column_missing
@@ -83,7 +86,7 @@ class PandasPitfalls(Lever):
 
     def probe(self, state: TaskState, code: str) -> dict[str, str]:
         rule = stated_rule(state.task)
-        return rule_probe(rule, code) if rule else {}
+        return {**(rule_probe(rule, code) if rule else {}), **filter_probe(code)}
 
     def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> str | None:
         if not cell.ok:
@@ -159,6 +162,8 @@ class PandasPitfalls(Lever):
         if counted := every_row_counted(state.task, cell, state.namespace):
             self.questioned[str(counted.whole.count)] = counted.note()
             return counted.note()
+        if no_row := empty_filter(cell):
+            return no_row.note()
         if empty := empty_value(state.task, cell):
             return empty_note(empty)
         return None
