@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from nbformat.v4 import new_output
 
-from kernel_agent.agent.empty_filter import empty_filter, filter_probe
+from kernel_agent.agent.empty_filter import empty_filter, filter_probe, refiltered
 from kernel_agent.results import CellResult
 
 NOW = datetime.now(timezone.utc)
@@ -47,7 +47,8 @@ def test_a_year_written_with_four_digits_on_a_two_digit_column_is_told_the_range
     code = "n = ((df['Yr'] == 1965) & (df['RPT'] > 20)).sum()\nprint(f'@days[{n}]')"
     note = noted(code, "@days[0]\n")
     assert note is not None and "no row meets `df['Yr'] == 1965` (0 of 180 rows)" in note
-    assert "`df['Yr']` holds numbers from 61 to 78" in note and "two-digit year" in note
+    assert "`df['Yr']` holds numbers from 61 to 78" in note
+    assert "Rows do meet `df['Yr'] == 65`: the data writes the value so" in note
 
 
 def test_a_value_spelt_otherwise_is_told_with_the_values_spelt_like_it():
@@ -55,6 +56,34 @@ def test_a_value_spelt_otherwise_is_told_with_the_values_spelt_like_it():
     note = noted(code, "nan\n")
     assert note is not None and "`df['loc']` holds the values 'SHA', 'DUB'" in note
     assert "36 missing values" in note and "spelt like the value asked: ' ROS'" in note
+    assert "Rows do meet `df['loc'] == ' ROS'`" in note
+
+
+def test_without_a_spelling_rows_meet_the_note_says_what_to_look_for():
+    note = noted("print(df[df['Yr'] > 2100]['RPT'].mean())", "nan\n")
+    assert note is not None and "Rows do meet" not in note and "two-digit year" in note
+    note = noted("print((df['loc'] == 'Galway').sum())", "0\n")
+    assert note is not None and "Rows do meet" not in note and "spelt like" not in note
+
+
+@pytest.mark.parametrize(
+    ("code", "instead", "expected"),
+    [
+        ("n = ((df['Yr'] == 1965) & (df.RPT > 20)).sum()\nprint(n)",
+         {"df['Yr'] == 1965": "df['Yr'] == 65"},
+         "n = ((df['Yr'] == 65) & (df.RPT > 20)).sum()\nprint(n)"),
+        ("a = df[df['loc'] == 'ros']; b = df[df['loc']  ==  'ros']\n",
+         {"df['loc'] == 'ros'": "df['loc'] == ' ROS'"},
+         "a = df[df['loc'] == ' ROS']; b = df[df['loc'] == ' ROS']\n"),
+        ("print('é', (df['Yr'] == 1965).sum())", {"df['Yr'] == 1965": "df['Yr'] == 65"},
+         "print('é', (df['Yr'] == 65).sum())"),
+        ("print((df['Yr'] == 1966).sum())", {"df['Yr'] == 1965": "df['Yr'] == 65"}, None),
+        ("print((df['Yr'] ==\n 1965).sum())", {"df['Yr'] == 1965": "df['Yr'] == 65"}, None),
+        ("print((df['Yr'] == 1965).sum()", {"df['Yr'] == 1965": "df['Yr'] == 65"}, None),
+    ],
+)  # fmt: skip
+def test_a_condition_sent_again_is_written_as_the_data_writes_its_value(code, instead, expected):
+    assert refiltered(code, instead) == expected
 
 
 @pytest.mark.parametrize(
@@ -151,3 +180,35 @@ def test_a_forged_answer_from_the_kernel_gives_no_note(answer):
         code, "ok", 1, outputs, None, NOW, NOW, user_expressions={"empty_filter_0": bundle}
     )
     assert empty_filter(cell) is None
+
+
+@pytest.mark.parametrize(
+    ("code", "instead"),
+    [
+        ("print((df['Yr'] == 1965).sum())", 1),  # not the year's two digits
+        ("print((df['Yr'] == 1965).sum())", True),
+        ("print((df['Yr'] == 1965).sum())", "65"),
+        ("print((df['Yr'] == 1865).sum())", 65),  # no year of 19xx or 20xx
+        ("print((df['loc'] == 'ros').sum())", "ros; import os"),  # not the same word
+        ("print((df['loc'] == 'ros').sum())", "ros"),  # the same text
+        ("print((df['loc'] == 'ros').sum())", " ROS" * 20),  # too long
+        ("print(df['loc'].isin(['ros']).sum())", " ROS"),  # no single compared literal
+    ],
+)
+def test_the_kernel_cannot_make_a_condition_the_host_would_not_write(code, instead):
+    """The kernel answers the spelling; the host takes it only where it is the rule's own
+    (a year's last two digits, the same text in another case or with spaces)."""
+    answer = {"n": 5, "hits": 0, "missing": 0, "kind": "number", "low": 1, "high": 2}
+    if isinstance(instead, str):
+        answer = {"n": 5, "hits": 0, "missing": 0, "kind": "text", "distinct": 1,
+                  "values": ["x"], "near": []}  # fmt: skip
+    bundle = {
+        "status": "ok",
+        "data": {"text/plain": repr(json.dumps({**answer, "instead": instead}))},
+    }
+    outputs = [new_output("stream", name="stdout", text="0")]
+    cell = CellResult(
+        code, "ok", 1, outputs, None, NOW, NOW, user_expressions={"empty_filter_0": bundle}
+    )
+    found = empty_filter(cell)
+    assert found is not None and found.instead is None

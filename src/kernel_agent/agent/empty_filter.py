@@ -55,7 +55,7 @@ _EMPTY_LINE = re.compile(
 
 #: the kernel's side: whether the condition holds anywhere, and if not what the column holds
 _FILTER_SOURCE = """
-def result(mask, column, literals):
+def result(mask, column, literals, retest):
     import numpy as np
     import pandas as pd
     if isinstance(mask, pd.DataFrame) or not isinstance(mask, (pd.Series, np.ndarray)):
@@ -73,33 +73,77 @@ def result(mask, column, literals):
     s = s.dropna()
     if not len(s):
         return dict(found, kind="empty")
+    def meets(value):
+        try:
+            again = np.asarray(retest(value))
+        except Exception:
+            return False
+        return again.dtype == bool and again.shape == m.shape and bool(again.any())
+
+    x = literals[0] if retest is not None and len(literals) == 1 else None
     if s.dtype.kind in "iuf":
-        return dict(found, kind="number", low=float(s.min()), high=float(s.max()))
+        found = dict(found, kind="number", low=float(s.min()), high=float(s.max()))
+        if isinstance(x, int) and 1900 <= x < 2100 and meets(x % 100):
+            found["instead"] = x % 100  # a two-digit year
+        return found
     if s.dtype.kind in "mM":
         return dict(found, kind="date", low=str(s.min())[:40], high=str(s.max())[:40])
     counts = s.astype(str).value_counts()
-    words = [str(x).strip().lower() for x in literals if str(x).strip()]
+    words = [str(w).strip().lower() for w in literals if isinstance(w, str) and w.strip()]
     near = [v for v in counts.index[:5000]
             if any(w in v.lower() or v.strip().lower() in w for w in words if v.strip())]
-    return dict(found, kind="text", distinct=int(len(counts)),
-                values=[v[:40] for v in counts.index[:8]], near=[v[:40] for v in near[:3]])
+    found = dict(found, kind="text", distinct=int(len(counts)),
+                 values=[v[:40] for v in counts.index[:8]], near=[v[:40] for v in near[:3]])
+    if isinstance(x, str):
+        spelt = [v for v in near if v.strip().lower() == x.strip().lower()]
+        if len(spelt) == 1 and len(spelt[0]) <= 40 and meets(spelt[0]):
+            found["instead"] = spelt[0]  # the same word, in another case or with spaces
+    return found
 """
+
+
+Literal = int | float | str
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A test of a column against literals in the model's code: its text, the column's,
+    the literals, and (with one literal) the test as a function of that literal, which
+    the kernel calls with the data's spelling of the value."""
+
+    test: str
+    column: str
+    literals: tuple[Literal, ...]
+    retest: str | None
+
+    def probe(self) -> str:
+        arguments = f"({self.test}), ({self.column}), {self.literals!r}, {self.retest or 'None'}"
+        return kernel_call(_FILTER_SOURCE, arguments)
 
 
 @dataclass(frozen=True)
 class NoRow:
-    """A condition no row meets: its code, the rows it was tested on, the column's missing
-    values, and what the column holds, said in words."""
+    """A condition no row meets: its code, the rows it was tested on, what the column holds
+    (in words), and the condition with the value as the data writes it, when the kernel
+    found one rows meet."""
 
     condition: str
     column: str
     rows: int
     holds: str
+    instead: str | None = None
 
     def note(self) -> str:
-        return (
+        head = (
             f"Note: no row meets `{self.condition}` (0 of {self.rows:,} rows), so what this "
             f"cell printed is computed from nothing. `{self.column}` holds {self.holds}. "
+        )
+        if self.instead:
+            return head + (
+                f"Rows do meet `{self.instead}`: the data writes the value so. Run the cell "
+                "again with that condition."
+            )
+        return head + (
             "If the task's value is written another way in the data (another case or "
             "spelling, a code, a unit, a two-digit year, a number stored as text), filter on "
             "the data's form and run the cell again; if the task really asks about rows "
@@ -109,10 +153,7 @@ class NoRow:
 
 def filter_probe(code: str) -> dict[str, str]:
     """``user_expressions`` that test each condition of ``code`` again, after the cell."""
-    return {
-        f"{_KEY}{i}": kernel_call(_FILTER_SOURCE, f"({test}), ({column}), {literals!r}")
-        for i, (test, column, literals) in enumerate(_conditions(code))
-    }
+    return {f"{_KEY}{i}": c.probe() for i, c in enumerate(_conditions(code))}
 
 
 def empty_filter(cell: CellResult) -> NoRow | None:
@@ -120,21 +161,42 @@ def empty_filter(cell: CellResult) -> NoRow | None:
     printed an empty or zero result; else None."""
     if not cell.ok or not _EMPTY_LINE.search(render_cell(cell, budget=4000).text):
         return None
-    for i, (test, column, _) in enumerate(_conditions(cell.code)):
+    for i, condition in enumerate(_conditions(cell.code)):
         answer = expression_json(cell.user_expressions.get(f"{_KEY}{i}"), _ANSWER_CHARS)
-        if (found := _no_row(test, column, answer)) is not None:
+        if (found := _no_row(condition, answer)) is not None:
             return found
     return None
 
 
+def refiltered(code: str, instead: Mapping[str, str]) -> str | None:
+    """``code`` with each condition ``instead`` names (by its text) written as it says:
+    the model sent again a condition the kernel found no row meets, where rows meet the
+    value as the data writes it. None when ``code`` has none of them."""
+    tree = parse_python(code)
+    if tree is None or not instead:
+        return None
+    lines = code.splitlines(keepends=True)
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare | ast.Call) and (new := instead.get(ast.unparse(node))):
+            if node.lineno == node.end_lineno and node.end_col_offset is not None:
+                spans.append((node.lineno - 1, node.col_offset, node.end_col_offset, new))
+    if not spans:
+        return None
+    for row, start, end, new in sorted(spans, reverse=True):  # right to left: offsets hold
+        line = lines[row].encode()
+        lines[row] = (line[:start] + new.encode() + line[end:]).decode()
+    return "".join(lines)
+
+
 # ------------------------------------------------------------------ the conditions
-def _conditions(code: str) -> list[tuple[str, str, tuple[str, ...]]]:
-    """``(condition, column, literals)`` for each test of a column against literals in
-    ``code`` that reads only, in order, at most :data:`_CONDITIONS`."""
+def _conditions(code: str) -> list[Condition]:
+    """Each test of a column against literals in ``code`` that reads only, in order, at
+    most :data:`_CONDITIONS`."""
     tree = parse_python(code)
     if tree is None:
         return []
-    found: dict[str, tuple[str, str, tuple[str, ...]]] = {}
+    found: dict[str, Condition] = {}
     for node in ast.walk(tree):
         split = _split(node)
         if split is None or not reads_only(split[0]):
@@ -142,13 +204,31 @@ def _conditions(code: str) -> list[tuple[str, str, tuple[str, ...]]]:
         column, literals = split
         test, column_text = ast.unparse(node), ast.unparse(column)
         if len(test) <= _EXPR_CHARS and len(column_text) <= _EXPR_CHARS:
-            found.setdefault(test, (test, column_text, literals))
+            found.setdefault(test, Condition(test, column_text, literals, _retest(node)))
     return list(found.values())[:_CONDITIONS]
 
 
-def _split(node: ast.AST) -> tuple[ast.expr, tuple[str, ...]] | None:
-    """The column ``node`` tests and the text literals it tests it against, when ``node``
-    is a test of one column against literals only; else None."""
+def _retest(node: ast.AST) -> str | None:
+    """``lambda _ka_v: <node with its one literal replaced by _ka_v>``, for a comparison
+    of a column with one literal (the sign kept out: ``-5`` is not retested); else None."""
+    if not isinstance(node, ast.Compare):
+        return None
+    sides = [node.left, node.comparators[0]]
+    at = [i for i, side in enumerate(sides) if _one_literal(side)]
+    if len(at) != 1:
+        return None
+    sides[at[0]] = ast.Name("_ka_v", ast.Load())
+    again = ast.Compare(sides[0], node.ops, [sides[1]])
+    return f"(lambda _ka_v: ({ast.unparse(again)}))"
+
+
+def _one_literal(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float, str)
+
+
+def _split(node: ast.AST) -> tuple[ast.expr, tuple[Literal, ...]] | None:
+    """The column ``node`` tests and the literals it tests it against, when ``node`` is a
+    test of one column against literals only; else None."""
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
         left, right = node.left, node.comparators[0]
         for column, other in ((left, right), (right, left)):
@@ -174,13 +254,14 @@ def _column(node: ast.expr) -> bool:
     return isinstance(node, ast.Subscript | ast.Attribute | ast.Call | ast.Name)
 
 
-def _literals(node: ast.expr) -> tuple[str, ...] | None:
-    """The texts of a literal (a number, a text, a date string, or a list of them), or None
-    when ``node`` is not one."""
+def _literals(node: ast.expr) -> tuple[Literal, ...] | None:
+    """The values of a literal (a number, a text, a date string, or a list of them), or
+    None when ``node`` is not one."""
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        node = node.operand
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float, str):
-        return (node.value,) if isinstance(node.value, str) else ()
+        inner = _literals(node.operand)
+        return None if inner is None else tuple(-v for v in inner if not isinstance(v, str))
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float | str):
+        return () if isinstance(node.value, bool) else (node.value,)
     if isinstance(node, ast.List | ast.Tuple | ast.Set) and 0 < len(node.elts) <= 50:
         parts = [_literals(e) for e in node.elts]
         if any(p is None for p in parts):
@@ -190,11 +271,12 @@ def _literals(node: ast.expr) -> tuple[str, ...] | None:
 
 
 # ------------------------------------------------------------------ the kernel's answer
-def _no_row(test: str, column: str, answer: Any) -> NoRow | None:
-    """The kernel's answer for ``test`` as a :class:`NoRow`, when it says no row meets it
-    and every field has the shape asked; else None."""
+def _no_row(condition: Condition, answer: Any) -> NoRow | None:
+    """The kernel's answer for ``condition`` as a :class:`NoRow`, when it says no row meets
+    it and every field has the shape asked; else None."""
     if not isinstance(answer, Mapping) or answer.get("hits") != 0:
         return None
+    test, column = condition.test, condition.column
     rows, missing, kind = answer.get("n"), answer.get("missing"), answer.get("kind")
     if not (_count(rows) and rows > 0 and _count(missing) and missing <= rows):
         return None
@@ -205,7 +287,8 @@ def _no_row(test: str, column: str, answer: Any) -> NoRow | None:
         low, high = answer.get("low"), answer.get("high")
         if not (_finite(low) and _finite(high)):
             return None
-        return NoRow(test, column, rows, f"numbers from {_number(low)} to {_number(high)}{gaps}")
+        holds = f"numbers from {_number(low)} to {_number(high)}{gaps}"
+        return NoRow(test, column, rows, holds, _instead(condition, answer.get("instead")))
     if kind == "date":
         low, high = answer.get("low"), answer.get("high")
         if not (_text(low) and _text(high)):
@@ -219,7 +302,31 @@ def _no_row(test: str, column: str, answer: Any) -> NoRow | None:
     holds = f"the values {shown}{more}{gaps}"
     if near:
         holds += "; spelt like the value asked: " + ", ".join(repr(v) for v in near)
-    return NoRow(test, column, rows, holds)
+    return NoRow(test, column, rows, holds, _instead(condition, answer.get("instead")))
+
+
+def _instead(condition: Condition, value: Any) -> str | None:
+    """``condition`` with its one literal written as the kernel found the data writes it,
+    when the kernel's value is one the host would have tried itself: the two-digit form
+    of a year, or the same text in another case or with spaces around it."""
+    if condition.retest is None or len(condition.literals) != 1:
+        return None
+    (asked,) = condition.literals
+    if isinstance(asked, int) and not isinstance(value, bool) and 1900 <= asked < 2100:
+        ok = isinstance(value, int) and value == asked % 100
+    elif isinstance(asked, str) and _text(value):
+        ok = value != asked and value.strip().lower() == asked.strip().lower()
+    else:
+        ok = False
+    if not ok:
+        return None
+    node = ast.parse(condition.test, mode="eval").body
+    assert isinstance(node, ast.Compare)
+    if _one_literal(node.left):
+        node.left = ast.Constant(value)
+    else:
+        node.comparators = [ast.Constant(value)]
+    return ast.unparse(node)
 
 
 def _count(value: Any) -> TypeGuard[int]:

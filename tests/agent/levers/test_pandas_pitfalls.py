@@ -444,7 +444,25 @@ def test_a_filter_no_row_meets_is_noted_with_the_column_range_and_waits(fake_llm
     seen = fake_llm.requests[1].last_user_text
     assert "@days[0]" in seen and "no row meets `df['Yr'] == 1965` (0 of 120 rows)" in seen
     assert "`df['Yr']` holds numbers from 61 to 70" in seen
+    assert "Rows do meet `df['Yr'] == 65`" in seen
     assert expected > 0 and result.answer == f"@days[{expected}]"
+    fake_llm.assert_drained()
+
+
+def test_the_same_filter_sent_again_runs_with_the_value_as_the_data_writes_it(fake_llm, tmp_path):
+    """The bundled model sent the cell again unchanged under the note: it runs with the
+    condition rows meet, and its count is the answer; the notebook keeps the code that
+    ran, marked with the lever."""
+    expected = sum(1 for i in range(120) if 61 + i // 12 == 65 and 5 + (i * 7) % 23 + 0.5 > 20)
+    result = _run_on(
+        fake_llm, tmp_path / "wind.data", WIND, WIND_1965, run_cell(FOUR_DIGITS),
+        run_cell(FOUR_DIGITS.replace("import pandas as pd\n", "")),
+    )  # fmt: skip
+    assert expected > 0 and result.answer == f"@days[{expected}]"
+    nb = nbformat.read(result.notebook, as_version=4)
+    rewritten = [c for c in nb.cells if c.cell_type == "code"][-1]
+    assert "df['Yr'] == 65" in rewritten.source and "1965" not in rewritten.source
+    assert "pandas_pitfalls" in rewritten.metadata["kernel_agent"]["lever"]
     fake_llm.assert_drained()
 
 

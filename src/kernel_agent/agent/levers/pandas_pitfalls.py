@@ -9,7 +9,8 @@ read), :mod:`..slot_kind`'s (a number with a fraction in a slot that asks a coun
 :mod:`..missing_rows`' (rows missing any value counted in one column),
 :mod:`..stated_rule`'s (a count or fence the task's outlier rule, recomputed in the
 kernel, does not give), :mod:`..empty_filter`'s (a condition of the cell's filter that no
-row meets, tested again in the kernel, under an empty or zero result) and
+row meets, tested again in the kernel, under an empty or zero result: a cell that sends
+it again runs with the value as the data writes it, where the kernel found one) and
 :mod:`..empty_value`'s (``nan`` or an empty table printed for an answer); this lever
 writes the notes, remembers the names that keep a questioned value, and sends an answer
 given right after a noted cell back once (and one that states a questioned value later,
@@ -23,7 +24,7 @@ import re
 from ...llm.view import render_cell
 from ...prompts import prompt
 from ...results import CellResult
-from ..empty_filter import empty_filter, filter_probe
+from ..empty_filter import empty_filter, filter_probe, refiltered
 from ..empty_value import empty_note, empty_value
 from ..every_row import every_row_counted
 from ..missing_rows import one_column_missing
@@ -64,6 +65,8 @@ class PandasPitfalls(Lever):
         self.noted: dict[str, str] = {}
         #: values a note questioned, as printed -> that note (an answer stating one later)
         self.questioned: dict[str, str] = {}
+        #: conditions no row met -> the same with the value as the data writes it
+        self.refilter: dict[str, str] = {}
 
     def check_answer(self, state: TaskState, answer: str) -> Ask | None:
         if state.doubts:
@@ -83,6 +86,12 @@ class PandasPitfalls(Lever):
                 notice="the answer gives a number with a fraction for a count; asking again",
             )
         return None
+
+    def rewrite(self, state: TaskState, code: str) -> tuple[str, str] | None:
+        # a condition a note showed meets no row, sent again: run it as the data writes
+        # the value (the bundled model re-sent the cell unchanged under the note)
+        fixed = refiltered(code, self.refilter)
+        return (fixed, "") if fixed is not None else None
 
     def probe(self, state: TaskState, code: str) -> dict[str, str]:
         rule = stated_rule(state.task)
@@ -163,6 +172,8 @@ class PandasPitfalls(Lever):
             self.questioned[str(counted.whole.count)] = counted.note()
             return counted.note()
         if no_row := empty_filter(cell):
+            if no_row.instead:
+                self.refilter[no_row.condition] = no_row.instead
             return no_row.note()
         if empty := empty_value(state.task, cell):
             return empty_note(empty)
