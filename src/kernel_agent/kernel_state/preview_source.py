@@ -385,6 +385,12 @@ def _table(df, label, note):
     few = _few_values(df, shown)
     if few:
         lines.append("  few distinct values: " + few)
+    try:
+        named_values = _named_values(df)
+    except Exception:
+        named_values = ""
+    if named_values:
+        lines.append("  values the task names (a filter must match them exactly): " + named_values)
     if rows:
         named = _named(df.columns) if cols > FOCUS_OVER else []
         rows_of = df[named] if named else df
@@ -458,6 +464,37 @@ def _few_values(df, columns):
             continue
         parts.append(f"{str(c)!r} " + ", ".join(texts))
     text = "; ".join(parts)
+    return text if len(text) <= 400 else text[:396].rsplit("; ", 1)[0] + "; ..."
+
+def _named_values(df):
+    """The values of text columns the task names, as the data writes them, with their
+    rows, e.g. "'Species ' 'Adelie Penguin (Pygoscelis adeliae)' (152 rows)": a value
+    written in the task (any case), or one whose first word the task writes (the task's
+    'Adelie' for 'Adelie Penguin (...)'). A column whose every value is named is left out
+    (the task lists the cases, it selects none)."""
+    if not FOCUS or not len(df):
+        return ""
+    task = " " + re.sub(r"\s+", " ", FOCUS.lower()) + " "
+    words = set(re.findall(r"[a-z][\w'-]{3,}", task))
+    parts = []
+    for c in df.columns[:200]:
+        values = _text_values(df[c])
+        if values is None or not len(values):
+            continue
+        counts = values.astype(str).value_counts()
+        if not 1 < len(counts) <= 1000:
+            continue
+        named = []
+        for value, n in counts.items():
+            key = re.sub(r"\s+", " ", value.strip().lower())
+            first = key.split(" ")[0] if key else ""
+            whole = len(key) >= 3 and re.search(r"(?<![\w])" + re.escape(key) + r"(?![\w])", task)
+            if whole or (first != key and len(first) >= 4 and first in words):
+                named.append((value, int(n)))
+        if named and len(named) < len(counts) and len(named) <= 4:
+            shown = ", ".join(f"{v[:60]!r} ({n} rows)" for v, n in named)
+            parts.append(f"{str(c)!r} {shown}")
+    text = "; ".join(parts[:4])
     return text if len(text) <= 400 else text[:396].rsplit("; ", 1)[0] + "; ..."
 
 def _mentioned(columns):
