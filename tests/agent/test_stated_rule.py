@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from nbformat.v4 import new_output
 
-from kernel_agent.agent.stated_rule import Rule, rule_note, rule_probe, stated_rule
+from kernel_agent.agent.stated_rule import Rule, recounts_of, rule_note, rule_probe, stated_rule
 from kernel_agent.results import CellResult
 
 IQR_TASK = (
@@ -225,3 +225,18 @@ def test_the_series_a_quantile_is_computed_on_comes_before_one_a_mean_is():
     assert [("df['wind']" in e, "df['day']" in e, "df['Pulse']" in e) for e in probe.values()] == [
         (True, False, False), (False, True, False), (False, False, True)
     ]  # fmt: skip
+
+
+def test_a_count_printed_by_a_cell_that_names_no_series_is_held_against_the_last_recount():
+    """The model computed the fences on a column, then printed a count kept in a name (the
+    held-out msleep run printed a sum of the column as the count): the recount of the
+    cell that named the series is what the later count is held against."""
+    fences = ran("q1, q3 = df['wind'].quantile(0.25), df['wind'].quantile(0.75)", "", IQR_TASK)
+    later = ran("print(f'@outliers[{total}]')", "@outliers[13789]\n", IQR_TASK)
+    rule = stated_rule(IQR_TASK)
+    assert rule is not None and rule_note(IQR_TASK, rule, later) is None  # nothing to hold
+    found = rule_note(IQR_TASK, rule, later, recounts_of(fences))
+    assert found is not None and found.printed == "13789"
+    assert f"gives {_iqr(DF['wind'])[0]}" in found.note and "on `df['wind']`" in found.note
+    right = ran("print(f'@outliers[{n}]')", f"@outliers[{_iqr(DF['wind'])[0]}]\n", IQR_TASK)
+    assert rule_note(IQR_TASK, rule, right, recounts_of(fences)) is None

@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -36,7 +36,9 @@ from .code_text import parse_python, reads_only
 from .every_row import COUNT_ASKED, printed_counts
 from .slots import FILLED, quoted
 
-__all__ = ["Contradiction", "Recount", "Rule", "rule_note", "rule_probe", "stated_rule"]
+__all__ = [
+    "Contradiction", "Recount", "Rule", "recounts_of", "rule_note", "rule_probe", "stated_rule",
+]  # fmt: skip
 
 _KEY = "stated_rule_"  # user_expressions keys: stated_rule_0, stated_rule_1, ...
 _SERIES = 3  # series recomputed a cell
@@ -187,10 +189,13 @@ def rule_probe(rule: Rule, code: str) -> dict[str, str]:
     }
 
 
-def rule_note(task: str, rule: Rule, cell: CellResult) -> Contradiction | None:
+def rule_note(
+    task: str, rule: Rule, cell: CellResult, earlier: Sequence[Recount] = ()
+) -> Contradiction | None:
     """The first count (or fence) ``cell`` printed for ``task`` that ``rule`` does not give
-    on any series the kernel recomputed it on, with its note; else None."""
-    recounts = _recounts(cell)
+    on any series the kernel recomputed it on after ``cell`` (or, where the cell names no
+    series, after the last cell that did: ``earlier``), with its note; else None."""
+    recounts = recounts_of(cell) or list(earlier)
     if not recounts:
         return None
     first = recounts[0]
@@ -245,8 +250,9 @@ def _series(code: str) -> list[str]:
 
 
 # ------------------------------------------------------------------ the kernel's answer
-def _recounts(cell: CellResult) -> list[Recount]:
-    """The kernel's recounts, in the order asked; an answer of the wrong shape is none."""
+def recounts_of(cell: CellResult) -> list[Recount]:
+    """The kernel's recounts after ``cell``, in the order asked; an answer of the wrong
+    shape is none."""
     found = []
     series = _series(cell.code)
     for i, source in enumerate(series):

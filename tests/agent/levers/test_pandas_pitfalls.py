@@ -321,6 +321,25 @@ def test_a_count_the_stated_rule_does_not_give_is_noted_with_the_kernels_recount
     fake_llm.assert_drained()
 
 
+def test_a_count_kept_in_a_name_is_held_against_the_recount_of_an_earlier_cell(fake_llm, tmp_path):
+    """On a real kernel: the first cell computed the quartiles of the column (the rule is
+    recounted there); the next printed a sum as the count, from names only: it is held
+    against that recount, noted, and the count of the cell after is the answer."""
+    expected = _pulse_outliers()
+    total = sum(70 + (i * 37 % 23) - (40 if i in (5, 50) else 0) for i in range(60) if i % 9)
+    result = _run_on(
+        fake_llm, tmp_path / "pulse.csv", PULSE, PULSE_IQR,
+        run_cell("import pandas as pd\ndf = pd.read_csv('pulse.csv')\ns = df['Pulse'].dropna()\n"
+                 "q1, q3 = s.quantile(0.25), s.quantile(0.75)\nprint(q1, q3)"),
+        run_cell("total = s.sum()\nprint(f'@outliers[{int(total)}]')"),
+        run_cell("print(f'@outliers[{((s < q1 - 1.5 * (q3 - q1)) | (s > q3 + 1.5 * (q3 - q1))).sum()}]')"),
+    )  # fmt: skip
+    seen = fake_llm.requests[2].last_user_text
+    assert f"@outliers[{total}]" in seen and f"gives {expected}" in seen
+    assert result.answer == f"@outliers[{expected}]"
+    fake_llm.assert_drained()
+
+
 def test_an_answer_stating_the_questioned_count_after_a_recount_goes_back_once(fake_llm, tmp_path):
     """The model ran the rule the note gave, which printed the right count, and then
     answered with the count the note questioned (the bundled model did, on the eval's

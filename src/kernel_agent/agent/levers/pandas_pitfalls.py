@@ -45,7 +45,7 @@ from ..pitfalls import (
 )
 from ..slot_kind import not_a_count
 from ..state import Ask, TaskState
-from ..stated_rule import rule_note, rule_probe, stated_rule
+from ..stated_rule import Recount, recounts_of, rule_note, rule_probe, stated_rule
 from .base import AskBudget, Lever
 
 __all__ = ["PandasPitfalls"]
@@ -67,6 +67,9 @@ class PandasPitfalls(Lever):
         self.questioned: dict[str, str] = {}
         #: conditions no row met -> the same with the value as the data writes it
         self.refilter: dict[str, str] = {}
+        #: the stated rule, recomputed after the last cell that named its series (a later
+        #: cell that prints a count from a kept name is held against it)
+        self.recounts: list[Recount] = []
 
     def check_answer(self, state: TaskState, answer: str) -> Ask | None:
         if state.doubts:
@@ -100,6 +103,8 @@ class PandasPitfalls(Lever):
     def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> str | None:
         if not cell.ok:
             return None
+        if stated_rule(state.task) and (fresh := recounts_of(cell)):
+            self.recounts = fresh
         note = self._note(state, cell)
         if note is None and (again := shown_names(cell.code, set(self.noted))):
             earlier = self.noted[again[0]].removeprefix("Note: ")
@@ -163,7 +168,8 @@ class PandasPitfalls(Lever):
             )
             self.noted.update(dict.fromkeys(set().union(*(n for _, _, n in counts)), note))
             return note
-        if (rule := stated_rule(state.task)) and (recounted := rule_note(state.task, rule, cell)):
+        rule = stated_rule(state.task)
+        if rule and (recounted := rule_note(state.task, rule, cell, self.recounts)):
             self.questioned[recounted.printed] = recounted.note
             return recounted.note
         if one_column := one_column_missing(state.task, cell.code):
