@@ -3,7 +3,9 @@ printed text, and the model's answer may quote anything a cell printed. Hostile 
 rewritten by regular expressions and stored in the transcript.
 
 The property: whatever the answer holds, the rewrite never raises, makes no value more than
-two characters longer (``1992/4/30`` is ``1992-04-30``), leaves an answer over the bound untouched, and finishes at once on the shapes
+two characters longer (``1992/4/30`` is ``1992-04-30``), adds at most one slot the task asks
+and the answer left out per slot name, of at most 100 characters of printed value, leaves
+an answer over the bound untouched, and finishes at once on the shapes
 that make a backtracking pattern slow (long runs of digits, dots, month names, unclosed
 reprs). The payloads are random and were written for no one rewrite.
 """
@@ -47,8 +49,10 @@ def test_a_hostile_answer_is_rewritten_safely(seed):
     printed = _payload(rng, rng.choice([50, 5_000, 10 * MAX_CHARS]))  # a cell's output too
     for task in TASKS:
         out, done = in_asked_form(task, answer, printed if rng.random() < 0.5 else answer)
-        assert all(len(r.asked) <= len(r.written) + 2 for r in done)  # 1992/4/30: +1
-        assert len(out) <= len(answer) + 2 * len(done)
+        added = [r for r in done if not r.written]  # a left-out slot, filled from the printed
+        assert len(added) <= 2 and all(len(r.asked) <= len("@start[]") + 100 for r in added)
+        assert all(len(r.asked) <= len(r.written) + 2 for r in done if r.written)  # 1992/4/30
+        assert len(out) <= len(answer) + 2 * len(done) + sum(len(r.asked) + 1 for r in added)
 
 
 @pytest.mark.timeout(60)

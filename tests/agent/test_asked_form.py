@@ -144,6 +144,36 @@ def test_a_number_misgrouped_is_written_as_the_cell_printed_it():
         assert in_asked_form("How many?", kept, printed) == (kept, []), kept
 
 
+def test_a_slot_the_answer_left_out_is_added_as_a_cell_last_printed_it():
+    """The held-out msleep IQR run printed the fence with a wrong count, then fixed the
+    count in cells that printed it alone, and answered "@outliers[11]" (2026-12-07)."""
+    task = "How many outliers, and the upper fence?\n@outliers[integer] @upper_fence[value]"
+    printed = "@outliers[13789]\n@upper_fence[104.11]\n@outliers[11]\n"
+    out, done = in_asked_form(task, "@outliers[11]", printed)
+    assert out == "@outliers[11] @upper_fence[104.11]"
+    assert [r.describe() for r in done] == [
+        "'' as @upper_fence[104.11] (an asked slot the answer left out, as a cell printed it)"
+    ]
+    later = printed + "@upper_fence[104.114]\n"  # the last printed value
+    assert in_asked_form(task, "@outliers[11]", later)[0] == "@outliers[11] @upper_fence[104.114]"
+
+
+@pytest.mark.parametrize(
+    ("answer", "printed"),
+    [
+        ("@outliers[11]", "@outliers[11]\n"),  # never printed
+        ("@outliers[11]", "@upper_fence[nan]\n"),  # printed as no value
+        ("@outliers[11]", "@upper_fence[]\n"),  # printed empty
+        ("@outliers[11]", "@upper_fence[" + "1" * 101 + "]\n"),  # no single value
+        ("There are 11 outliers.", "@upper_fence[104.11]\n"),  # not an answer in slots
+        ("@outliers[11] @upper_fence[99]", "@upper_fence[104.11]\n"),  # given: kept
+    ],
+)
+def test_a_left_out_slot_is_added_only_from_a_printed_value(answer, printed):
+    task = "How many outliers, and the upper fence?\n@outliers[integer] @upper_fence[value]"
+    assert in_asked_form(task, answer, printed) == (answer, [])
+
+
 def test_each_rewrite_is_reported():
     _, done = in_asked_form(ISO + " " + ROUND, "April 30, 1992 with 3.14159")
     assert [(r.written, r.asked) for r in done] == [
@@ -224,3 +254,17 @@ def test_a_misgrouped_number_in_the_models_answer_goes_out_as_printed(fake_llm, 
         ("There are 2,992 weeks.", "There are 29,92 weeks."),
         ("There are 29,92 weeks.", None),
     ]
+
+
+def test_a_slot_the_models_answer_left_out_goes_out_as_a_cell_printed_it(fake_llm, tmp_path):
+    """On a real kernel, with the levers on: the cell printed the date in its slot and not
+    the count, the model answered the count alone; the answer goes out with the date, and
+    the transcript keeps the answer as written."""
+    code = READ + "print(f\"@date[{df['death_date'].value_counts().idxmax():%Y-%m-%d}]\")"
+    task = (
+        "Using the file riots.csv: on which date did most deaths occur, and how many rows "
+        "are there?\nGive the final answer in this format: @date[YYYY-MM-DD] @rows[integer]"
+    )
+    result, answer = _run(fake_llm, tmp_path, task, code, "@rows[4]")
+    assert result.answer == "@rows[4] @date[1992-04-30]"
+    assert answer.metadata["kernel_agent"]["as_answered"] == "@rows[4]"

@@ -75,6 +75,10 @@ _SLOT_DATE = re.compile(r"^\s*([12]\d{3})(?:-\d{2}(?:-\d{2})?|\.0+)\s*$")
 #: a whole number whose commas do not group thousands (``29,92``, ``1,0000``); a decimal
 #: comma reads so too, so it is rewritten only where a cell printed its digits as one number
 _MISGROUPED = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d+)+)(?![\w,]|\.\d)")
+#: the longest printed value a left-out slot is filled with
+_SLOT_CHARS = 100
+#: how pandas and numpy print no value (a slot printed so fills nothing)
+_NO_VALUE = re.compile(r"(?i)(?:np\.float64\()?(?:nan|nat|<na>|none)\)?|\.\.\.|value|integer|name")
 _DECIMAL = re.compile(r"(?<![\w.:/-])([-+]?\d+)\.(\d+)(?![\w:/-]|\.\w)")
 
 
@@ -96,7 +100,8 @@ def in_asked_form(task: str, answer: str, printed: str = "") -> tuple[str, list[
     if len(answer) > MAX_CHARS or len(task) > MAX_CHARS:
         return answer, []
     done: list[Reformed] = []
-    text = _plain_reprs(answer, done)
+    text = _completed(answer, task, printed[-MAX_CHARS:], done)
+    text = _plain_reprs(text, done)
     text = _regrouped(text, printed[-MAX_CHARS:], done)
     if _ISO_ASKED.search(task):
         text = _iso_dates(text, done)
@@ -129,6 +134,26 @@ def _sub(
         return new
 
     return pattern.sub(one, text)
+
+
+def _completed(text: str, task: str, printed: str, done: list[Reformed]) -> str:
+    """An answer in asked slots that leaves one out, where a cell printed that slot: the
+    slot added, with the value the last cell to print it gave (a slot printed empty or
+    as no value is not). The bundled model printed the fence with the count, then fixed
+    the count in cells that printed it alone, and answered with the count alone."""
+    asked = list(dict.fromkeys(name for name, _ in FILLED.findall(task)))
+    given = {name for name, _ in FILLED.findall(text)}
+    if not asked or not given & set(asked):
+        return text
+    printed_last = {name: value.strip() for name, value in FILLED.findall(printed)}
+    for name in asked:
+        value = printed_last.get(name, "")
+        if name in given or not 0 < len(value) <= _SLOT_CHARS or _NO_VALUE.fullmatch(value):
+            continue
+        slot = f"@{name}[{value}]"
+        done.append(Reformed("", slot, "an asked slot the answer left out, as a cell printed it"))
+        text = f"{text.rstrip()} {slot}"
+    return text
 
 
 def _regrouped(text: str, printed: str, done: list[Reformed]) -> str:
