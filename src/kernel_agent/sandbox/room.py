@@ -89,8 +89,8 @@ def out_of_reach(view: Path, files: tuple[Path, ...] = ()) -> str | None:
     the model the files, and fails on every read.
     """
     wanted = [(f, stat.S_IROTH) for f in files]
-    with contextlib.suppress(OSError):
-        if any(os.scandir(view)):
+    with contextlib.suppress(OSError), os.scandir(view) as entries:
+        if any(entries):
             wanted.append((view, stat.S_IROTH | stat.S_IXOTH))
     for path, need in wanted:
         try:
