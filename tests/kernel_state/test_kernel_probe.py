@@ -223,6 +223,7 @@ def test_preview_gives_the_values_the_task_names_as_the_data_writes_them(kernel,
             "Species ": [species[r % 3 == 0] for r in range(30)],
             "Island": ["Biscoe", "Dream", "Torgersen"] * 10,
             "Sex": ["MALE", "FEMALE", "."] * 10,
+            "Clutch": ["Yes", "No"] * 15,
             "mass": range(30),
         }
     )
@@ -242,6 +243,11 @@ def test_preview_gives_the_values_the_task_names_as_the_data_writes_them(kernel,
     assert "'Sex' 'MALE' (10 rows)" in line and "Island" not in line
     listed = shown("Which island, Biscoe, Dream or Torgersen, has the largest mean mass?")
     assert "values the task names" not in listed
+    # a value of up to three letters only as the data writes it: 'No', not the word "no"
+    both = shown("Compare mass between clutches complete (Yes) and not (No).")
+    assert "values the task names" not in both  # every value named: a comparison
+    prose = shown("How many penguins have no Sex recorded, and is the answer yes?")
+    assert "values the task names" not in prose
     assert "values the task names" not in shown("What is the mean mass?")
 
 

@@ -469,12 +469,14 @@ def _few_values(df, columns):
 def _named_values(df):
     """The values of text columns the task names, as the data writes them, with their
     rows, e.g. "'Species ' 'Adelie Penguin (Pygoscelis adeliae)' (152 rows)": a value
-    written in the task (any case), or one whose first word the task writes (the task's
-    'Adelie' for 'Adelie Penguin (...)'). A column whose every value is named is left out
-    (the task lists the cases, it selects none)."""
+    written in the task (any case; one of at most three letters, 'No', 'Yes', only as the
+    data writes it, since "no" and "yes" are words of prose), or one whose first word the
+    task writes (the task's 'Adelie' for 'Adelie Penguin (...)'). A column whose every value
+    is named is left out (the task lists the cases, it selects none)."""
     if not FOCUS or not len(df):
         return ""
-    task = " " + re.sub(r"\s+", " ", FOCUS.lower()) + " "
+    exact = " " + re.sub(r"\s+", " ", TASK or FOCUS) + " "
+    task = exact.lower()
     words = set(re.findall(r"[a-z][\w'-]{3,}", task))
     parts = []
     for c in df.columns[:200]:
@@ -488,7 +490,11 @@ def _named_values(df):
         for value, n in counts.items():
             key = re.sub(r"\s+", " ", value.strip().lower())
             first = key.split(" ")[0] if key else ""
-            whole = len(key) >= 3 and re.search(r"(?<![\w])" + re.escape(key) + r"(?![\w])", task)
+            if len(key) <= 3:  # as written: 'No', 'Yes' (values), not "no", "yes" (words)
+                key, where = value.strip(), exact
+            else:
+                where = task
+            whole = len(key) >= 2 and re.search(r"(?<![\w])" + re.escape(key) + r"(?![\w])", where)
             if whole or (first != key and len(first) >= 4 and first in words):
                 named.append((value, int(n)))
         if named and len(named) < len(counts) and len(named) <= 4:
