@@ -224,6 +224,7 @@ def test_preview_gives_the_values_the_task_names_as_the_data_writes_them(kernel,
             "Island": ["Biscoe", "Dream", "Torgersen"] * 10,
             "Sex": ["MALE", "FEMALE", "."] * 10,
             "Clutch": ["Yes", "No"] * 15,
+            "Side": ["Left", "Right", "Left"] * 10,
             "mass": range(30),
         }
     )
@@ -237,10 +238,13 @@ def test_preview_gives_the_values_the_task_names_as_the_data_writes_them(kernel,
         assert text is not None
         return text
 
-    text = shown("Among Adelie penguins, what is the mean mass of the male ones?")
+    text = shown("Among Adelie penguins, what is the mean mass of the 'male' ones?")
     line = next(x for x in text.splitlines() if x.startswith("  values the task names"))
     assert "'Species ' 'Adelie Penguin (Pygoscelis adeliae)' (20 rows)" in line
     assert "'Sex' 'MALE' (10 rows)" in line and "Island" not in line
+    # words of prose name nothing: "male" unquoted, "left" the verb (a value 'Left' too)
+    prose = shown("Drop the male ones: how many penguins are left, and their mean mass?")
+    assert "values the task names" not in prose
     listed = shown("Which island, Biscoe, Dream or Torgersen, has the largest mean mass?")
     assert "values the task names" not in listed
     # a value of up to three letters only as the data writes it: 'No', not the word "no"

@@ -468,16 +468,24 @@ def _few_values(df, columns):
 
 def _named_values(df):
     """The values of text columns the task names, as the data writes them, with their
-    rows, e.g. "'Species ' 'Adelie Penguin (Pygoscelis adeliae)' (152 rows)": a value
-    written in the task (any case; one of at most three letters, 'No', 'Yes', only as the
-    data writes it, since "no" and "yes" are words of prose), or one whose first word the
-    task writes (the task's 'Adelie' for 'Adelie Penguin (...)'). A column whose every value
-    is named is left out (the task lists the cases, it selects none)."""
+    rows, e.g. "'Species ' 'Adelie Penguin (Pygoscelis adeliae)' (152 rows)": a value the
+    task writes as a name (capitalised or in quotes, in any case after that: 'MALE' for a
+    quoted 'male'), or one whose first word it writes so (the task's 'Adelie' for 'Adelie
+    Penguin (...)'); one of at most three letters ('No', 'Yes') only as the data writes it.
+    Words of prose name nothing ("how many are left" is not 'Left'). A column whose every
+    value is named is left out (the task lists the cases, it selects none)."""
     if not FOCUS or not len(df):
         return ""
     exact = " " + re.sub(r"\s+", " ", TASK or FOCUS) + " "
     task = exact.lower()
-    words = set(re.findall(r"[a-z][\w'-]{3,}", task))
+
+    def named(key, short):
+        where = exact if short else task
+        for m in re.finditer(r"(?<![\w])" + re.escape(key) + r"(?![\w])", where):
+            if short or exact[m.start()].isupper() or exact[m.start() - 1] in "'\"`\u2018\u201c":
+                return True
+        return False
+
     parts = []
     for c in df.columns[:200]:
         values = _text_values(df[c])
@@ -486,19 +494,19 @@ def _named_values(df):
         counts = values.astype(str).value_counts()
         if not 1 < len(counts) <= 1000:
             continue
-        named = []
+        found = []
         for value, n in counts.items():
-            key = re.sub(r"\s+", " ", value.strip().lower())
-            first = key.split(" ")[0] if key else ""
-            if len(key) <= 3:  # as written: 'No', 'Yes' (values), not "no", "yes" (words)
-                key, where = value.strip(), exact
-            else:
-                where = task
-            whole = len(key) >= 2 and re.search(r"(?<![\w])" + re.escape(key) + r"(?![\w])", where)
-            if whole or (first != key and len(first) >= 4 and first in words):
-                named.append((value, int(n)))
-        if named and len(named) < len(counts) and len(named) <= 4:
-            shown = ", ".join(f"{v[:60]!r} ({n} rows)" for v, n in named)
+            key = re.sub(r"\s+", " ", value.strip())
+            if len(key) < 2:
+                continue
+            short = len(key) <= 3
+            first = key.split(" ")[0]
+            if named(key if short else key.lower(), short) or (
+                first != key and len(first) >= 4 and named(first.lower(), False)
+            ):
+                found.append((value, int(n)))
+        if found and len(found) < len(counts) and len(found) <= 4:
+            shown = ", ".join(f"{v[:60]!r} ({n} rows)" for v, n in found)
             parts.append(f"{str(c)!r} {shown}")
     text = "; ".join(parts[:4])
     return text if len(text) <= 400 else text[:396].rsplit("; ", 1)[0] + "; ..."
