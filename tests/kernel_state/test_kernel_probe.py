@@ -211,50 +211,6 @@ def test_preview_of_a_wide_table_shows_rows_of_the_columns_the_task_names(kernel
     assert "task names" not in everything and "col2" in everything.split("missing values")[1]
 
 
-def test_preview_gives_the_values_the_task_names_as_the_data_writes_them(kernel, kernel_workdir):
-    """A value the task writes in another case, or by its first word, is shown as the data
-    writes it with its rows (what a filter must match); a column whose every value the task
-    lists selects nothing and is left out, and a task naming none shows no line."""
-    folder = kernel_workdir / "named"
-    folder.mkdir(exist_ok=True)
-    species = ["Adelie Penguin (Pygoscelis adeliae)", "Gentoo penguin (Pygoscelis papua)"]
-    frame = pd.DataFrame(
-        {
-            "Species ": [species[r % 3 == 0] for r in range(30)],
-            "Island": ["Biscoe", "Dream", "Torgersen"] * 10,
-            "Sex": ["MALE", "FEMALE", "."] * 10,
-            "Clutch": ["Yes", "No"] * 15,
-            "Side": ["Left", "Right", "Left"] * 10,
-            "mass": range(30),
-        }
-    )
-    frame.to_csv(folder / "penguins.csv", index=False)
-    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
-
-    def shown(task: str) -> str:
-        expression = data_preview_expression(budget_chars=4000, focus=task)
-        result = kernel.execute("", timeout=60, user_expressions={"p": expression})
-        text = parse_text_expression(result.user_expressions["p"])
-        assert text is not None
-        return text
-
-    text = shown("Among Adelie penguins, what is the mean mass of the 'male' ones?")
-    line = next(x for x in text.splitlines() if x.startswith("  values the task names"))
-    assert "'Species ' 'Adelie Penguin (Pygoscelis adeliae)' (20 rows)" in line
-    assert "'Sex' 'MALE' (10 rows)" in line and "Island" not in line
-    # words of prose name nothing: "male" unquoted, "left" the verb (a value 'Left' too)
-    prose = shown("Drop the male ones: how many penguins are left, and their mean mass?")
-    assert "values the task names" not in prose
-    listed = shown("Which island, Biscoe, Dream or Torgersen, has the largest mean mass?")
-    assert "values the task names" not in listed
-    # a value of up to three letters only as the data writes it: 'No', not the word "no"
-    both = shown("Compare mass between clutches complete (Yes) and not (No).")
-    assert "values the task names" not in both  # every value named: a comparison
-    prose = shown("How many penguins have no Sex recorded, and is the answer yes?")
-    assert "values the task names" not in prose
-    assert "values the task names" not in shown("What is the mean mass?")
-
-
 def test_preview_lists_few_distinct_values_and_a_wide_tables_late_label_column(
     kernel, kernel_workdir
 ):

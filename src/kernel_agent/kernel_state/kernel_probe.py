@@ -160,7 +160,6 @@ def _preview_settings(
         "PARTIAL_ROWS": 10_000,
         "WIDTH": 100,
         "FOCUS": "",
-        "TASK": "",
         "FOCUS_OVER": 8,
         "EXTRA_COLS": 5,
         "FEW": 6,
@@ -186,7 +185,6 @@ def data_preview_expression(
     """
     settings = _preview_settings(names, budget_chars)
     settings["FOCUS"] = focus.lower()[:4000]
-    settings["TASK"] = focus[:4000]
     settings["WITH_FACTS"], settings["FACTS_MARK"] = facts, FACTS_MARK
     source = PREVIEW_SOURCE + "__preview__ = _with_facts()"
     return f"(lambda g: (exec({source!r}, g), g['__preview__'])[1])({settings!r})"

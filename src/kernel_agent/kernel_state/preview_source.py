@@ -385,12 +385,6 @@ def _table(df, label, note):
     few = _few_values(df, shown)
     if few:
         lines.append("  few distinct values: " + few)
-    try:
-        named_values = _named_values(df)
-    except Exception:
-        named_values = ""
-    if named_values:
-        lines.append("  values the task names (a filter must match them exactly): " + named_values)
     if rows:
         named = _named(df.columns) if cols > FOCUS_OVER else []
         rows_of = df[named] if named else df
@@ -464,51 +458,6 @@ def _few_values(df, columns):
             continue
         parts.append(f"{str(c)!r} " + ", ".join(texts))
     text = "; ".join(parts)
-    return text if len(text) <= 400 else text[:396].rsplit("; ", 1)[0] + "; ..."
-
-def _named_values(df):
-    """The values of text columns the task names, as the data writes them, with their
-    rows, e.g. "'Species ' 'Adelie Penguin (Pygoscelis adeliae)' (152 rows)": a value the
-    task writes as a name (capitalised or in quotes, in any case after that: 'MALE' for a
-    quoted 'male'), or one whose first word it writes so (the task's 'Adelie' for 'Adelie
-    Penguin (...)'); one of at most three letters ('No', 'Yes') only as the data writes it.
-    Words of prose name nothing ("how many are left" is not 'Left'). A column whose every
-    value is named is left out (the task lists the cases, it selects none)."""
-    if not FOCUS or not len(df):
-        return ""
-    exact = " " + re.sub(r"\s+", " ", TASK or FOCUS) + " "
-    task = exact.lower()
-
-    def named(key, short):
-        where = exact if short else task
-        for m in re.finditer(r"(?<![\w])" + re.escape(key) + r"(?![\w])", where):
-            if short or exact[m.start()].isupper() or exact[m.start() - 1] in "'\"`\u2018\u201c":
-                return True
-        return False
-
-    parts = []
-    for c in df.columns[:200]:
-        values = _text_values(df[c])
-        if values is None or not len(values):
-            continue
-        counts = values.astype(str).value_counts()
-        if not 1 < len(counts) <= 1000:
-            continue
-        found = []
-        for value, n in counts.items():
-            key = re.sub(r"\s+", " ", value.strip())
-            if len(key) < 2:
-                continue
-            short = len(key) <= 3
-            first = key.split(" ")[0]
-            if named(key if short else key.lower(), short) or (
-                first != key and len(first) >= 4 and named(first.lower(), False)
-            ):
-                found.append((value, int(n)))
-        if found and len(found) < len(counts) and len(found) <= 4:
-            shown = ", ".join(f"{v[:60]!r} ({n} rows)" for v, n in found)
-            parts.append(f"{str(c)!r} {shown}")
-    text = "; ".join(parts[:4])
     return text if len(text) <= 400 else text[:396].rsplit("; ", 1)[0] + "; ..."
 
 def _mentioned(columns):
