@@ -414,60 +414,47 @@ def _private_dir(prefix: str) -> Path:
 
 
 def test_what_a_kernel_of_its_own_uid_cannot_read_is_named_with_the_fix() -> None:
-    """Only the bound path's own mode counts: bwrap makes the directories above it."""
+    """Only the file's own mode counts: bwrap makes the directories above it."""
     from kernel_agent.sandbox.room import out_of_reach
 
-    view, other = _private_dir("ka-test-reach-"), _private_dir("ka-test-reach-")
+    other = _private_dir("ka-test-reach-")
     try:
-        assert out_of_reach(view) is None  # an empty directory: nothing out of reach
-        (view / "data.csv").write_text("a\n1\n")
-        why = out_of_reach(view)
-        assert why is not None and "\n" not in why
-        assert f"{view}: it is mode 0700" in why and f"chmod o+rx {view}" in why
-        view.chmod(0o755)
-        assert out_of_reach(view) is None
         given = other / "given.csv"  # in a 0700 directory, which the sandbox never binds
         given.write_text("a\n1\n")
         given.chmod(0o600)
-        why = out_of_reach(view, (given,))
-        assert why is not None and f"chmod o+r {given}" in why
+        why = out_of_reach((given,))
+        assert why is not None and "\n" not in why and f"chmod o+r {given}" in why
         given.chmod(0o644)
-        assert out_of_reach(view, (given,)) is None
+        assert out_of_reach((given,)) is None
     finally:
-        shutil.rmtree(view, ignore_errors=True)
         shutil.rmtree(other, ignore_errors=True)
 
 
 @needs_bwrap
 @pytest.mark.skipif(not IS_ROOT, reason="only root gives the kernel a uid of its own")
-def test_a_kernel_dir_its_uid_cannot_read_is_refused_at_start_in_one_line() -> None:
-    """A 0700 directory with the user's data, as ``mktemp -d`` makes it: the kernel would
-    start, be shown the files and fail on every read; it is refused before it starts, with
-    the fix, and runs once the directory lets others read."""
+def test_a_file_its_uid_cannot_read_is_refused_at_start_in_one_line() -> None:
+    """A ``--file`` only root can read: the kernel would start, be shown it and fail on
+    every read; it is refused before it starts, with the fix. A readable file in a 0700
+    directory is read, and so is a 0700 directory shown as the kernel's view (a run that
+    needs none of its files works from it)."""
+    folder = _private_dir("ka-test-file-")
     view = _private_dir("ka-test-view-")
-    parent = _private_dir("ka-test-parent-")  # a 0700 directory above a readable one
     try:
-        (view / "data.txt").write_text("seen\n")
-        (view / "data.txt").chmod(0o644)
-        (parent / "inner").mkdir(mode=0o755)
-        (parent / "inner" / "data.txt").write_text("seen too\n")
-        (parent / "inner" / "data.txt").chmod(0o644)
-        inner = parent / "inner"
-        launcher = make_launcher(settings(inner, sandbox="bwrap"), inner)
-        with KernelSession(cwd=inner, launcher=launcher) as k:
-            r = k.execute("print(open('data.txt').read().strip())")
-        assert r.status == "ok" and r.outputs[0].text == "seen too\n", r.error
-        launcher = make_launcher(settings(view, sandbox="bwrap"), view)
+        given = folder / "data.txt"
+        given.write_text("seen\n")
+        given.chmod(0o600)
+        (view / "own.txt").write_text("private\n")
+        launcher = make_launcher(settings(view, sandbox="bwrap", files=(str(given),)), view)
         assert isinstance(launcher, BwrapLauncher) and launcher.drop
         with pytest.raises(ConfigError) as info:
             with KernelSession(cwd=view, launcher=launcher):
                 pass
-        assert "\n" not in str(info.value) and f"chmod o+rx {view}" in str(info.value)
+        assert "\n" not in str(info.value) and f"chmod o+r {given}" in str(info.value)
         assert not launcher._rooms  # nothing left behind
-        view.chmod(0o755)
+        given.chmod(0o644)
         with KernelSession(cwd=view, launcher=launcher) as k:
-            r = k.execute("print(open('data.txt').read().strip())")
-        assert r.status == "ok" and r.outputs[0].text == "seen\n", r.error
+            r = k.execute("print(open('data.txt').read().strip(), 6 * 7)")
+        assert r.status == "ok" and r.outputs[0].text == "seen 42\n", r.error
     finally:
+        shutil.rmtree(folder, ignore_errors=True)
         shutil.rmtree(view, ignore_errors=True)
-        shutil.rmtree(parent, ignore_errors=True)

@@ -308,7 +308,7 @@ class BwrapLauncher(KernelLauncher):
             ),
             None,
         )
-        if self.drop and shared is None and (why := out_of_reach(view, self.files)):
+        if self.drop and shared is None and (why := out_of_reach(self.files)):
             raise ConfigError(why)
         try:
             lease = lease_uid() if self.drop and shared is None else None

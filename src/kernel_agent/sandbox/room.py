@@ -78,31 +78,26 @@ _SYSTEM_DIRS = {
 }  # fmt: skip
 
 
-def out_of_reach(view: Path, files: tuple[Path, ...] = ()) -> str | None:
-    """Why a kernel with a uid of its own could not read the ``files`` it is given, or the
-    entries of ``view`` (a directory that has some), or None when it can.
+def out_of_reach(files: tuple[Path, ...]) -> str | None:
+    """Why a kernel with a uid of its own could not read one of the ``files`` it is given
+    (``--file``), or None when it can read them all.
 
-    Such a kernel is "others" to every file of the host (ACLs aside). Each of these paths
-    is bound into its sandbox at its own path, under directories bwrap makes for it, so
-    only the path's own mode counts: a directory must let others list and enter it, a file
-    let them read it. A run from a ``mktemp -d`` directory (0700) otherwise starts, shows
-    the model the files, and fails on every read.
+    Such a kernel is "others" to every file of the host (ACLs aside). Each file is bound
+    into its sandbox at its own path, under directories bwrap makes for it, so only the
+    file's own mode counts. The directory a kernel is shown (``--cwd``) is not refused
+    here: a run that needs none of its files (a question with no data, ``verify`` of a
+    notebook kept in a private directory) works from a 0700 one.
     """
-    wanted = [(f, stat.S_IROTH) for f in files]
-    with contextlib.suppress(OSError), os.scandir(view) as entries:
-        if any(entries):
-            wanted.append((view, stat.S_IROTH | stat.S_IXOTH))
-    for path, need in wanted:
+    for path in files:
         try:
             st = os.stat(path)
         except OSError:
             continue
-        if st.st_mode & need != need:
+        if st.st_mode & stat.S_IROTH != stat.S_IROTH:
             return (
                 f"the kernel runs as a user of its own and cannot read {path}: it is mode "
                 f"{stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid}; make it readable to "
-                f"others (chmod o+{'rx' if stat.S_ISDIR(st.st_mode) else 'r'} {path}), or "
-                "work from a directory they can read"
+                f"others (chmod o+r {path})"
             )
     return None
 
