@@ -20,9 +20,11 @@ from kernel_agent.agent.empty_filter import empty_filter, filter_probe
 from kernel_agent.agent.empty_value import empty_note, empty_value
 from kernel_agent.agent.every_row import every_row_counted
 from kernel_agent.agent.missing_rows import one_column_missing
+from kernel_agent.agent.named_value import unused_named_value
 from kernel_agent.agent.slot_kind import not_a_count
 from kernel_agent.agent.stated_rule import rule_note, rule_probe, stated_rule
 from kernel_agent.kernel_state.namespace import parse_summary
+from kernel_agent.kernel_state.preview_facts import FACTS_MARK, split_facts
 from kernel_agent.llm.view import render_cell
 from kernel_agent.results import CellResult
 
@@ -218,3 +220,34 @@ def test_the_empty_filter_note_is_bounded_whatever_the_kernel_answered():
             rewrites += found.instead is not None
             assert found.instead is None or len(found.instead) <= 300 + 40
     assert notes >= 5 and rewrites >= 2, (notes, rewrites)  # the payloads reach the note
+
+
+def _facts_text(rng: random.Random) -> str:
+    """What a kernel may send as the preview's facts: the values of its text columns."""
+    word = rng.choice(["Citroën", "a(b", "[x]*", "é" * 99, "q" * 5000, "Car.*s", ""])
+    values = {
+        f"c{i}" * rng.randint(1, 60): [word + str(j) * rng.randint(0, 3) for j in range(40)]
+        for i in range(rng.randint(1, 600))
+    }
+    files = {f"f{i}.csv": {"columns": list(values), "values": values} for i in range(3)}
+    return "preview\n" + FACTS_MARK + json.dumps(files)
+
+
+def test_the_named_value_note_is_bounded_whatever_the_facts_and_cells_hold():
+    """The values the kernel says its columns hold, and what its cells print, are quoted
+    in the note: a value of any length or pattern is at most 60 characters there, a
+    column name as the facts allow, and a forged report never crashes the check."""
+    rng = random.Random(31)
+    noted = 0
+    for _ in range(20):
+        facts = split_facts(_facts_text(rng))[1]
+        task = rng.choice([
+            "What is the mean price of the Citroën0 cars?", "How many a(b rows?",
+            "Mean of [x]*11 and Car.*s?", "Which is the most common?",
+        ])  # fmt: skip
+        cells = [_cell(rng) for _ in range(3)]
+        if (found := unused_named_value(task, cells, facts)) is not None:
+            noted += 1
+            assert len(found.note()) <= MAX_NOTE, len(found.note())
+            assert found.value.lower() in task.lower()
+    assert noted >= 3, noted  # the payloads reach the note

@@ -33,6 +33,14 @@ def printed(text: str) -> CellResult:
         # a blank in an asked slot: a space counted as the most common letter (2026-12-07)
         ("Which letter occurs most often? @letter[name]", "@letter[ ]\n", "@letter[...]"),
         ("Which letter occurs most often? @letter[name]", "@letter['']\n", "@letter[...]"),
+        # a sentence ending in no value: pearsonr over a column with gaps (scratch, 2026-12-07)
+        (
+            "What is the Pearson correlation between wait and rating?",
+            "The Pearson correlation between wait and rating is nan\n",
+            "`The Pearson correlation between wait and rating`",
+        ),
+        ("When was the peak?", "The peak day was NaT.\n", "`The peak day`"),
+        ("What is the mean?", "Mean of the column equals np.float64(nan)", "`Mean of the column`"),
     ],
 )
 def test_a_missing_or_empty_value_for_the_answer_is_found(task, text, label):
@@ -49,6 +57,9 @@ def test_a_missing_or_empty_value_for_the_answer_is_found(task, text, label):
         ("What is the mean?", "mean: 3.5\nnanny: 2"),
         ("How many names start with N?", "names: Nancy, Nate"),
         ("What is the mean?", "Results:\nmean: 3.5"),  # a label heading what follows
+        ("What is the mean?", "The mean is 3.5 and the spread is not nan"),  # words after
+        ("Which names are there?", "The first name is Nan"),  # a name, not a missing value
+        (TASK, "The correlation is nan"),  # slots asked: only the slots are read
     ],
 )
 def test_values_and_values_not_asked_are_not_questioned(task, text):

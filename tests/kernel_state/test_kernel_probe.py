@@ -23,6 +23,7 @@ from kernel_agent.kernel_state.kernel_probe import (
     parse_library_probe,
     parse_text_expression,
 )
+from kernel_agent.kernel_state.preview_facts import split_facts
 from kernel_agent.sandbox import bwrap_problem, make_launcher
 from kernel_agent.settings import Settings
 
@@ -340,6 +341,41 @@ def test_preview_flags_numbers_stored_as_text_and_its_fix_makes_them_numbers(
         f"{float(expected)} {sum(1000 + i for i in range(n))} {sum(i + 0.5 for i in range(n))} "
         f"{float(sum(range(n)))}\n"
     ), (out, check.outputs)
+
+
+def test_preview_reads_a_scale_letter_as_a_scale_and_its_fix_gives_the_full_numbers(
+    kernel, kernel_workdir
+):
+    """'149k' is 149,000, not 149 (scratch survey, 2026-12-07: "mean income in dollars" came
+    out as 84.43): the fix multiplies by the letter's scale, and the facts do not call the
+    letter a unit, which preflight would strip."""
+    folder = kernel_workdir / "scaled"
+    folder.mkdir(exist_ok=True)
+    n = 40
+    frame = pd.DataFrame(
+        {
+            "Annual Income": [f"{20 + i}k" for i in range(n)],
+            "Installs": [f"{i}.5M" if i % 3 else f"{100 + i}k" for i in range(n)],
+            "Weight": [f"{50 + i} kg" for i in range(n)],
+        }
+    )
+    frame.to_csv(folder / "people.csv", index=False)
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    out = preview(kernel, budget_chars=4000)
+    assert "'Annual Income' holds numbers with a scale letter ('20k'" in out, out
+    assert "'Weight' holds numbers with text ('50 kg'" in out, out
+    codes = [c for c in _fixes(out) if c.startswith(("df['Annual", "df['Installs"))]
+    assert len(codes) == 2, out
+    run = "import pandas as pd\ndf = pd.read_csv('people.csv')\n" + "\n".join(codes)
+    run += "\nprint(df['Annual Income'].sum(), df['Installs'].sum())"
+    check = kernel.execute(run, timeout=30)
+    income = float(sum((20 + i) * 1000 for i in range(n)))
+    installs = sum((i + 0.5) * 1e6 if i % 3 else (100 + i) * 1e3 for i in range(n))
+    assert check.ok and stdout(check) == f"{income} {installs}\n", (out, check.outputs)
+    asked = {"p": data_preview_expression(facts=True)}
+    found = kernel.execute("", timeout=60, user_expressions=asked).user_expressions["p"]
+    facts = split_facts(parse_text_expression(found) or "")[1]["people.csv"]
+    assert facts.units == ("Weight",), facts
 
 
 def test_preview_gives_fixes_only_for_the_columns_the_task_names(kernel, kernel_workdir):

@@ -4,7 +4,8 @@ The issue's hidden sets saw a correlation of ``nan`` reported as the answer, whe
 had left nothing; small models restate what the cell printed. The composed answer already
 refuses such a value (:mod:`.composed`), but the model's own answer did not: it wrote
 "the correlation is nan". One check, whatever the statistic: a printed value for an
-asked slot (or, with no slots asked, for a labelled line) that is missing or empty gets a
+asked slot (or, with no slots asked, for a labelled line or a sentence that ends in the
+value) that is missing or empty gets a
 note saying what usually empties it and how to find the step. Pure.
 """
 
@@ -26,6 +27,11 @@ _NO_VALUE = re.compile(
     r"Series\(\[\].*|Empty DataFrame.*",
     re.I,
 )
+#: a sentence that ends in no value: "The correlation between a and b is nan."
+_SENTENCE = re.compile(
+    r"^\s*(?P<label>[A-Za-z][^\n]{2,160}?)\s+(?:is|are|was|were|of|equals)\s*:?\s*"
+    r"(?:np\.float64\()?(?:nan|NaN|NaT|<NA>)\)?\s*\.?\s*$"
+)
 
 
 def empty_value(task: str, cell: CellResult) -> str | None:
@@ -37,6 +43,10 @@ def empty_value(task: str, cell: CellResult) -> str | None:
             continue
         if any(_no_value(value, blank=label in asked) for value in values):
             return quoted(label, slot=label in asked)
+    if not asked:
+        for line in render_cell(cell, budget=4000).text.splitlines():
+            if m := _SENTENCE.match(line):
+                return f"`{m.group('label').strip()[:80]}`"
     return None
 
 
@@ -54,6 +64,8 @@ def empty_note(label: str) -> str:
         "a blank is a space or an empty text the cell counted as a value; otherwise the "
         "values it came from are all missing, or a step before left none (a filter on a "
         "value spelt otherwise, a subset of another case, a merge or a groupby on keys that "
-        "differ, a cast that made everything NaN). Print len() and .head() of each step, "
-        "find the one that emptied it, and fix that step."
+        "differ, a cast that made everything NaN), or one of them is: scipy's tests and "
+        "correlations (pearsonr, ttest_ind...) and numpy give nan when any input is nan, so "
+        "drop the rows missing a value in the columns used, together (df[[a, b]].dropna()). "
+        "Print len() and .head() of each step, find the one that emptied it, and fix that step."
     )

@@ -202,6 +202,8 @@ def _na_text_lines(df):
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _GROUPED = r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?"
+#: what a scale letter after a number stands for ('149k', '2.5M')
+_SCALE = {"k": "1e3", "K": "1e3", "M": "1e6", "B": "1e9"}
 
 def _text_values(series):
     """Up to 5000 of a text column's values, as str; None if it is not a text column."""
@@ -320,12 +322,21 @@ def _shape_issues(df):
         elif unit.mean() >= 0.8 and (~plain).any() and texts.nunique() > 2 * FEW:
             single = texts.str.extract(r"^(?:" + _NUM + r")\s*([A-Za-zµ°/²³%]{1,8}\.?)?$")[0]
             units = set(single.dropna())
-            if single.notna().sum() + plain.sum() >= 0.95 * len(texts) and len(units) == 1:
+            if (single.notna().sum() + plain.sum() >= 0.95 * len(texts) and len(units) == 1
+                    and not units <= set(_SCALE)):
                 _NOW.setdefault("units", []).append(str(c))  # '50 kg': one number, one unit
             example = ", ".join(repr(v[:20]) for v in texts[~plain].drop_duplicates().head(3))
-            said.append(f"  ! {name} holds numbers with text ({example}); the first number: "
-                         f"df[{name}].astype(str).str.replace(',', '').str.extract("
-                         f"r'(-?\\d+\\.?\\d*)')[0].astype(float)")
+            if units and units <= {"k", "K", "M", "B"}:  # '149k', '2.5M': a scale, not a unit
+                scale = ", ".join(f"'{u}': {_SCALE[u]}" for u in sorted(units))
+                said.append(f"  ! {name} holds numbers with a scale letter ({example}; k is a "
+                            f"thousand, M a million): df[{name}] = df[{name}].astype(str)"
+                            f".str.replace(',', '').str.extract(r'(-?\\d+\\.?\\d*)\\s*"
+                            f"([kKMB]?)$').pipe(lambda m: m[0].astype(float) * "
+                            f"m[1].map({{{scale}}}).fillna(1))")
+            else:
+                said.append(f"  ! {name} holds numbers with text ({example}); the first "
+                            f"number: df[{name}].astype(str).str.replace(',', '').str.extract("
+                            f"r'(-?\\d+\\.?\\d*)')[0].astype(float)")
         elif len(kinds) > 1 and kinds & {"int", "float"} and "str" in kinds:
             said.append(f"  ! {name} mixes numbers and text ({' and '.join(sorted(kinds))}): "
                          f"pd.to_numeric(df[{name}], errors='coerce') keeps the numbers")

@@ -273,6 +273,78 @@ def test_a_nan_printed_for_the_answer_is_noted_and_an_answer_stating_it_goes_bac
     fake_llm.assert_drained()
 
 
+WAITS = "wait,rating\n" + "".join(
+    f"{'N/A' if i % 6 == 0 else 10 + i % 9},{90 - 2 * (i % 9) - i % 3}\n" for i in range(40)
+)
+PEARSON = "What is the Pearson correlation between the wait and the rating? Round to 2 decimals."
+GAPS = (
+    "import pandas as pd\nfrom scipy import stats\ndf = pd.read_csv('waits.csv')\n"
+    "r, p = stats.pearsonr(df['wait'], df['rating'])\n"
+    "print(f'The Pearson correlation between the wait and the rating is {round(r, 2)}')"
+)
+
+
+def _waits_corr() -> float:
+    rows = [(10 + i % 9, 90 - 2 * (i % 9) - i % 3) for i in range(40) if i % 6]
+    return round(pd.DataFrame(rows, columns=["w", "r"]).corr().iloc[0, 1], 2)
+
+
+def test_a_sentence_ending_in_nan_is_noted_with_the_gaps_and_its_answer_goes_back(
+    fake_llm, tmp_path
+):
+    """On a real kernel: scipy's pearsonr over a column with one gap is nan, printed in a
+    sentence with no slot (scratch hotel data, 2026-12-07). The note says that any gap
+    makes it nan and how to drop them; the prose answer "nan" goes back once."""
+    fixed = GAPS.replace("df['wait'], df['rating']", "*df[['wait', 'rating']].dropna().T.values")
+    result = _run_on(
+        fake_llm, tmp_path / "waits.csv", WAITS, PEARSON,
+        run_cell(GAPS),
+        text("The Pearson correlation between the wait and the rating is nan."),
+        run_cell(fixed),
+        text(f"The Pearson correlation is {_waits_corr()}."),
+    )  # fmt: skip
+    seen = fake_llm.requests[1].last_user_text
+    assert "is nan" in seen and "any input is nan" in seen and ".dropna()" in seen
+    assert "printed no value" in fake_llm.requests[2].last_user_text  # the answer sent back
+    assert result.status == "ok" and result.answer == f"The Pearson correlation is {_waits_corr()}."
+    fake_llm.assert_drained()
+
+
+CARS = "Make|Price\n" + "".join(
+    f"{('Citroën', 'Toyota', 'Peugeot')[i % 3]}|{10000 + 1000 * i}\n" for i in range(30)
+)
+CITROEN = "What is the average price of the Citroën cars?"
+EVERY_CAR = (
+    "import pandas as pd\ndf = pd.read_csv('cars.txt', sep='|')\n"
+    "print(f\"The average price of the Citroën cars is {df['Price'].mean()}\")"
+)
+
+
+def test_an_answer_with_no_cell_selecting_the_value_the_task_names_goes_back_once(
+    fake_llm, tmp_path
+):
+    """On a real kernel, with the preview's facts: the model printed every car's mean in a
+    sentence naming Citroën (scratch, 2026-12-07); the answer goes back once with the
+    selection to make, and the answer after the selecting cell is taken."""
+    selected = EVERY_CAR.replace("df['Price']", "df[df['Make'] == 'Citroën']['Price']")
+    mean = sum(10000 + 1000 * i for i in range(0, 30, 3)) / 10
+    result = _run_on(
+        fake_llm, tmp_path / "cars.txt", CARS, CITROEN,
+        run_cell(EVERY_CAR),
+        text("The average price of the Citroën cars is 24500.0."),
+        run_cell(selected),
+        text(f"The average price of the Citroën cars is {mean}."),
+    )  # fmt: skip
+    sent_back = fake_llm.requests[2].last_user_text
+    assert "the task names 'Citroën', a value of the column 'Make'" in sent_back
+    assert "df[df['Make'] == 'Citroën']" in sent_back
+    assert (
+        result.status == "ok"
+        and result.answer == f"The average price of the Citroën cars is {mean}."
+    )
+    fake_llm.assert_drained()
+
+
 PULSE = "Pulse\n" + "".join(
     f"{'NA' if i % 9 == 0 else 70 + (i * 37 % 23) - (40 if i in (5, 50) else 0)}\n"
     for i in range(60)
@@ -495,8 +567,12 @@ def test_the_same_filter_sent_again_runs_with_the_value_as_the_data_writes_it(fa
         ("pulse.csv", PULSE, PULSE_IQR, PERCENTILES, "unused", "@outliers[0]"),
         ("readings.csv", READINGS, INCOMPLETE, ONE_COLUMN, "unused", "@incomplete_days[10]"),
         ("wind.data", WIND, WIND_1965, FOUR_DIGITS, "unused", "@days[0]"),
+        ("waits.csv", WAITS, PEARSON, GAPS, "The correlation is nan.",
+         "The correlation is nan."),
+        ("cars.txt", CARS, CITROEN, EVERY_CAR, "The mean is 24500.0.", "The mean is 24500.0."),
     ],
-    ids=["every-row", "nan", "nan-fences", "one-column-gaps", "empty-filter"],
+    ids=["every-row", "nan", "nan-fences", "one-column-gaps", "empty-filter", "nan-sentence",
+         "named-value"],
 )  # fmt: skip
 def test_without_the_lever_the_slipped_value_is_the_answer(
     fake_llm, tmp_path, path, body, task, code, answer, printed

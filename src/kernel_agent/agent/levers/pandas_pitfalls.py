@@ -14,7 +14,8 @@ it again runs with the value as the data writes it, where the kernel found one) 
 :mod:`..empty_value`'s (``nan`` or an empty table printed for an answer); this lever
 writes the notes, remembers the names that keep a questioned value, and sends an answer
 given right after a noted cell back once (and one that states a questioned value later,
-or a fraction for a count).
+or a fraction for a count, or one where no cell selected the rows of a value the task names
+and the data holds: :mod:`..named_value`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..empty_filter import empty_filter, filter_probe, refiltered
 from ..empty_value import empty_note, empty_value
 from ..every_row import every_row_counted
 from ..missing_rows import one_column_missing
+from ..named_value import unused_named_value
 from ..pitfalls import (
     GROUPED,
     STATISTIC,
@@ -87,6 +89,11 @@ class PandasPitfalls(Lever):
             return Ask(
                 prompt("pitfall_answer_form", note=wrong.note()),
                 notice="the answer gives a number with a fraction for a count; asking again",
+            )
+        if unused := unused_named_value(state.task, state.cells, state.data_facts):
+            return Ask(
+                prompt("named_value", note=unused.note()),
+                notice="the task names a value of the data no cell selected rows by; asking again",
             )
         return None
 

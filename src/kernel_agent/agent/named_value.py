@@ -1,0 +1,126 @@
+"""A value the task names, which the data holds, that no cell selected rows by.
+
+"What is the average price of the Citroën cars?" on a file whose 'Make ' column holds
+'Citroën': the bundled model read the file, converted the price, and printed the mean of
+every car, in a sentence that names Citroën (scratch, 2026-12-07). The answer looked
+grounded. The check holds the task's words against the values the preview found in the
+data's text columns (``FileFacts.values``) and against what the cells did with them: a
+value is used when some cell's code has it in a string that is not printed text (a
+comparison, ``isin``, ``.loc``, a ``groupby`` key spelt out...), or when a cell printed
+it at the start of a line (a group of a table). Pure.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..kernel_state.preview_facts import FileFacts
+from ..llm.view import render_cell
+from ..results import CellResult
+
+__all__ = ["NamedValue", "unused_named_value"]
+
+#: at most this many characters of a value are looked for (a label, not a sentence)
+_LONGEST = 60
+
+
+@dataclass(frozen=True)
+class NamedValue:
+    """``value`` of ``column``, named by the task and selected by no cell."""
+
+    column: str
+    value: str
+
+    def note(self) -> str:
+        return (
+            f"Note: the task names {self.value!r}, a value of the column {self.column!r}, but "
+            f"no cell selected the rows with it. If the question is about those rows only, "
+            f"select them first (df[df[{self.column!r}] == {self.value!r}]) and compute "
+            "again; if it is not, give the same answer again."
+        )
+
+
+def unused_named_value(
+    task: str, cells: Sequence[CellResult], facts: Mapping[str, FileFacts]
+) -> NamedValue | None:
+    """The first value of a text column the task names that no cell selected rows by."""
+    uses: _Uses | None = None  # read from the cells once, and only if the task names a value
+    for file in facts.values():
+        for column, values in file.values.items():
+            named = [v for v in values if _named(task, v)]
+            if not named or len(named) == len(values):
+                continue  # a task that lists every value compares them all
+            uses = uses or _Uses.of(cells)
+            for value in named:
+                if not uses.select(value):
+                    return NamedValue(column, value)
+    return None
+
+
+def _named(task: str, value: str) -> bool:
+    """``value`` (a label with a letter, 3 to 60 characters) is a word or phrase of ``task``,
+    in any case."""
+    text = value.strip()
+    if not 3 <= len(text) <= _LONGEST or text.lower() not in task.lower():
+        return False  # the cheap test first: a kernel's facts may list many values
+    if not re.search(r"[^\W\d_]", text):
+        return False
+    return re.search(rf"(?<!\w){re.escape(text)}(?!\w)", task, re.I) is not None
+
+
+@dataclass(frozen=True)
+class _Uses:
+    """What the cells could have selected rows by: the strings of their code that are not
+    printed text (lower case), the code of cells that do not parse, and the first words of
+    printed lines (a group of a table)."""
+
+    strings: tuple[str, ...]
+    unparsed: str
+    printed: tuple[str, ...]
+
+    @classmethod
+    def of(cls, cells: Sequence[CellResult]) -> _Uses:
+        strings: list[str] = []
+        unparsed = []
+        for cell in cells:
+            try:
+                strings += (s.lower() for s in _selecting_strings(ast.parse(cell.code)))
+            except SyntaxError:
+                unparsed.append(cell.code.lower())
+        printed = [render_cell(cell, budget=4000).text for cell in cells if cell.ok]
+        starts = (line.strip().lower() for text in printed for line in text.splitlines())
+        return cls(tuple(strings), "\n".join(unparsed), tuple(s[:_LONGEST] for s in starts if s))
+
+    def select(self, value: str) -> bool:
+        """Some cell selected rows by ``value`` (its code holds it in a string that is not
+        printed text), or printed it first on a line; a cell that does not parse counts as
+        using whatever it mentions."""
+        key = value.strip().lower()
+        return (
+            any(key in s for s in self.strings)
+            or key in self.unparsed
+            or any(line.startswith(key) for line in self.printed)
+        )
+
+
+def _selecting_strings(tree: ast.AST) -> list[str]:
+    """The string constants of ``tree`` but printed text: an f-string's literal parts and a
+    string passed to ``print`` as it is (an expression inside either still counts)."""
+    text: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            text.update(id(part) for part in node.values if isinstance(part, ast.Constant))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and (node.func.id == "print")
+        ):
+            text.update(id(arg) for arg in node.args if isinstance(arg, ast.Constant))
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in text
+    ]

@@ -1,0 +1,88 @@
+"""named_value: a value the task names, which the data holds, that no cell selected rows by
+(pure units on the task, the cells and the preview's facts; the lever with a real kernel:
+tests/agent/levers/test_pandas_pitfalls.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+from nbformat.v4 import new_output
+
+from kernel_agent.agent.named_value import NamedValue, unused_named_value
+from kernel_agent.kernel_state.preview_facts import FileFacts
+from kernel_agent.results import CellResult
+
+FACTS = {
+    "cars.txt": FileFacts(
+        delimited=True,
+        columns=("Make ", "Price", "Fuel"),
+        values={"Make ": ("Citroën", "Peugeot", "Toyota"), "Fuel": ("Diesel", "Petrol")},
+    )
+}
+READ = "import pandas as pd\ndf = pd.read_csv('cars.txt', sep='|')\n"
+PRICE = "What is the average price of the Citroën cars?"
+
+
+def cell(code: str, printed: str = "", status: str = "ok") -> CellResult:
+    now = datetime.now(timezone.utc)
+    outputs = [new_output("stream", name="stdout", text=printed)] if printed else []
+    return CellResult(code, status, 1, outputs, None, now, now)
+
+
+@pytest.mark.parametrize(
+    ("task", "code", "printed", "found"),
+    [
+        # the scratch run: every car's mean, printed in a sentence that names Citroën
+        (PRICE, READ + "print(f\"The average price of the Citroën cars is {df['Price'].mean()}\")",
+         "The average price of the Citroën cars is 29469.08", ("Make ", "Citroën")),
+        (PRICE, READ + "print('Citroën', df['Price'].mean())", "Citroën 29469.08",
+         None),  # printed first on its line: a group shown, as a table would
+        ("How much do diesel cars cost on average?", READ + "print(df['Price'].mean())", "3.0",
+         ("Fuel", "Diesel")),
+    ],
+)  # fmt: skip
+def test_a_named_value_no_cell_selected_is_found(task, code, printed, found):
+    hit = unused_named_value(task, [cell(code, printed)], FACTS)
+    if found is None:
+        assert hit is None
+    else:
+        assert hit == NamedValue(*found)
+        assert f"df[df[{found[0]!r}] == {found[1]!r}]" in hit.note()
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        READ + "print(df[df['Make '] == 'Citroën']['Price'].mean())",
+        READ + "print(f\"{df[df['Make '].str.strip() == 'Citroën'].Price.mean():.2f}\")",
+        READ + "c = df.loc[df['Make '].isin(['Citroën'])]\nprint(c.Price.mean())",
+        READ + "print(df.groupby('Make ')['Price'].mean()['citroën'.title()])",  # spelt out
+        READ + "print(df.query(\"`Make ` == 'CITROËN'\").Price.mean())",  # another case
+        "df[df['Make '] == 'Citroën'  # does not parse",
+    ],
+)
+def test_a_cell_that_selects_by_the_value_uses_it(code):
+    first = cell(READ + "print(df.head())", "   Make  Price\n0  Toyota  1")
+    assert unused_named_value(PRICE, [first, cell(code, "29130.96")], FACTS) is None
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        "What is the average price of all cars?",  # names no value
+        "Which fuel is cheaper on average, diesel or petrol?",  # names every value of Fuel
+        "What is the price of the Citroënx?",  # not the word
+        "What is the average price? Answer in @Peu[value]",  # no word of its own
+    ],
+)
+def test_a_task_that_names_no_value_or_every_value_is_not_questioned(task):
+    assert unused_named_value(task, [cell(READ + "print(1)", "1")], FACTS) is None
+
+
+def test_short_and_numeric_values_are_not_looked_for():
+    facts = {"f.csv": FileFacts(delimited=True, columns=("g",), values={"g": ("A", "12", "B")})}
+    assert (
+        unused_named_value("What is the mean of group A in 12?", [cell("print(1)", "1")], facts)
+        is None
+    )
