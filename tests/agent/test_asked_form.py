@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import nbformat
 import pytest
+import scipy.stats
 from fake_openai import run_cell, scripted_settings, text
 
 from kernel_agent.agent import Agent
@@ -174,6 +175,39 @@ def test_a_left_out_slot_is_added_only_from_a_printed_value(answer, printed):
     assert in_asked_form(task, answer, printed) == (answer, [])
 
 
+TTEST = (
+    "Is the wait significantly different between the branches? Use a t-test at alpha 0.05, "
+    "and give the p-value rounded to 4 decimals and a yes/no verdict."
+)
+
+
+def test_a_value_the_task_names_is_added_to_a_prose_answer_that_states_none():
+    """The scratch hotel run printed "P-value: 0.7455" and answered the verdict alone,
+    also when asked again (2026-12-07)."""
+    printed = "t-statistic: 0.3252\nP-value: 0.74551\nNo, not significantly different.\n"
+    out, done = in_asked_form(TTEST, "The wait is not significantly different.", printed)
+    assert out == "The wait is not significantly different. (P-value: 0.7455)"
+    assert [r.describe() for r in done][0] == (
+        "'' as P-value: 0.74551 (a value the task names, as a cell printed it)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("task", "answer", "printed"),
+    [
+        (TTEST, "No: the p-value is 0.7455.", "P-value: 0.7455\n"),  # states a number
+        (TTEST, "No.", "t-statistic: 0.3252\n"),  # a value the task does not name
+        (TTEST, "No.", "the p-value: high\n"),  # no number under the name
+        (TTEST + " @p[value]", "@p[0.7]", "P-value: 0.7455\n"),  # slots: _completed's
+        ("Which make is cheapest?", "Toyota", "Toyota: 12000\n"),  # a group, not a name
+    ],
+)
+def test_a_prose_answer_is_completed_only_with_a_value_printed_under_a_name_the_task_says(
+    task, answer, printed
+):
+    assert in_asked_form(task, answer, printed) == (answer, [])
+
+
 def test_each_rewrite_is_reported():
     _, done = in_asked_form(ISO + " " + ROUND, "April 30, 1992 with 3.14159")
     assert [(r.written, r.asked) for r in done] == [
@@ -268,3 +302,22 @@ def test_a_slot_the_models_answer_left_out_goes_out_as_a_cell_printed_it(fake_ll
     result, answer = _run(fake_llm, tmp_path, task, code, "@rows[4]")
     assert result.answer == "@rows[4] @date[1992-04-30]"
     assert answer.metadata["kernel_agent"]["as_answered"] == "@rows[4]"
+
+
+def test_a_verdict_answered_alone_goes_out_with_the_p_value_a_cell_printed(fake_llm, tmp_path):
+    """On a real kernel, with the levers on: the cell printed the p-value and the verdict;
+    the model answered the verdict alone, and again when asked for the values; the answer
+    goes out with the p-value, rounded as asked, and the transcript keeps it as written."""
+    (tmp_path / "riots.csv").write_text(CSV)
+    code = READ + "from scipy import stats\np = stats.ttest_1samp(df['age'], 20).pvalue\n"
+    code += "print(f'P-value: {p}')\nprint('No, not significant.' if p >= 0.05 else 'Yes.')"
+    task = "Using the file riots.csv: " + TTEST.replace("the wait", "the age")
+    verdict = "The age is not significantly different."
+    fake_llm.enqueue(run_cell(code), text(verdict), text(verdict))
+    with Agent(scripted_settings(fake_llm, tmp_path, clean_notebook=False)) as agent:
+        result = list(agent.run(task))[-1].result
+    p = scipy.stats.ttest_1samp([20, 31, 44, 19], 20).pvalue
+    assert result.status == "ok" and result.answer == f"{verdict} (P-value: {p:.4f})"
+    cell = nbformat.read(result.notebook, as_version=4).cells[-1]
+    assert cell.metadata["kernel_agent"]["as_answered"] == verdict
+    fake_llm.assert_drained()

@@ -77,6 +77,12 @@ _SLOT_DATE = re.compile(r"^\s*([12]\d{3})(?:-\d{2}(?:-\d{2})?|\.0+)\s*$")
 _MISGROUPED = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d+)+)(?![\w,]|\.\d)")
 #: the longest printed value a left-out slot is filled with
 _SLOT_CHARS = 100
+#: a printed line that gives one number under a label: ``P-value: 0.7455``, ``mean = 3.2``
+_LABELLED_NUMBER = re.compile(
+    r"^[ \t]*([A-Za-z][\w.()/-]*(?: [\w.()/-]+){0,4})[ \t]*[:=][ \t]*"
+    r"(-?\d{1,15}(?:\.\d{1,20})?(?:[eE][-+]?\d{1,3})?)[ \t]*$",
+    re.M,
+)
 #: how pandas and numpy print no value (a slot printed so fills nothing)
 _NO_VALUE = re.compile(r"(?i)(?:np\.float64\()?(?:nan|nat|<na>|none)\)?|\.\.\.|value|integer|name")
 _DECIMAL = re.compile(r"(?<![\w.:/-])([-+]?\d+)\.(\d+)(?![\w:/-]|\.\w)")
@@ -101,6 +107,7 @@ def in_asked_form(task: str, answer: str, printed: str = "") -> tuple[str, list[
         return answer, []
     done: list[Reformed] = []
     text = _completed(answer, task, printed[-MAX_CHARS:], done)
+    text = _named_values_added(text, task, printed[-MAX_CHARS:], done)
     text = _plain_reprs(text, done)
     text = _regrouped(text, printed[-MAX_CHARS:], done)
     if _ISO_ASKED.search(task):
@@ -153,6 +160,27 @@ def _completed(text: str, task: str, printed: str, done: list[Reformed]) -> str:
         slot = f"@{name}[{value}]"
         done.append(Reformed("", slot, "an asked slot the answer left out, as a cell printed it"))
         text = f"{text.rstrip()} {slot}"
+    return text
+
+
+def _named_values_added(text: str, task: str, printed: str, done: list[Reformed]) -> str:
+    """A prose answer with no number at all, to a task that names a value a cell printed
+    under that name (``P-value: 0.7455`` for "give the p-value ... and a yes/no verdict"):
+    the last value printed under each such name added, two at most. The bundled model
+    answered the verdict alone, asked again for the values too (scratch, 2026-12-07)."""
+    if FILLED.search(task) or re.search(r"\d", text):
+        return text
+    last = {label.lower(): (label, value) for label, value in _LABELLED_NUMBER.findall(printed)}
+    wanted = task.lower()
+    named = [
+        (label, value)
+        for key, (label, value) in last.items()
+        if len(key) >= 3 and re.search(rf"(?<![\w-]){re.escape(key)}(?![\w-])", wanted)
+    ][:2]
+    for label, value in named:
+        added = f"{label}: {value}"
+        done.append(Reformed("", added, "a value the task names, as a cell printed it"))
+        text = f"{text.rstrip()} ({added})"
     return text
 
 
