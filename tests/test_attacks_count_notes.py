@@ -23,6 +23,7 @@ from kernel_agent.agent.missing_rows import one_column_missing
 from kernel_agent.agent.named_value import unused_named_value
 from kernel_agent.agent.slot_kind import not_a_count
 from kernel_agent.agent.stated_rule import rule_note, rule_probe, stated_rule
+from kernel_agent.agent.value_range import out_of_range, range_note, range_probe, ranges_of
 from kernel_agent.kernel_state.namespace import parse_summary
 from kernel_agent.kernel_state.preview_facts import FACTS_MARK, split_facts
 from kernel_agent.llm.view import render_cell
@@ -251,3 +252,44 @@ def test_the_named_value_note_is_bounded_whatever_the_facts_and_cells_hold():
             assert len(found.note()) <= MAX_NOTE, len(found.note())
             assert found.value.lower() in task.lower()
     assert noted >= 3, noted  # the payloads reach the note
+
+
+def test_the_range_note_is_bounded_whatever_the_kernel_answered():
+    """The kernel's answers to the range probe are forged (numbers of any size, shapes not
+    asked, huge texts); column names come from the model's code. A note quotes at most
+    three ranges, each of a name the probe would ask about (200 characters at most)."""
+    rng = random.Random(47)
+    noted = 0
+    for _ in range(300):
+        names = ["x" * rng.choice([1, 150, 200, 5000]) for _ in range(rng.randint(1, 9))]
+        code = "\n".join(f"print(df[{n!r}].mean())" for n in names)
+        task = "What is the mean rating?"
+        answers = [
+            rng.choice(
+                [
+                    [rng.uniform(-1e9, 1e9), 1e308],
+                    [0, 1],
+                    [1e-300, 2e-300],
+                    [5, 1],
+                    [[1], [2]],
+                    "q" * 300_000,
+                    None,
+                    [1, 2, 3],
+                    {"low": 0},
+                    [float("nan"), 1],
+                ]
+            )  # fmt: skip
+            for _ in names
+        ]
+        probe = range_probe(task, code)
+        assert len(probe) <= 6
+        raw = {k: {"status": "ok", "data": {"text/plain": repr(json.dumps(a))}}
+               for k, a in zip(probe, answers, strict=False)}  # fmt: skip
+        cell = CellResult(code, "ok", 1, [], None, NOW, NOW, user_expressions=raw)
+        ranges = {(r.frame, r.column): r for r in ranges_of(cell)}
+        assert all(len(r.column) <= 200 and r.low <= r.high for r in ranges.values())
+        answer = rng.choice(["9" * 5000, "The mean is 1e308.", "-3", "@m[" + "7" * 300 + "]"])
+        if (found := out_of_range(task, answer, ranges)) is not None:
+            noted += 1
+            assert len(range_note(*found)) <= MAX_NOTE, len(range_note(*found))
+    assert noted >= 5, noted  # the payloads reach the note

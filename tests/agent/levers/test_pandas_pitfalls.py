@@ -345,6 +345,35 @@ def test_an_answer_with_no_cell_selecting_the_value_the_task_names_goes_back_onc
     fake_llm.assert_drained()
 
 
+RATINGS = "Branch,Rating\n" + "".join(f"{'NS'[i % 2]},{40 + i * 7 % 59}%\n" for i in range(30))
+RATING_MEAN = "What is the mean rating in percent, rounded to 2 decimals?"
+TWICE = (
+    "import pandas as pd\ndf = pd.read_csv('ratings.csv')\n"
+    "df['Rating'] = pd.to_numeric(df['Rating'].str.rstrip('%'))\n"
+    "print(round(df['Rating'].mean() * 100, 2))"
+)
+
+
+def test_a_mean_stated_outside_the_column_it_was_taken_of_goes_back_once(fake_llm, tmp_path):
+    """On a real kernel: a column of percentages (written '71%'), made a percentage again
+    (scratch hotel data, 2026-12-07: 7256.0); the kernel reports the column's range after
+    the cell, and the answer goes back once with it."""
+    raw = sum(40 + i * 7 % 59 for i in range(30)) / 30
+    mean, twice = round(raw, 2), round(raw * 100, 2)
+    result = _run_on(
+        fake_llm, tmp_path / "ratings.csv", RATINGS, RATING_MEAN,
+        run_cell(TWICE),
+        text(f"The mean rating in percent is {twice}."),
+        run_cell(TWICE.replace(" * 100", "")),
+        text(f"The mean rating in percent is {mean}."),
+    )  # fmt: skip
+    sent_back = fake_llm.requests[2].last_user_text
+    assert f"the answer states {twice}" in sent_back
+    assert "'Rating' runs from 40 to 97" in sent_back
+    assert result.status == "ok" and result.answer == f"The mean rating in percent is {mean}."
+    fake_llm.assert_drained()
+
+
 PULSE = "Pulse\n" + "".join(
     f"{'NA' if i % 9 == 0 else 70 + (i * 37 % 23) - (40 if i in (5, 50) else 0)}\n"
     for i in range(60)
@@ -570,9 +599,10 @@ def test_the_same_filter_sent_again_runs_with_the_value_as_the_data_writes_it(fa
         ("waits.csv", WAITS, PEARSON, GAPS, "The correlation is nan.",
          "The correlation is nan."),
         ("cars.txt", CARS, CITROEN, EVERY_CAR, "The mean is 24500.0.", "The mean is 24500.0."),
+        ("ratings.csv", RATINGS, RATING_MEAN, TWICE, "It is 6890.0.", "It is 6890.0."),
     ],
     ids=["every-row", "nan", "nan-fences", "one-column-gaps", "empty-filter", "nan-sentence",
-         "named-value"],
+         "named-value", "out-of-range"],
 )  # fmt: skip
 def test_without_the_lever_the_slipped_value_is_the_answer(
     fake_llm, tmp_path, path, body, task, code, answer, printed

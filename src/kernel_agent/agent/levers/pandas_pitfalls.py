@@ -15,7 +15,8 @@ it again runs with the value as the data writes it, where the kernel found one) 
 writes the notes, remembers the names that keep a questioned value, and sends an answer
 given right after a noted cell back once (and one that states a questioned value later,
 or a fraction for a count, or one where no cell selected the rows of a value the task names
-and the data holds: :mod:`..named_value`).
+and the data holds: :mod:`..named_value`, or a mean none of whose numbers lies in the range
+of the columns it was taken of, as the kernel reported them: :mod:`..value_range`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from ..pitfalls import (
 from ..slot_kind import not_a_count
 from ..state import Ask, TaskState
 from ..stated_rule import Recount, recounts_of, rule_note, rule_probe, stated_rule
+from ..value_range import ColumnRange, out_of_range, range_note, range_probe, ranges_of
 from .base import AskBudget, Lever
 
 __all__ = ["PandasPitfalls"]
@@ -72,6 +74,9 @@ class PandasPitfalls(Lever):
         #: the stated rule, recomputed after the last cell that named its series (a later
         #: cell that prints a count from a kept name is held against it)
         self.recounts: list[Recount] = []
+        #: the range of each column a cell took a mean (median, extreme...) of, as the
+        #: kernel reported it after that cell
+        self.ranges: dict[tuple[str, str], ColumnRange] = {}
 
     def check_answer(self, state: TaskState, answer: str) -> Ask | None:
         if state.doubts:
@@ -95,6 +100,11 @@ class PandasPitfalls(Lever):
                 prompt("named_value", note=unused.note()),
                 notice="the task names a value of the data no cell selected rows by; asking again",
             )
+        if outside := out_of_range(state.task, answer, self.ranges):
+            return Ask(
+                prompt("out_of_range", note=range_note(*outside)),
+                notice="the answer states a mean outside the values it is taken of; asking again",
+            )
         return None
 
     def rewrite(self, state: TaskState, code: str) -> tuple[str, str] | None:
@@ -105,13 +115,18 @@ class PandasPitfalls(Lever):
 
     def probe(self, state: TaskState, code: str) -> dict[str, str]:
         rule = stated_rule(state.task)
-        return {**(rule_probe(rule, code) if rule else {}), **filter_probe(code)}
+        return {
+            **(rule_probe(rule, code) if rule else {}),
+            **filter_probe(code),
+            **range_probe(state.task, code),
+        }
 
     def after_cell(self, state: TaskState, cell: CellResult, hint: str) -> str | None:
         if not cell.ok:
             return None
         if stated_rule(state.task) and (fresh := recounts_of(cell)):
             self.recounts = fresh
+        self.ranges.update({(r.frame, r.column): r for r in ranges_of(cell)})
         note = self._note(state, cell)
         if note is None and (again := shown_names(cell.code, set(self.noted))):
             earlier = self.noted[again[0]].removeprefix("Note: ")
