@@ -357,6 +357,7 @@ def test_preview_reads_a_scale_letter_as_a_scale_and_its_fix_gives_the_full_numb
             "Annual Income": [f"{20 + i}k" for i in range(n)],
             "Installs": [f"{i}.5M" if i % 3 else f"{100 + i}k" for i in range(n)],
             "Weight": [f"{50 + i} kg" for i in range(n)],
+            "Downloads": [f"{10 ** (i % 4 + 2):,}+" for i in range(n)],  # few values: '1,000+'
         }
     )
     frame.to_csv(folder / "people.csv", index=False)
@@ -364,18 +365,19 @@ def test_preview_reads_a_scale_letter_as_a_scale_and_its_fix_gives_the_full_numb
     out = preview(kernel, budget_chars=4000)
     assert "'Annual Income' holds numbers with a scale letter ('20k'" in out, out
     assert "'Weight' holds numbers with text ('50 kg'" in out, out
-    codes = [c for c in _fixes(out) if c.startswith(("df['Annual", "df['Installs"))]
-    assert len(codes) == 2, out
+    codes = [c for c in _fixes(out) if c.startswith(("df['Annual", "df['Installs", "df['Down"))]
+    assert len(codes) == 3, out
     run = "import pandas as pd\ndf = pd.read_csv('people.csv')\n" + "\n".join(codes)
-    run += "\nprint(df['Annual Income'].sum(), df['Installs'].sum())"
+    run += "\nprint(df['Annual Income'].sum(), df['Installs'].sum(), df['Downloads'].sum())"
     check = kernel.execute(run, timeout=30)
     income = float(sum((20 + i) * 1000 for i in range(n)))
     installs = sum((i + 0.5) * 1e6 if i % 3 else (100 + i) * 1e3 for i in range(n))
-    assert check.ok and stdout(check) == f"{income} {installs}\n", (out, check.outputs)
+    downloads = sum(10 ** (i % 4 + 2) for i in range(n))
+    assert check.ok and stdout(check) == f"{income} {installs} {downloads}\n", (out, check.outputs)
     asked = {"p": data_preview_expression(facts=True)}
     found = kernel.execute("", timeout=60, user_expressions=asked).user_expressions["p"]
     facts = split_facts(parse_text_expression(found) or "")[1]["people.csv"]
-    assert facts.units == ("Weight",), facts
+    assert facts.units == ("Weight",) and facts.numeric == ("Downloads",), facts
 
 
 def test_preview_gives_fixes_only_for_the_columns_the_task_names(kernel, kernel_workdir):

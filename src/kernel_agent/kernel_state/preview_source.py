@@ -282,8 +282,8 @@ def _shape_issues(df):
             kinds = {type(v).__name__ for v in values.head(2000)}
             texts = values.astype(str).str.strip()
             plain = texts.str.fullmatch(_NUM)
-            money = texts.str.fullmatch(r"[$€£]?\s*(?:" + _GROUPED + "|" + _NUM + r")\s*%?")
-            grouped = texts.str.contains(r"\d,\d{3}\b") | texts.str.contains(r"^[$€£]|%$")
+            money = texts.str.fullmatch(r"[$€£]?\s*(?:" + _GROUPED + "|" + _NUM + r")\s*[%+]?")
+            grouped = texts.str.contains(r"\d,\d{3}\b") | texts.str.contains(r"^[$€£]|[%+]$")
             unit = texts.str.fullmatch(
                 r"[<>~≤≥]?=?\s*[$€£]?\s*(?:" + _GROUPED + "|" + _NUM + r")\s*"
                 r"(?:(?:-|–|to)\s*(?:" + _GROUPED + "|" + _NUM + r"))?\s*"
@@ -311,12 +311,12 @@ def _shape_issues(df):
         if money.mean() >= 0.8 and (grouped.any() or not plain.all()):
             _NOW.setdefault("numeric", []).append(str(c))
             if grouped.any():
-                fix = (f"pd.to_numeric(df[{name}].astype(str).str.replace(r'[,$€£%\\s]', '', "
+                fix = (f"pd.to_numeric(df[{name}].astype(str).str.replace(r'[,$€£%+\\s]', '', "
                        "regex=True), errors='coerce')")
             else:
                 fix = f"pd.to_numeric(df[{name}], errors='coerce')"
             what = f"{len(odd)} not numbers, e.g. {example}" if len(odd) else "e.g. " + ", ".join(
-                repr(v[:20]) for v in texts[grouped].head(2))
+                repr(v[:20]) for v in texts[grouped].drop_duplicates().head(2))
             said.append(f"  ! {name} holds numbers stored as text ({what}): "
                          f"df[{name}] = {fix}")
         elif unit.mean() >= 0.8 and (~plain).any() and texts.nunique() > 2 * FEW:

@@ -311,7 +311,7 @@ def test_numbers_stored_as_text_are_read_as_numbers_after_the_read_line():
     assert preflight(code, facts) == (
         "import pandas as pd\ndf = pd.read_csv('s.csv')\n"
         "df['streams'] = pd.to_numeric(df['streams'].astype(str)"
-        ".str.replace(r'[,$€£%\\s]', '', regex=True), errors='coerce')\n"
+        ".str.replace(r'[,$€£%+\\s]', '', regex=True), errors='coerce')\n"
         "print(df['streams'].mean())"
     )
     for kept in (

@@ -227,7 +227,7 @@ def _numbers_as_text_edits(
         frame, module = statement.targets[0].id, statement.value.func.value.id
         lines = [
             f"{frame}[{c!r}] = {module}.to_numeric({frame}[{c!r}].astype(str)"
-            f".str.replace(r'[,$€£%\\s]', '', regex=True), errors='coerce')"
+            f".str.replace(r'[,$€£%+\\s]', '', regex=True), errors='coerce')"
             for c in file.numeric
         ] + [
             f"{frame}[{c!r}] = {module}.to_numeric({frame}[{c!r}].astype(str)"
