@@ -37,9 +37,9 @@ class NamedValue:
     def note(self) -> str:
         return (
             f"Note: the task names {self.value!r}, a value of the column {self.column!r}, but "
-            f"no cell selected the rows with it. If the question is about those rows only, "
-            f"select them first (df[df[{self.column!r}] == {self.value!r}]) and compute "
-            "again; if it is not, give the same answer again."
+            f"no cell selected the rows with it, so the value printed is of every row. Select "
+            f"those rows first (df[df[{self.column!r}] == {self.value!r}]) and compute the "
+            "value again from them in a new cell."
         )
 
 
