@@ -185,12 +185,40 @@ def test_text_for_numbers_says_how_to_convert():
         ("ValueError", "could not convert string to float: '1,234'"),
         ("TypeError", "ufunc 'isnan' not supported for the input types"),
         ("TypeError", "agg function failed [how->mean,dtype->object]"),
+        ("TypeError", "operation 'truediv' not supported for dtype 'str' with dtype 'float64'"),
     ]
     for ename, evalue in cases:
         named = error_hint(failed("df['streams'].mean() / 2", ename, evalue), {}, told=told)
         assert "pd.to_numeric(df['streams'], errors='coerce')" in named, (ename, evalue)
         other = error_hint(failed("stats.ttest_ind(a, b)", ename, evalue), {}, told=told)
         assert "pd.to_numeric(df[c].astype(str).str.replace(',', '')" in other
+
+
+def test_the_text_hint_names_the_column_the_error_is_about_before_one_the_cell_converted():
+    """The held-out cars93 run (2026-12-07) converted Cylinders itself and divided
+    EngineSize's '1.8 L' text by it; the hint quoted the Cylinders line, four times."""
+    told = [
+        "  ! 'Cylinders' holds numbers stored as text (1 not numbers, e.g. 'rotary'): "
+        "df['Cylinders'] = pd.to_numeric(df['Cylinders'], errors='coerce')\n"
+        "  ! 'EngineSize' holds numbers with text ('1.8 L', '3.2 L'); the first number: "
+        "df['EngineSize'].astype(str).str.extract(r'(-?\\d+\\.?\\d*)')[0].astype(float)"
+    ]
+    code = (
+        "df['Cylinders'] = pd.to_numeric(df['Cylinders'], errors='coerce')\n"
+        "x = df['EngineSize'] / df['Cylinders']"
+    )
+    for ename, evalue in (
+        ("TypeError", "operation 'truediv' not supported for dtype 'str' with dtype 'float64'"),
+        ("ValueError", "could not convert string to float: '1.8 L'"),
+    ):
+        hint = error_hint(failed(code, ename, evalue), {}, told=told)
+        assert "The data preview said: 'EngineSize' holds numbers with text" in hint, hint
+    # a column the error quotes comes first, though the cell converts it too
+    converted = code + "\ny = df['EngineSize'].astype(float)"
+    hint = error_hint(
+        failed(converted, "ValueError", "could not convert string to float: '1.8 L'"), {}, told=told
+    )
+    assert "'EngineSize' holds numbers with text" in hint
 
 
 def test_an_int_cast_of_missing_values_says_dropna_or_int64():

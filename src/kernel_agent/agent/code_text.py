@@ -3,14 +3,21 @@
 Pure functions of the code's text: :func:`normalize_code` (two cells that differ only in
 blank lines are one), :func:`parse_python` (the ast, or None), :func:`typed_values_only`
 (a cell that only prints constants computed nothing), :func:`reads_only` (an expression
-that can be evaluated again without changing anything).
+that can be evaluated again without changing anything), :func:`converted_columns` (the
+columns a cell converts from text itself).
 """
 
 from __future__ import annotations
 
 import ast
 
-__all__ = ["normalize_code", "parse_python", "reads_only", "typed_values_only"]
+__all__ = [
+    "converted_columns",
+    "normalize_code",
+    "parse_python",
+    "reads_only",
+    "typed_values_only",
+]
 
 
 def normalize_code(code: str) -> str:
@@ -116,3 +123,44 @@ def reads_only(node: ast.AST) -> bool:
         ):
             return False
     return isinstance(node, ast.Name | ast.Attribute | ast.Subscript | ast.Call)
+
+
+#: calls that convert a column's text (its own way)
+_CONVERSIONS = frozenset(
+    {"to_numeric", "astype", "replace", "extract", "strip", "rstrip", "lstrip", "split",
+     "apply", "map", "to_datetime", "float", "int"}
+)  # fmt: skip
+
+
+def _called_name(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def converted_columns(tree: ast.Module) -> set[str]:
+    """The columns ``tree`` converts itself: those written to from a conversion
+    (``df['x'] = df['x'].str.rstrip(' L').astype(float)``) and those a conversion reads
+    (``pd.to_numeric(df['x'])``)."""
+
+    def converts(node: ast.AST) -> bool:
+        return any(
+            isinstance(n, ast.Call) and _called_name(n) in _CONVERSIONS for n in ast.walk(node)
+        )
+
+    def columns(node: ast.AST) -> set[str]:
+        return {
+            n.slice.value
+            for n in ast.walk(node)
+            if isinstance(n, ast.Subscript)
+            and isinstance(n.slice, ast.Constant)
+            and isinstance(n.slice.value, str)
+        }
+
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and converts(node.value):
+            for target in node.targets:
+                found |= columns(target)
+        elif isinstance(node, ast.Call) and _called_name(node) in _CONVERSIONS:
+            found |= columns(node)
+    return found

@@ -244,6 +244,31 @@ def test_numbers_with_one_unit_are_read_as_their_number():
     assert preflight(kept, comma) == "df = pd.read_csv('m.csv', decimal=',')"
 
 
+def test_a_column_the_cell_converts_itself_keeps_its_conversion_and_the_others_get_theirs():
+    """The held-out cars93 run (2026-12-07): the cell converted Cylinders itself and divided
+    EngineSize, '1.8 L' text, by it; four cells failed the same way."""
+    facts = {
+        "c.csv": FileFacts(
+            delimited=True, columns=("Cylinders", "EngineSize"), numeric=("Cylinders",),
+            units=("EngineSize",),
+        )
+    }  # fmt: skip
+    own = "df['Cylinders'] = pd.to_numeric(df['Cylinders'], errors='coerce')\n"
+    code = "import pandas as pd\ndf = pd.read_csv('c.csv')\n" + own
+    code += "print((df['EngineSize'] / df['Cylinders']).mean())"
+    assert preflight(code, facts) == code.replace(
+        "df = pd.read_csv('c.csv')\n",
+        "df = pd.read_csv('c.csv')\ndf['EngineSize'] = pd.to_numeric(df['EngineSize']"
+        ".astype(str).str.extract(r'^\\s*(-?\\d+\\.?\\d*)')[0], errors='coerce')\n",
+    )
+    for kept in (
+        code.replace("print(", "df['EngineSize'] = df['EngineSize'].str.rstrip(' L')"
+                     ".astype(float)\nprint("),  # converted its own way
+        code.replace("pd.read_csv('c.csv')", "pd.read_csv('c.csv', converters={})"),
+    ):  # fmt: skip
+        assert preflight(kept, facts) == kept
+
+
 def test_a_test_on_columns_with_missing_values_omits_them():
     code = (
         "t, p = stats.ttest_ind(a['x'], b['x'], equal_var=False)\nr = scipy.stats.spearmanr(u, v)"
