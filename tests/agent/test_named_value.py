@@ -86,3 +86,41 @@ def test_short_and_numeric_values_are_not_looked_for():
         unused_named_value("What is the mean of group A in 12?", [cell("print(1)", "1")], facts)
         is None
     )
+
+
+SPECIES = {
+    "p.csv": FileFacts(
+        delimited=True,
+        columns=("Species", "Flipper"),
+        values={
+            "Species": (
+                "Adelie Penguin (Pygoscelis adeliae)",
+                "Chinstrap penguin (Pygoscelis antarctica)",
+                "Gentoo penguin (Pygoscelis papua)",
+            )
+        },
+    )
+}
+
+
+def test_a_long_label_named_by_its_first_word_is_found_and_selected_by_it():
+    task = "Among Adelie penguins, how many flippers are outliers?"
+    hit = unused_named_value(task, [cell("print(df['Flipper'].max())", "231")], SPECIES)
+    assert hit == NamedValue("Species", "Adelie Penguin (Pygoscelis adeliae)", "Adelie")
+    assert "df[df['Species'].str.startswith('Adelie')]" in hit.note()
+    for code, printed in (
+        ("a = df[df['Species'].str.contains('Adelie')]\nprint(a['Flipper'].max())", "210"),
+        ("print(df.groupby('Species')['Flipper'].max())", "Adelie Penguin (Pygo...    210"),
+    ):
+        assert unused_named_value(task, [cell(code, printed)], SPECIES) is None, code
+
+
+def test_a_first_word_shared_or_too_short_names_no_value():
+    shared = {
+        "f.csv": FileFacts(
+            delimited=True, columns=("g",),
+            values={"g": ("Blue whale", "Blue shark", "Red fox"), "h": ("Ox cart", "Yak")},
+        )
+    }  # fmt: skip
+    for task in ("How long are blue animals?", "How heavy is an ox?"):
+        assert unused_named_value(task, [cell("print(1)", "1")], shared) is None, task

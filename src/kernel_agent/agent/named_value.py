@@ -29,17 +29,24 @@ _LONGEST = 60
 
 @dataclass(frozen=True)
 class NamedValue:
-    """``value`` of ``column``, named by the task and selected by no cell."""
+    """``value`` of ``column``, named by the task (as ``word``, its first word, when the
+    task writes only that) and selected by no cell."""
 
     column: str
     value: str
+    word: str = ""
 
     def note(self) -> str:
+        named = f"{self.word!r} ({self.value!r}" if self.word else f"{self.value!r} (a"
+        select = (
+            f"df[df[{self.column!r}].str.startswith({self.word!r})]"
+            if self.word
+            else f"df[df[{self.column!r}] == {self.value!r}]"
+        )
         return (
-            f"Note: the task names {self.value!r}, a value of the column {self.column!r}, but "
-            f"no cell selected the rows with it, so the value printed is of every row. Select "
-            f"those rows first (df[df[{self.column!r}] == {self.value!r}]) and compute the "
-            "value again from them in a new cell."
+            f"Note: the task names {named} value of the column {self.column!r}), but no "
+            "cell selected the rows with it, so the value printed is of every row. Select "
+            f"those rows first ({select}) and compute the value again from them in a new cell."
         )
 
 
@@ -50,24 +57,36 @@ def unused_named_value(
     uses: _Uses | None = None  # read from the cells once, and only if the task names a value
     for file in facts.values():
         for column, values in file.values.items():
-            named = [v for v in values if _named(task, v)]
+            named = [(v, word) for v in values if (word := _named(task, v, values)) is not None]
             if not named or len(named) == len(values):
                 continue  # a task that lists every value compares them all
             uses = uses or _Uses.of(cells)
-            for value in named:
+            for value, word in named:
                 if not uses.select(value):
-                    return NamedValue(column, value)
+                    return NamedValue(column, value, word)
     return None
 
 
-def _named(task: str, value: str) -> bool:
-    """``value`` (a label with a letter, 3 to 60 characters) is a word or phrase of ``task``,
-    in any case."""
+def _named(task: str, value: str, values: Sequence[str]) -> str | None:
+    """How ``task`` names ``value`` (a label with a letter, 3 to 60 characters): ``""`` for
+    the whole value, as a word or phrase in any case; its first word (4 letters or more,
+    the first word of no other value) for a longer label ('Adelie' for 'Adelie Penguin
+    (Pygoscelis adeliae)'); None when it does not."""
     text = value.strip()
-    if not 3 <= len(text) <= _LONGEST or text.lower() not in task.lower():
-        return False  # the cheap test first: a kernel's facts may list many values
-    if not re.search(r"[^\W\d_]", text):
-        return False
+    if not 3 <= len(text) <= _LONGEST or not re.search(r"[^\W\d_]", text):
+        return None
+    if text.lower() in task.lower() and _word_of(task, text):  # the cheap test first
+        return ""
+    first = text.split()[0] if " " in text else ""
+    if len(first) < 4 or not first.isalpha() or first.lower() not in task.lower():
+        return None
+    others = [v.strip().split()[0].lower() for v in values if v.strip() and v != value]
+    if first.lower() in others or not _word_of(task, first):
+        return None
+    return first
+
+
+def _word_of(task: str, text: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(text)}(?!\w)", task, re.I) is not None
 
 
@@ -95,14 +114,14 @@ class _Uses:
         return cls(tuple(strings), "\n".join(unparsed), tuple(s[:_LONGEST] for s in starts if s))
 
     def select(self, value: str) -> bool:
-        """Some cell selected rows by ``value`` (its code holds it in a string that is not
-        printed text), or printed it first on a line; a cell that does not parse counts as
-        using whatever it mentions."""
+        """Some cell selected rows by ``value`` (its code holds it, or 4 characters or more
+        of it, in a string that is not printed text), or printed it first on a line; a cell
+        that does not parse counts as using whatever it mentions."""
         key = value.strip().lower()
         return (
-            any(key in s for s in self.strings)
+            any(key in s or (len(s) >= 4 and s in key) for s in self.strings)
             or key in self.unparsed
-            or any(line.startswith(key) for line in self.printed)
+            or any(line.startswith(key[:20]) for line in self.printed)  # a table cuts it
         )
 
 

@@ -336,12 +336,42 @@ def test_an_answer_with_no_cell_selecting_the_value_the_task_names_goes_back_onc
         text(f"The average price of the Citroën cars is {mean}."),
     )  # fmt: skip
     sent_back = fake_llm.requests[2].last_user_text
-    assert "the task names 'Citroën', a value of the column 'Make'" in sent_back
+    assert "the task names 'Citroën' (a value of the column 'Make')" in sent_back
     assert "df[df['Make'] == 'Citroën']" in sent_back
     assert (
         result.status == "ok"
         and result.answer == f"The average price of the Citroën cars is {mean}."
     )
+    fake_llm.assert_drained()
+
+
+BIRDS = "Species,Flipper\n" + "".join(
+    f"{('Adelie Penguin (P. adeliae)', 'Gentoo penguin (P. papua)')[i % 2]},{170 + i * 7 % 31 + 20 * (i % 2)}\n"
+    for i in range(40)
+)
+BIRDS_MAX = (
+    "What is the longest flipper among Adelie penguins?\n"
+    "Give the final answer in this format: @longest[value]"
+)
+EVERY_BIRD = "import pandas as pd\ndf = pd.read_csv('birds.csv')\nprint(f\"@longest[{df['Flipper'].max()}]\")"
+
+
+def test_slots_printed_with_no_cell_selecting_the_named_value_wait_for_the_note(fake_llm, tmp_path):
+    """On a real kernel, with the preview's facts: the task names 'Adelie', the first word
+    of one species' label; the cell printed the asked slot from every bird (the held-out
+    penguin IQR run, 2026-12-07). The note comes under the cell, with the selection by the
+    first word, and the printed slot is not composed into the answer."""
+    fixed = EVERY_BIRD.replace(
+        "df['Flipper']", "df[df['Species'].str.startswith('Adelie')]['Flipper']"
+    )
+    longest = max(170 + i * 7 % 31 for i in range(0, 40, 2))
+    result = _run_on(
+        fake_llm, tmp_path / "birds.csv", BIRDS, BIRDS_MAX, run_cell(EVERY_BIRD), run_cell(fixed)
+    )
+    seen = fake_llm.requests[1].last_user_text
+    assert "the task names 'Adelie' ('Adelie Penguin (P. adeliae)' value of the column" in seen
+    assert "df[df['Species'].str.startswith('Adelie')]" in seen
+    assert result.status == "ok" and result.answer == f"@longest[{longest}]"
     fake_llm.assert_drained()
 
 
@@ -600,9 +630,10 @@ def test_the_same_filter_sent_again_runs_with_the_value_as_the_data_writes_it(fa
          "The correlation is nan."),
         ("cars.txt", CARS, CITROEN, EVERY_CAR, "The mean is 24500.0.", "The mean is 24500.0."),
         ("ratings.csv", RATINGS, RATING_MEAN, TWICE, "It is 6890.0.", "It is 6890.0."),
+        ("birds.csv", BIRDS, BIRDS_MAX, EVERY_BIRD, "unused", "@longest[219]"),
     ],
     ids=["every-row", "nan", "nan-fences", "one-column-gaps", "empty-filter", "nan-sentence",
-         "named-value", "out-of-range"],
+         "named-value", "out-of-range", "named-value-slots"],
 )  # fmt: skip
 def test_without_the_lever_the_slipped_value_is_the_answer(
     fake_llm, tmp_path, path, body, task, code, answer, printed

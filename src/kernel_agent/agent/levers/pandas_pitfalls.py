@@ -26,6 +26,7 @@ import re
 from ...llm.view import render_cell
 from ...prompts import prompt
 from ...results import CellResult
+from ..answers import FormatSpec
 from ..empty_filter import empty_filter, filter_probe, refiltered
 from ..empty_value import empty_note, empty_value
 from ..every_row import every_row_counted
@@ -47,6 +48,7 @@ from ..pitfalls import (
     slot_holds_many,
 )
 from ..slot_kind import not_a_count
+from ..slots import FILLED
 from ..state import Ask, TaskState
 from ..stated_rule import Recount, recounts_of, rule_note, rule_probe, stated_rule
 from ..value_range import ColumnRange, out_of_range, range_note, range_probe, ranges_of
@@ -205,4 +207,10 @@ class PandasPitfalls(Lever):
             return no_row.note()
         if empty := empty_value(state.task, cell):
             return empty_note(empty)
+        asked = set(FormatSpec.of(state.task).slots)
+        printed = {name for name, _ in FILLED.findall(render_cell(cell, budget=4000).text)}
+        if asked and asked <= printed:  # the answer's values, before they are composed
+            cells = state.cells if cell in state.cells else [*state.cells, cell]
+            if unused := unused_named_value(state.task, cells, state.data_facts):
+                return unused.note()
         return None
