@@ -495,9 +495,9 @@ def test_error_hint_is_computed_once_per_failing_cell(fake_llm, tmp_path, monkey
     calls = []
     real = hints.error_hint
 
-    def counting(cell, namespace, libraries=None, install_policy="never", told=()):
+    def counting(cell, namespace, libraries=None, install_policy="never", told=(), **given):
         calls.append(cell.code)
-        return real(cell, namespace, libraries, install_policy, told)
+        return real(cell, namespace, libraries, install_policy, told, **given)
 
     monkeypatch.setattr(hints, "error_hint", counting)
     fake_llm.enqueue(run_cell("print(missing_name)"), run_cell("print(1)"), text("It printed 1."))

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from fake_openai import run_cell, scripted_settings, text
+
+from kernel_agent.agent import Agent
 from kernel_agent.agent.hints import error_hint
 from kernel_agent.kernel_state.namespace import VariableInfo
 from kernel_agent.results import CellError, CellResult
@@ -400,3 +403,59 @@ def test_delim_whitespace_refused_by_pandas_3_points_at_the_separator():
     evalue = "read_csv() got an unexpected keyword argument 'delim_whitespace'"
     hint = error_hint(failed(code, "TypeError", evalue), {})
     assert "sep=r'\\s+'" in hint
+
+
+def test_a_column_an_earlier_cell_added_and_a_new_read_dropped_says_not_to_read_again():
+    """The held-out follow-up chain (2026-12-07): the second question's cell read cars.tsv
+    into df again, then used model_year, which the first question's cell had added."""
+    before = {
+        "df": VariableInfo("df", "DataFrame", columns=("Name", "Year", "model_year")),
+    }
+    code = (
+        "import pandas as pd\ndf = pd.read_csv('cars.tsv', sep='\\t')\n"
+        "recent4 = df[(df['model_year'] >= 1976) & (df['Cylinders'] == 4)]"
+    )
+    after = {"df": VariableInfo("df", "DataFrame", columns=("Name", "Year"))}
+    made = "df['model_year'] = pd.to_datetime(df['Year']).dt.year"
+    earlier = ["import pandas as pd\ndf = pd.read_csv('cars.tsv', sep='\\t')\n" + made, "x = 1"]
+    hint = error_hint(
+        failed(code, "KeyError", "'model_year'"), after, before=before, earlier=earlier
+    )
+    assert hint.startswith("Hint: 'model_year' is a column an earlier cell gave df")
+    assert "df = pd.read_csv('cars.tsv'" in hint and f"(`{made}`)" in hint
+    unmade = error_hint(failed(code, "KeyError", "'model_year'"), after, before=before)
+    assert "Compute it again as the earlier cell did" in unmade  # no line found
+    # no earlier frame had it, or this cell did not read into that frame: the usual hints
+    for old, kept in ((before, code.replace("df = pd", "cars = pd")), ({}, code)):
+        other = error_hint(failed(kept, "KeyError", "'model_year'"), after, before=old)
+        assert "earlier cell" not in other
+
+
+def test_a_follow_up_that_reads_the_file_again_is_told_its_column_was_dropped(fake_llm, tmp_path):
+    """On a real kernel, two questions in one session: the first adds model_year to df;
+    the second's cell reads the file into df again and fails on model_year. The hint the
+    model gets names the read that dropped it."""
+    (tmp_path / "cars.csv").write_text("Year,Cylinders\n" + "1976-01-01,4\n1970-01-01,8\n" * 5)
+    first = (
+        "import pandas as pd\ndf = pd.read_csv('cars.csv')\n"
+        "df['model_year'] = pd.to_datetime(df['Year']).dt.year\nprint(df['model_year'].nunique())"
+    )
+    again = (
+        "import pandas as pd\ndf = pd.read_csv('cars.csv')\n"
+        "print(f\"@cars[{len(df[df['model_year'] >= 1976])}]\")"
+    )
+    fixed = (
+        "df['model_year'] = pd.to_datetime(df['Year'], format='%Y-%m-%d').dt.year\n"
+        "print(f\"@cars[{len(df[df['model_year'] >= 1976])}]\")"
+    )
+    fake_llm.enqueue(run_cell(first), text("There are 2 model years."))
+    fake_llm.enqueue(run_cell(again), run_cell(fixed))
+    with Agent(scripted_settings(fake_llm, tmp_path, clean_notebook=False)) as agent:
+        agent.run_to_end("Using the file cars.csv: add model_year, the year of Year. How many?")
+        result = agent.run_to_end("How many cars are from 1976 or later? @cars[integer]")
+    told = fake_llm.requests[3].last_user_text
+    assert "is a column an earlier cell gave df" in told
+    made = "df['model_year'] = pd.to_datetime(df['Year'], format='%Y-%m-%d').dt.year"
+    assert f"Make it again as the earlier cell did (`{made}`)" in told
+    assert result.answer == "@cars[5]"
+    fake_llm.assert_drained()

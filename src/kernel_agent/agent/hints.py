@@ -94,13 +94,18 @@ def error_hint(
     libraries: Mapping[str, str] | None = None,
     install_policy: str = "never",
     told: Sequence[str] = (),
+    before: Mapping[str, VariableInfo] | None = None,
+    earlier: Sequence[str] = (),
 ) -> str:
     """A hint for the model, or "" when there is nothing useful to add (at most
     :data:`MAX_HINT_CHARS` long: it quotes the kernel's text).
 
     ``libraries`` is what the kernel can import (``{import name: version}``), when known;
     ``told``: what the model was told in this task (the data preview's ``read it with``
-    and ``!`` lines are quoted from it when the error is about the file's shape).
+    and ``!`` lines are quoted from it when the error is about the file's shape);
+    ``before``: the kernel's variables before the cell ran, and ``earlier``: the code of
+    the cells before it (a column an earlier cell added that this cell's new read of the
+    file dropped, and the line that made it).
     """
     error = result.error
     if error is None or result.status != "error":
@@ -134,6 +139,12 @@ def error_hint(
         return _one_value(match.group(1), result.code)
     if _MASKS_COMBINED.search(error.evalue) and (masks := _masks_combined(error, result.code)):
         return masks
+    if error.ename == "KeyError" and (
+        reread := _reread_dropped(
+            error.evalue.strip().strip("'\""), result.code, before or {}, earlier
+        )
+    ):
+        return reread
     if data_hint := _data_shape_hint(error.ename, error.evalue, result.code, "\n".join(told)):
         return data_hint
     if error.ename == "KeyError":
@@ -479,6 +490,59 @@ def _left_as_text(line: str, code: str, evalue: str) -> int:
     tree = parse_python(code)
     converted = converted_columns(tree) if tree is not None else set()
     return 2 if match and match.group(1) in converted else 1
+
+
+_READS = re.compile(
+    r"^\s*([A-Za-z_]\w*)\s*=\s*\w+\.read_(?:csv|table|excel|json|parquet|fwf)\(", re.M
+)
+
+
+def _reread_dropped(
+    key: str, code: str, before: Mapping[str, VariableInfo], earlier: Sequence[str]
+) -> str:
+    """A column an earlier cell added to a frame that this cell read from its file again,
+    which replaced the frame (a follow-up question's cell starts with the read it wrote
+    for the first question: held-out follow-up chain, 2026-12-07). The kernel's frame is
+    the new one now, so the hint gives the earlier cell's line that made the column."""
+    for match in _READS.finditer(code):
+        frame = before.get(match.group(1))
+        if frame is None or key not in (frame.columns or ()):
+            continue
+        line = code[match.start() :].split("\n", 1)[0].strip()
+        made = _line_making(frame.name, key, earlier)
+        again = (
+            f"Make it again as the earlier cell did (`{made}`), then go on without reading "
+            "the file again"
+            if made
+            else "Compute it again as the earlier cell did, then go on without reading the "
+            "file again"
+        )
+        return (
+            f"Hint: {key!r} is a column an earlier cell gave {frame.name}, and this cell "
+            f"read the file again (`{_shortened(line)}`), which replaced {frame.name} and "
+            f"dropped it. {again}: the kernel keeps what earlier cells made."
+        )
+    return ""
+
+
+def _line_making(frame: str, column: str, earlier: Sequence[str]) -> str:
+    """The last one-line assignment of ``frame[column]`` in the earlier cells, or ""."""
+    pattern = re.compile(
+        rf"^[ \t]*{re.escape(frame)}\[(['\"]){re.escape(column)}\1\][ \t]*=[^=].*$", re.M
+    )
+    for code in reversed(earlier):
+        lines = [m.group(0).strip() for m in pattern.finditer(code)]
+        if lines and _balanced(lines[-1]):
+            return _shortened(lines[-1], 200)
+    return ""
+
+
+def _balanced(line: str) -> bool:
+    return all(line.count(a) == line.count(b) for a, b in ("()", "[]", "{}"))
+
+
+def _shortened(line: str, most: int = 80) -> str:
+    return line if len(line) <= most else line[: most - 3] + "..."
 
 
 def _names_a_column(line: str, code: str) -> bool:

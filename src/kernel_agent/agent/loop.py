@@ -525,8 +525,11 @@ class AsyncAgent:
         self.cells.append(cell)
         st.cells.append(cell)
         namespace = summary if summary is not None else self.state.namespace
-        st.namespace = dict(namespace)
-        error = hints.error_hint(cell, namespace, st.libraries, self.settings.install, st.told)
+        before, st.namespace = st.namespace, dict(namespace)
+        error = hints.error_hint(
+            cell, namespace, st.libraries, self.settings.install, st.told,
+            before=before, earlier=[c.code for c in self.cells[-40:-1]],
+        )  # fmt: skip
         if not cell.ok and cell.error is not None and error:
             st.last_hint = error  # the last hint for a failing cell, for the levers' asks
         noted = [(lever.name, lever.after_cell(st, cell, error)) for lever in self._task_levers]
