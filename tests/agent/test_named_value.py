@@ -38,7 +38,7 @@ def cell(code: str, printed: str = "", status: str = "ok") -> CellResult:
          "The average price of the Citroën cars is 29469.08", ("Make ", "Citroën")),
         (PRICE, READ + "print('Citroën', df['Price'].mean())", "Citroën 29469.08",
          None),  # printed first on its line: a group shown, as a table would
-        ("How much do diesel cars cost on average?", READ + "print(df['Price'].mean())", "3.0",
+        ("How much do Diesel cars cost on average?", READ + "print(df['Price'].mean())", "3.0",
          ("Fuel", "Diesel")),
     ],
 )  # fmt: skip
@@ -74,6 +74,7 @@ def test_a_cell_that_selects_by_the_value_uses_it(code):
         "Which fuel is cheaper on average, diesel or petrol?",  # names every value of Fuel
         "What is the price of the Citroënx?",  # not the word
         "What is the average price? Answer in @Peu[value]",  # no word of its own
+        "How much does a car cost after the diesel tax?",  # 'Diesel' is capitalized: not it
     ],
 )
 def test_a_task_that_names_no_value_or_every_value_is_not_questioned(task):
@@ -124,3 +125,25 @@ def test_a_first_word_shared_or_too_short_names_no_value():
     }  # fmt: skip
     for task in ("How long are blue animals?", "How heavy is an ox?"):
         assert unused_named_value(task, [cell("print(1)", "1")], shared) is None, task
+
+
+def test_a_capitalized_value_is_named_only_as_written_and_capitals_in_any_case():
+    """The held-out survey chain (2026-12-07): "how many students are left" named W.Hnd's
+    'Left' in any case, and the note went to a right answer."""
+    hands = {
+        "s.csv": FileFacts(
+            delimited=True, columns=("W.Hnd", "Sex", "Smoke"),
+            values={"W.Hnd": ("Left", "Right"), "Sex": ("MALE", "FEMALE"),
+                    "Smoke": ("never", "heavy", "occas")},
+        )
+    }  # fmt: skip
+    idle = [cell("print(1)", "1")]
+    assert unused_named_value("How many students are left?", idle, hands) is None
+    for task, value in (
+        ("How many Left-handed students?", "Left"),
+        ("How many male students?", "MALE"),
+        ("Never smokers: how many? Only never, not heavy.", "never"),
+        ("Heavy smokers: how many?", "heavy"),
+    ):
+        hit = unused_named_value(task, idle, hands)
+        assert hit is not None and hit.value == value, task

@@ -69,7 +69,7 @@ def unused_named_value(
 
 def _named(task: str, value: str, values: Sequence[str]) -> str | None:
     """How ``task`` names ``value`` (a label with a letter, 3 to 60 characters): ``""`` for
-    the whole value, as a word or phrase in any case; its first word (4 letters or more,
+    the whole value, as a word or phrase (:func:`_word_of`); its first word (4 letters or more,
     the first word of no other value) for a longer label ('Adelie' for 'Adelie Penguin
     (Pygoscelis adeliae)'); None when it does not."""
     text = value.strip()
@@ -87,7 +87,15 @@ def _named(task: str, value: str, values: Sequence[str]) -> str | None:
 
 
 def _word_of(task: str, text: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(text)}(?!\w)", task, re.I) is not None
+    """``text`` is a word or phrase of ``task`` as the data writes it; a value in capitals
+    in any case ('MALE' for "male"), one in small letters also capitalized ('male' for
+    "Male passengers"), but a capitalized value not in small letters: "how many are left"
+    does not name 'Left' (the held-out survey chain, where W.Hnd holds it)."""
+    for m in re.finditer(rf"(?<!\w){re.escape(text)}(?!\w)", task, re.I):
+        written = m.group(0)
+        if written == text or text.isupper() or (text.islower() and written.lower() == text):
+            return True
+    return False
 
 
 @dataclass(frozen=True)
