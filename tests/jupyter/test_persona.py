@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -81,10 +82,18 @@ def _agent_process(lab: LabServer) -> tuple[list[str], list[str]]:
 
 
 def _agent_cells(lab: LabServer, path: str, timeout: float = 20) -> list[dict]:
-    """The agent's cells in the saved notebook (the document is saved a moment after)."""
+    """The agent's cells in the saved notebook (the document is saved a moment after, and
+    a read while the collaboration server writes it is refused with 400, "Unreadable
+    Notebook": CI's persona run, 2026-12-07, with an eval beside it)."""
     deadline = time.monotonic() + timeout
     while True:
-        cells = lab.api("GET", f"/api/contents/{path}")["content"]["cells"]
+        try:
+            cells = lab.api("GET", f"/api/contents/{path}")["content"]["cells"]
+        except urllib.error.HTTPError as error:
+            if error.code != 400 or time.monotonic() > deadline:
+                raise AssertionError(f"{path}: {error}\n{lab.log_tail()}") from error
+            time.sleep(0.3)
+            continue
         mine = [c for c in cells if c["metadata"].get("kernel_agent")]
         if (mine and mine[-1]["outputs"]) or time.monotonic() > deadline:
             return mine
