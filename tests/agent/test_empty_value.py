@@ -40,6 +40,8 @@ def printed(text: str) -> CellResult:
             "`The Pearson correlation between wait and rating`",
         ),
         ("When was the peak?", "The peak day was NaT.\n", "`The peak day`"),
+        ("What is the Pearson correlation?", "nan\n", "the cell's output"),  # printed alone
+        ("What is the mean?", "np.float64(nan)", "the cell's output"),
         ("What is the mean?", "Mean of the column equals np.float64(nan)", "`Mean of the column`"),
     ],
 )
@@ -59,6 +61,8 @@ def test_a_missing_or_empty_value_for_the_answer_is_found(task, text, label):
         ("What is the mean?", "Results:\nmean: 3.5"),  # a label heading what follows
         ("What is the mean?", "The mean is 3.5 and the spread is not nan"),  # words after
         ("Which names are there?", "The first name is Nan"),  # a name, not a missing value
+        ("Which names are there?", "Nan\n"),  # a name alone
+        ("What is the mean?", "nan\n3.5\n"),  # not alone
         (TASK, "The correlation is nan"),  # slots asked: only the slots are read
     ],
 )

@@ -4,8 +4,8 @@ The issue's hidden sets saw a correlation of ``nan`` reported as the answer, whe
 had left nothing; small models restate what the cell printed. The composed answer already
 refuses such a value (:mod:`.composed`), but the model's own answer did not: it wrote
 "the correlation is nan". One check, whatever the statistic: a printed value for an
-asked slot (or, with no slots asked, for a labelled line or a sentence that ends in the
-value) that is missing or empty gets a
+asked slot (or, with no slots asked, for a labelled line, a sentence that ends in the
+value, or an output that is that value alone) that is missing or empty gets a
 note saying what usually empties it and how to find the step. Pure.
 """
 
@@ -27,6 +27,8 @@ _NO_VALUE = re.compile(
     r"Series\(\[\].*|Empty DataFrame.*",
     re.I,
 )
+#: an output that is no value and nothing else
+_ALONE = re.compile(r"(?:np\.float64\()?(?:nan|NaN|NaT|<NA>)\)?")
 #: a sentence that ends in no value: "The correlation between a and b is nan."
 _SENTENCE = re.compile(
     r"^\s*(?P<label>[A-Za-z][^\n]{2,160}?)\s+(?:is|are|was|were|of|equals)\s*:?\s*"
@@ -44,7 +46,10 @@ def empty_value(task: str, cell: CellResult) -> str | None:
         if any(_no_value(value, blank=label in asked) for value in values):
             return quoted(label, slot=label in asked)
     if not asked:
-        for line in render_cell(cell, budget=4000).text.splitlines():
+        text = render_cell(cell, budget=4000).text
+        if _ALONE.fullmatch(text.strip()):
+            return "the cell's output"  # print(round(r, 2)) of a correlation over gaps
+        for line in text.splitlines():
             if m := _SENTENCE.match(line):
                 return f"`{m.group('label').strip()[:80]}`"
     return None

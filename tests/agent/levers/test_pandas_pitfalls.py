@@ -289,8 +289,15 @@ def _waits_corr() -> float:
     return round(pd.DataFrame(rows, columns=["w", "r"]).corr().iloc[0, 1], 2)
 
 
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [(GAPS, "is nan"), (GAPS.replace("print(f'The Pearson correlation between the wait and "
+                                     "the rating is {round(r, 2)}')", "print(round(r, 2))"),
+                        "the cell's output printed no value")],
+    ids=["sentence", "alone"],
+)  # fmt: skip
 def test_a_sentence_ending_in_nan_is_noted_with_the_gaps_and_its_answer_goes_back(
-    fake_llm, tmp_path
+    fake_llm, tmp_path, code, said
 ):
     """On a real kernel: scipy's pearsonr over a column with one gap is nan, printed in a
     sentence with no slot (scratch hotel data, 2026-12-07). The note says that any gap
@@ -298,13 +305,13 @@ def test_a_sentence_ending_in_nan_is_noted_with_the_gaps_and_its_answer_goes_bac
     fixed = GAPS.replace("df['wait'], df['rating']", "*df[['wait', 'rating']].dropna().T.values")
     result = _run_on(
         fake_llm, tmp_path / "waits.csv", WAITS, PEARSON,
-        run_cell(GAPS),
+        run_cell(code),
         text("The Pearson correlation between the wait and the rating is nan."),
         run_cell(fixed),
         text(f"The Pearson correlation is {_waits_corr()}."),
     )  # fmt: skip
     seen = fake_llm.requests[1].last_user_text
-    assert "is nan" in seen and "any input is nan" in seen and ".dropna()" in seen
+    assert said in seen and "any input is nan" in seen and ".dropna()" in seen
     assert "printed no value" in fake_llm.requests[2].last_user_text  # the answer sent back
     assert result.status == "ok" and result.answer == f"The Pearson correlation is {_waits_corr()}."
     fake_llm.assert_drained()
