@@ -581,6 +581,26 @@ def test_a_spinning_model_is_asked_for_its_answer_once_then_stopped(fake_llm, tm
     assert nb.metadata["kernel_agent"]["status"] == "no_answer"
 
 
+def test_a_spinning_model_that_stated_a_shown_value_beside_its_code_ends_with_it(
+    fake_llm, tmp_path
+):
+    """The scratch survey run (2026-12-07): the model wrote the answer above its first
+    cell, then repeated the cell until stopped; the run ends with that statement, whose
+    number the output shows, as status ok. A statement of a number no output shows
+    ends the run as before."""
+    same = "print(6 * 7)"
+    fake_llm.enqueue(
+        run_cell(same, content="The answer is 42."), *(run_cell(same) for _ in range(4))
+    )
+    result, _ = run(fake_llm, tmp_path, task="What is six times seven?", max_steps=20)
+    assert result.status == "ok" and result.answer == "The answer is 42."
+    fake_llm.enqueue(
+        run_cell(same, content="The answer is 43."), *(run_cell(same) for _ in range(4))
+    )
+    result, _ = run(fake_llm, tmp_path, task="What is six times seven?", max_steps=20)
+    assert result.status == "no_answer" and "No final answer" in result.answer
+
+
 def test_a_spinning_model_that_then_answers_gets_its_answer_taken(fake_llm, tmp_path):
     same = "print(6 * 7)"
     fake_llm.enqueue(run_cell(same), run_cell(same), run_cell(same), text("The answer is 42."))

@@ -410,6 +410,7 @@ class AsyncAgent:
             lever.after_reply(st, turn)
         self.protocol.remember(self.history, completion, turn)
         if turn.prose.strip() and turn.codes:
+            st.said.append(turn.prose.strip()[:4000])
             self.state.note(turn.prose.strip(), M.ROLE_PROSE)
             yield ModelReply(turn.prose.strip(), st.steps)
         if not turn.codes and self.protocol.flush_errors(self.history):

@@ -115,6 +115,9 @@ class TaskState:
     briefing: list[str] = field(default_factory=list)
     #: what the data preview measured, by file name (data_preview; preflight reads it)
     data_facts: dict[str, FileFacts] = field(default_factory=dict)
+    #: the prose the model wrote beside its code in this task, in order (stall_guard ends
+    #: a stalled run with the last of it that states values the outputs show)
+    said: list[str] = field(default_factory=list)
 
     @property
     def ran_code(self) -> bool:

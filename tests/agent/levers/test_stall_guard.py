@@ -55,3 +55,27 @@ def test_after_the_ask_a_cell_with_new_output_may_still_run() -> None:
     guard.before_cell(st, "print(1)")
     assert isinstance(guard.before_cell(st, "print(1)"), Ask)
     assert ran(st, guard, ok("print(3)", "3\n")) is None and st.stalls == 0
+
+
+def test_a_stalled_run_ends_with_a_statement_beside_its_code_only_if_the_outputs_show_it():
+    """The scratch survey run (2026-12-07) stated the count above its first cell, then
+    repeated a cell; a plan, a small ordinal or a value no output shows is no answer."""
+    for said, status in (
+        (["The number of respondents without a score is 15."], "ok"),
+        (["The mean is 3.25."], "ok"),
+        (["To find the count, we need 15 rows."], "no_answer"),  # a plan
+        (["Step 1: load the data."], "no_answer"),
+        (["There are 2 files."], "no_answer"),  # a small whole number only
+        (["The number of respondents without a score is 16."], "no_answer"),  # not shown
+        (["The count is 15.\n```python\nprint(15)\n```"], "no_answer"),  # code, not prose
+    ):
+        st, guard = TaskState("How many respondents gave no score?"), StallGuard()
+        st.said = said
+        st.briefing = ["missing values: 'Satisfaction' 15 (15 of 200 rows have one)"]
+        ran(st, guard, ok("print(3.25)", "3.25\n"))
+        guard.before_cell(st, "print(3.25)")
+        guard.before_cell(st, "print(3.25)")
+        stop = guard.before_cell(st, "print(3.25)")
+        assert isinstance(stop, Stop) and stop.status == status, said
+        if status == "ok":
+            assert stop.answer == said[0]

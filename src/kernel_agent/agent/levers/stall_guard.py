@@ -7,20 +7,37 @@ SyntaxError, then the last good cell again). Each is a turn of *no progress*, co
 ``TaskState.stalls`` (a repeated cell or output here; a refused install by ``no_install``;
 prose in a cell by ``prose_cell``); after :data:`STALL_LIMIT` of them in a row the model
 is asked once for its final answer, stated from what was printed. If it still does not
-give one, the run ends with status ``no_answer`` and says what the last output was:
-``max_steps`` stays a backstop.
+give one, the run ends: with the last statement the model wrote beside its code whose
+numbers the outputs (or the data preview) show, as status ``ok``, else with status
+``no_answer``, saying what the last output was. ``max_steps`` stays a backstop.
 """
 
 from __future__ import annotations
+
+import re
 
 from ...llm.view import render_cell
 from ...prompts import prompt
 from ...results import CellResult
 from ..code_text import normalize_code
+from ..grounding import numbers_in, ungrounded_numbers
 from ..state import Ask, Stop, TaskState
 from .base import Lever
 
 __all__ = ["STALL_LIMIT", "StallGuard"]
+
+#: prose that plans the work rather than states its result
+_PLAN = re.compile(
+    r"\b(?:let'?s|we (?:will|need|can|should)|i (?:will|need|can)|here is|here's|step|"
+    r"to (?:find|compute|calculate|answer|determine|get)|first,?|then|next)\b",
+    re.I,
+)
+#: a task that asks for a value (a statement of one can answer it)
+_ASKS_FOR_VALUE = re.compile(
+    r"\b(?:how (?:many|much)|what (?:is|are|was|were)|which|count|number of|mean|average|"
+    r"median|sum|total|percent\w*|ratio|correlation)\b|@[A-Za-z_]\w*\[",
+    re.I,
+)
 
 #: turns in a row without progress before the model is asked for its final answer
 STALL_LIMIT = 2
@@ -77,6 +94,13 @@ class StallGuard(Lever):
             )
         if state.stalls <= STALL_LIMIT:
             return None
+        if stated := _grounded_statement(state):
+            return Stop(
+                "ok",
+                stated,
+                notice="the model made no progress after being asked for its answer; "
+                "answered with what it stated beside its code, which the outputs show",
+            )
         last = _last_outputs(state)
         return Stop(
             "no_answer",
@@ -84,6 +108,36 @@ class StallGuard(Lever):
             + (f" The last output was:\n\n```\n{last}\n```" if last else ""),
             notice="the model made no progress after being asked for its answer; stopping",
         )
+
+
+def _grounded_statement(state: TaskState) -> str:
+    """The last prose the model wrote beside its code that states a number (a count or a
+    value, not only small ordinals) every one of which a cell's output or the data preview
+    shows, when the task asks for a value; else "". The scratch survey run stated "the
+    number of respondents who did not give a satisfaction score is 15" above its first
+    cell (the preview had counted 15), then repeated a cell until it was stopped."""
+    if not _ASKS_FOR_VALUE.search(state.task):
+        return ""
+    outputs = [render_cell(c, budget=4000).text for c in state.cells if c.ok]
+    shown = [*outputs, *state.briefing]
+    for said in reversed(state.said):
+        if "```" in said or len(said) > 600 or _PLAN.search(said) or not _a_value_in(said):
+            continue
+        if not ungrounded_numbers(said, shown, given=state.task, ignore_below=0):
+            return said
+    return ""
+
+
+def _a_value_in(said: str) -> bool:
+    """``said`` states a number that is not a small whole one (an ordinal, a step)."""
+    for number in numbers_in(said):
+        try:
+            value = float(number)
+        except ValueError:
+            continue
+        if not value.is_integer() or abs(value) >= 11:
+            return True
+    return False
 
 
 def _tail(text: str, limit: int = 1200) -> str:
