@@ -173,8 +173,7 @@ def range_note(number: str, columns: list[ColumnRange]) -> str:
     return (
         f"Note: the task asks for a mean, median or extreme, which lies within the values "
         f"it is taken of, and the answer states {number}, outside every column the cells "
-        f"took one of ({ran}). Check the cell that computed it: a value multiplied or "
-        "summed on the way, another column, or numbers read as text. Print the corrected "
-        "value; if it is right as it is (a unit converted on purpose), give the same "
-        "answer again."
+        f"took one of ({ran}), so it is not their mean. Find the step that changed it (a "
+        "value multiplied or summed on the way, another column, numbers read as text: a "
+        "percentage is already one), and print the value again in a new cell."
     )
