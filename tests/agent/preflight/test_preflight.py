@@ -269,6 +269,32 @@ def test_a_column_the_cell_converts_itself_keeps_its_conversion_and_the_others_g
         assert preflight(kept, facts) == kept
 
 
+def test_a_column_filled_in_place_is_filled_by_assignment(fresh_kernel, tmp_path):
+    """pandas 3 (copy-on-write): ``df['Age'].fillna(m, inplace=True)`` fills a copy, with
+    only a warning; the scratch titanic run's mean age came from the unfilled column."""
+    code = (
+        "import pandas as pd\ndf = pd.DataFrame({'Age': [1.0, None, 5.0], 'x': [1, 2, None]})\n"
+        "df['Age'].fillna(df['Age'].median(), inplace=True)\n"
+        "if True:\n    df['x'].replace(2, 7, inplace=True)\n"
+        "print(df['Age'].mean(), df['x'].sum())"
+    )
+    fixed = preflight(code, FACTS)
+    assert "df['Age'] = df['Age'].fillna(df['Age'].median())\n" in fixed
+    assert "    df['x'] = df['x'].replace(2, 7)\n" in fixed
+    k = fresh_kernel(cwd=tmp_path)
+    before = "".join(o.get("text", "") for o in k.execute(code, timeout=60).outputs)
+    after = "".join(o.get("text", "") for o in k.execute(fixed, timeout=60).outputs)
+    assert after == "3.0 8.0\n", (fixed, after)
+    assert before != after  # as written, the fill changed nothing (pandas 3)
+    for kept in (
+        "df.fillna(0, inplace=True)",  # the frame itself: works
+        "df['Age'] = df['Age'].fillna(0)",
+        "df['Age'].fillna(0, inplace=False)",
+        "x = df['Age'].fillna(0, inplace=True)",  # not a statement of its own
+    ):
+        assert preflight(kept, FACTS) == kept
+
+
 def test_a_test_on_columns_with_missing_values_omits_them():
     code = (
         "t, p = stats.ttest_ind(a['x'], b['x'], equal_var=False)\nr = scipy.stats.spearmanr(u, v)"

@@ -21,7 +21,8 @@ writes them into the cell instead, before it runs:
 - **numbers stored as text**: after a top-level ``df = pd.read_csv(f)`` of a file whose
   numbers have thousands separators, currency or percent signs, or a few values that are
   not numbers (one corrupt row made Spotify's ``streams`` text; ``sum()`` then joined the
-  strings), the line that reads them as numbers, unless the cell converts columns itself;
+  strings), the line that reads them as numbers, for each column the cell does not
+  convert itself;
 - **a value in a filter**: ``df['Species'] == 'Adelie'`` where the column holds
   'Adelie Penguin (Pygoscelis adeliae)' (the filter would match nothing, and the answer
   be ``nan``): the one value that is the literal but for case and spaces, or starts with it;
@@ -33,6 +34,9 @@ writes them into the cell instead, before it runs:
   that takes ``nan_policy`` gets ``nan_policy='omit'`` (with a missing value it is ``nan``);
 - **a part of a date**: ``df['Year']`` where no column is one and the file has one date
   column: that column's year, parsed with its format;
+- **in place on a column**: ``df['Age'].fillna(m, inplace=True)`` changes nothing under
+  pandas 3's copy-on-write (a warning, and the mean of the unfilled column): it becomes
+  ``df['Age'] = df['Age'].fillna(m)``;
 - **an answer slot written as code**: a line ``@name[expr]`` (Python reads a decorator;
   the cell cannot parse) becomes the ``print`` that shows it.
 
@@ -56,6 +60,7 @@ from ..slots import CODE_LINE
 from .calls import (
     _date_format_edits,
     _date_part_edits,
+    _inplace_column_edits,
     _int_cast_edits,
     _nan_policy_edits,
     _numbers_as_text_edits,
@@ -114,6 +119,7 @@ def preflight(
     edits += _numbers_as_text_edits(tree, code, facts, span)
     edits += _value_edits(tree, facts, renames, span)
     edits += _nan_policy_edits(tree, scipy, span)
+    edits += _inplace_column_edits(tree, span)
     edits += _int_cast_edits(tree, facts, renames, span)
     edits += _date_part_edits(tree, code, facts, namespace or {}, earlier, span)
     if not edits:

@@ -319,3 +319,40 @@ def _nan_policy_edits(tree: ast.AST, scipy: str, span: Span) -> list[_Edit]:
 def _version(text: str) -> tuple[int, ...]:
     parts = re.findall(r"\d+", text)[:2]
     return tuple(int(p) for p in parts) if parts else (0,)
+
+
+# ------------------------------------------------------------------ in place on a column
+#: methods whose ``inplace=True`` on a selected column changes nothing under pandas 3's
+#: copy-on-write (``ChainedAssignmentError`` is only a warning)
+_INPLACE = frozenset(
+    {"fillna", "replace", "clip", "where", "mask", "interpolate", "ffill", "bfill", "dropna"}
+)
+
+
+def _inplace_column_edits(tree: ast.AST, span: Span) -> list[_Edit]:
+    """``df['Age'].fillna(m, inplace=True)`` as a statement leaves ``df`` as it was in
+    pandas 3 (the scratch titanic run's mean age came out of the unfilled column): it is
+    written ``df['Age'] = df['Age'].fillna(m)``, what it meant."""
+    edits = []
+    for statement in (n for n in ast.walk(tree) if isinstance(n, ast.Expr)):
+        call = statement.value
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr in _INPLACE
+            and isinstance(call.func.value, ast.Subscript)
+        ):
+            continue
+        inplace = [k for k in call.keywords if k.arg == "inplace"]
+        if len(inplace) != 1 or not (
+            isinstance(inplace[0].value, ast.Constant) and inplace[0].value.value is True
+        ):
+            continue
+        column = call.func.value
+        kept = ast.Call(
+            func=call.func,
+            args=call.args,
+            keywords=[k for k in call.keywords if k is not inplace[0]],
+        )
+        edits.append(_Edit(*span(statement), f"{ast.unparse(column)} = {ast.unparse(kept)}"))
+    return edits
