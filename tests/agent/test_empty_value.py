@@ -41,6 +41,8 @@ def printed(text: str) -> CellResult:
         ),
         ("When was the peak?", "The peak day was NaT.\n", "`The peak day`"),
         ("What is the Pearson correlation?", "nan\n", "the cell's output"),  # printed alone
+        ("What is the correlation?", "Correlation: nan, P-value: nan\n", "`Correlation`"),
+        ("What is the correlation?", "n = 40; r = NaN\n", "`r`"),
         ("What is the mean?", "np.float64(nan)", "the cell's output"),
         ("What is the mean?", "Mean of the column equals np.float64(nan)", "`Mean of the column`"),
     ],
@@ -63,6 +65,7 @@ def test_a_missing_or_empty_value_for_the_answer_is_found(task, text, label):
         ("Which names are there?", "The first name is Nan"),  # a name, not a missing value
         ("Which names are there?", "Nan\n"),  # a name alone
         ("What is the mean?", "nan\n3.5\n"),  # not alone
+        ("What is the mean?", "mean: 3.5, note: nanny\n"),
         (TASK, "The correlation is nan"),  # slots asked: only the slots are read
     ],
 )

@@ -29,6 +29,11 @@ _NO_VALUE = re.compile(
 )
 #: an output that is no value and nothing else
 _ALONE = re.compile(r"(?:np\.float64\()?(?:nan|NaN|NaT|<NA>)\)?")
+#: one of several labelled values on a line that is no value: "Correlation: nan, P-value: nan"
+_PAIR = re.compile(
+    r"(?:^|[,;]\s*)(?P<label>[A-Za-z][\w .()-]{0,40}?)\s*[:=]\s*"
+    r"(?:np\.float64\()?(?:nan|NaN|NaT|<NA>)\)?(?=\s*(?:[,;]|$))"
+)
 #: a sentence that ends in no value: "The correlation between a and b is nan."
 _SENTENCE = re.compile(
     r"^\s*(?P<label>[A-Za-z][^\n]{2,160}?)\s+(?:is|are|was|were|of|equals)\s*:?\s*"
@@ -50,7 +55,7 @@ def empty_value(task: str, cell: CellResult) -> str | None:
         if _ALONE.fullmatch(text.strip()):
             return "the cell's output"  # print(round(r, 2)) of a correlation over gaps
         for line in text.splitlines():
-            if m := _SENTENCE.match(line):
+            if m := _SENTENCE.match(line) or _PAIR.search(line):
                 return f"`{m.group('label').strip()[:80]}`"
     return None
 

@@ -295,6 +295,29 @@ def test_a_column_filled_in_place_is_filled_by_assignment(fresh_kernel, tmp_path
         assert preflight(kept, FACTS) == kept
 
 
+def test_a_correlation_of_two_columns_with_gaps_keeps_the_pairs_with_both(fresh_kernel, tmp_path):
+    """scipy's pearsonr takes no nan_policy and is nan with one gap (the scratch titanic
+    run answered "nan, P-value nan" for Fare and Age, 2026-12-07)."""
+    code = (
+        "import pandas as pd\nfrom scipy import stats\n"
+        "df = pd.DataFrame({'Fare': [1.0, 2.0, 3.0, 4.0, 5.0], 'Age': [2.0, None, 5.0, 4.0, 9.0]})\n"
+        "r, p = stats.pearsonr(df['Fare'], df['Age'])\nprint(round(r, 6))"
+    )
+    fixed = preflight(code, FACTS)
+    assert "stats.pearsonr(*df[['Fare', 'Age']].dropna().to_numpy().T)" in fixed
+    k = fresh_kernel(cwd=tmp_path)
+    printed = "".join(o.get("text", "") for o in k.execute(fixed, timeout=60).outputs)
+    pairs = pd.DataFrame({"f": [1.0, 3.0, 4.0, 5.0], "a": [2.0, 5.0, 4.0, 9.0]})
+    assert printed == f"{round(pairs.corr().iloc[0, 1], 6)}\n", (fixed, printed)
+    for kept in (
+        "stats.pearsonr(a['x'], b['y'])",  # two frames: which rows pair is not known
+        "stats.pearsonr(df['x'], df['x'])",
+        "stats.pearsonr(x, y)",
+        "stats.pearsonr(df['x'], df['y'], alternative='less')",
+    ):
+        assert preflight(kept, FACTS) == kept
+
+
 def test_a_test_on_columns_with_missing_values_omits_them():
     code = (
         "t, p = stats.ttest_ind(a['x'], b['x'], equal_var=False)\nr = scipy.stats.spearmanr(u, v)"

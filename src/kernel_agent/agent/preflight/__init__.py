@@ -34,6 +34,9 @@ writes them into the cell instead, before it runs:
   that takes ``nan_policy`` gets ``nan_policy='omit'`` (with a missing value it is ``nan``);
 - **a part of a date**: ``df['Year']`` where no column is one and the file has one date
   column: that column's year, parsed with its format;
+- **paired columns with gaps**: ``stats.pearsonr(df['a'], df['b'])`` (``linregress``,
+  ``pointbiserialr``: no ``nan_policy``) is ``nan`` when either column has a gap; the
+  pairs with both values are kept, ``*df[['a', 'b']].dropna().to_numpy().T``;
 - **in place on a column**: ``df['Age'].fillna(m, inplace=True)`` changes nothing under
   pandas 3's copy-on-write (a warning, and the mean of the unfilled column): it becomes
   ``df['Age'] = df['Age'].fillna(m)``;
@@ -64,6 +67,7 @@ from .calls import (
     _int_cast_edits,
     _nan_policy_edits,
     _numbers_as_text_edits,
+    _paired_gaps_edits,
     _read_call_edits,
 )
 from .edits import _Edit, _read_file
@@ -120,6 +124,7 @@ def preflight(
     edits += _value_edits(tree, facts, renames, span)
     edits += _nan_policy_edits(tree, scipy, span)
     edits += _inplace_column_edits(tree, span)
+    edits += _paired_gaps_edits(tree, span)
     edits += _int_cast_edits(tree, facts, renames, span)
     edits += _date_part_edits(tree, code, facts, namespace or {}, earlier, span)
     if not edits:

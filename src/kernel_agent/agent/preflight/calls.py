@@ -356,3 +356,41 @@ def _inplace_column_edits(tree: ast.AST, span: Span) -> list[_Edit]:
         )
         edits.append(_Edit(*span(statement), f"{ast.unparse(column)} = {ast.unparse(kept)}"))
     return edits
+
+
+# ------------------------------------------------------------------ pairs with gaps
+#: scipy functions of two paired columns that take no ``nan_policy`` and give ``nan``
+#: when either has a missing value
+_PAIRED = frozenset({"pearsonr", "linregress", "pointbiserialr"})
+
+
+def _paired_gaps_edits(tree: ast.AST, span: Span) -> list[_Edit]:
+    """``stats.pearsonr(df['Fare'], df['Age'])`` is ``nan`` when either column has a gap
+    (the scratch titanic and hotel runs answered nan, or a guess): the pairs with both
+    values are kept, ``stats.pearsonr(*df[['Fare', 'Age']].dropna().to_numpy().T)``, which
+    is the same where there is no gap."""
+    edits = []
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        if _called(call) not in _PAIRED or len(call.args) != 2 or call.keywords:
+            continue
+        pairs = [pair for arg in call.args if (pair := _frame_column(arg)) is not None]
+        frames = {frame for frame, _ in pairs}
+        names = [column for _, column in pairs]
+        if len(pairs) != 2 or len(frames) != 1 or len(set(names)) != 2:
+            continue
+        frame = frames.pop()
+        start, end = span(call.args[0])[0], span(call.args[1])[1]
+        edits.append(_Edit(start, end, f"*{frame}[{names!r}].dropna().to_numpy().T"))
+    return edits
+
+
+def _frame_column(node: ast.expr) -> tuple[str, str] | None:
+    """``(frame, column)`` of ``frame['column']`` (a plain name and a string)."""
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    ):
+        return node.value.id, node.slice.value
+    return None
