@@ -277,9 +277,9 @@ WAITS = "wait,rating\n" + "".join(
     f"{'N/A' if i % 6 == 0 else 10 + i % 9},{90 - 2 * (i % 9) - i % 3}\n" for i in range(40)
 )
 PEARSON = "What is the Pearson correlation between the wait and the rating? Round to 2 decimals."
-GAPS = (
-    "import pandas as pd\nfrom scipy import stats\ndf = pd.read_csv('waits.csv')\n"
-    "r, p = stats.pearsonr(df['wait'], df['rating'])\n"
+GAPS = (  # numpy's corrcoef: preflight mends scipy's pearsonr of two columns with gaps
+    "import pandas as pd\nimport numpy as np\ndf = pd.read_csv('waits.csv')\n"
+    "r = np.corrcoef(df['wait'], df['rating'])[0, 1]\n"
     "print(f'The Pearson correlation between the wait and the rating is {round(r, 2)}')"
 )
 
@@ -299,7 +299,7 @@ def _waits_corr() -> float:
 def test_a_sentence_ending_in_nan_is_noted_with_the_gaps_and_its_answer_goes_back(
     fake_llm, tmp_path, code, said
 ):
-    """On a real kernel: scipy's pearsonr over a column with one gap is nan, printed in a
+    """On a real kernel: a correlation over a column with one gap is nan, printed in a
     sentence with no slot (scratch hotel data, 2026-12-07). The note says that any gap
     makes it nan and how to drop them; the prose answer "nan" goes back once."""
     fixed = GAPS.replace("df['wait'], df['rating']", "*df[['wait', 'rating']].dropna().T.values")
