@@ -21,6 +21,7 @@ from kernel_agent.agent.empty_value import empty_note, empty_value
 from kernel_agent.agent.every_row import every_row_counted
 from kernel_agent.agent.missing_rows import one_column_missing
 from kernel_agent.agent.named_value import unused_named_value
+from kernel_agent.agent.pitfalls import rows_for_one_value
 from kernel_agent.agent.slot_kind import not_a_count
 from kernel_agent.agent.stated_rule import rule_note, rule_probe, stated_rule
 from kernel_agent.agent.value_range import out_of_range, range_note, range_probe, ranges_of
@@ -293,3 +294,18 @@ def test_the_range_note_is_bounded_whatever_the_kernel_answered():
             noted += 1
             assert len(range_note(*found)) <= MAX_NOTE, len(range_note(*found))
     assert noted >= 5, noted  # the payloads reach the note
+
+
+def test_a_series_length_the_kernel_printed_is_read_bounded():
+    """The length in a printed Series footer is the kernel's text: 5,000 digits of it (past
+    Python's int conversion limit) or 200,000 numbered rows never crash the check."""
+    task = "What is the total revenue?"
+    for text in (
+        "x\nName: a, Length: " + "9" * 5000 + ", dtype: float64\n",
+        "".join(f"{i}    1.0\n" for i in range(200_000)) + "Name: a, dtype: float64\n",
+        ":" * 100_000 + "1 2\n",
+    ):
+        cell = CellResult("print(x)", "ok", 1, [new_output("stream", name="stdout", text=text)],
+                          None, NOW, NOW)  # fmt: skip
+        found = rows_for_one_value(task, cell)
+        assert found is None or 20 <= found <= 10**9

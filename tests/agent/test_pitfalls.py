@@ -19,6 +19,7 @@ from kernel_agent.agent.pitfalls import (
     method_mismatch,
     normality_reversed,
     row_label_calls,
+    rows_for_one_value,
     shown_names,
     slot_holds_many,
 )
@@ -294,3 +295,31 @@ def test_a_normality_verdict_printed_as_p_below_the_level_is_noted(task, code, p
     cell = _printed(printed)
     cell.code = code
     assert normality_reversed(task, cell) is noted
+
+
+SERIES = (
+    "Total Revenue: 0      104568.84\n1      104568.84\n         ...    \n404    104568.84\n"
+    "Name: Quantity Ordered, Length: 405, dtype: float64\n"
+)
+
+
+def _printed(text: str) -> CellResult:
+    now = datetime.now(timezone.utc)
+    return CellResult("print(x)", "ok", 1, [new_output("stream", name="stdout", text=text)],
+                      None, now, now)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("task", "text", "rows"),
+    [
+        ("What is the total revenue (quantity times price, summed over all orders)?", SERIES, 405),
+        ("Compute the average price.", SERIES, 405),
+        ("What is the total revenue per month?", SERIES, None),  # one per group
+        ("Which month had the highest total?", SERIES, None),
+        ("What is the total revenue?", SERIES.replace("405", "12"), None),  # a short table
+        ("What is the total revenue?", "104568.84\n", None),
+        ("What is the total? @total[value]", SERIES, None),  # slots: slot_holds_many's
+    ],
+)
+def test_a_row_wise_series_printed_for_one_total_is_found(task, text, rows):
+    assert rows_for_one_value(task, _printed(text)) == rows

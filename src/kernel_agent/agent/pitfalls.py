@@ -239,6 +239,36 @@ def slot_holds_many(task: str, cell: CellResult) -> tuple[str, int, str] | None:
     return None
 
 
+#: a task that asks for one total, mean or count over the rows
+_ONE_ASKED = re.compile(
+    r"\b(?:what is|what was|compute|calculate|find)\b.*\b(?:total|sum|mean|average|overall)\b",
+    re.I | re.S,
+)
+#: ... unless it asks one per group or row
+_PER_ASKED = re.compile(r"\b(?:per|each|every|by|for all|group\w*|list|which)\b", re.I)
+
+
+def rows_for_one_value(task: str, cell: CellResult) -> int | None:
+    """The length of a row-wise pandas Series (20 values or more, cut in the middle) that
+    a cell printed where a task with no slots asks for one total or mean: the scratch
+    sales run printed ``df['Quantity Ordered'] * df['Price Each'].sum()``, 405 values, and
+    answered the first of them as "the total revenue"."""
+    if FormatSpec.of(task).slots or not _ONE_ASKED.search(task) or _PER_ASKED.search(task):
+        return None
+    text = render_cell(cell, budget=4000).text
+    lengths = [int(m.group(1)) for m in re.finditer(r"Length: (\d{1,9}), dtype: \w+", text)]
+    rows = 0  # a Series shown whole: its numbered rows above a "dtype:" footer
+    for line in text.splitlines():
+        if re.fullmatch(r"(?:.*?:\s*)?\d+\s+[-+\d.e]+\s*", line):
+            rows += 1
+        elif re.search(r"\bdtype: \w+\s*$", line):
+            lengths.append(rows)
+            rows = 0
+        elif line.strip():
+            rows = 0
+    return next((n for n in lengths if n >= 20), None)
+
+
 #: a slot that asks several values (a list, names, pairs): many in it are no mistake
 _MANY_ASKED = re.compile(r"\blist|comma|separated|,|\b(?:values|names|pairs|items)\b", re.I)
 _A_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?", re.I)

@@ -382,6 +382,37 @@ def test_slots_printed_with_no_cell_selecting_the_named_value_wait_for_the_note(
     fake_llm.assert_drained()
 
 
+ORDERS = "qty,price\n" + "".join(f"{1 + i % 3},{10 + i % 7}.5\n" for i in range(30))
+REVENUE = "What is the total revenue (qty times price, summed over all orders)?"
+PRECEDENCE = (
+    "import pandas as pd\ndf = pd.read_csv('orders.csv')\n"
+    "print('Total revenue:', df['qty'] * df['price'].sum())"
+)
+
+
+def test_a_row_wise_series_printed_for_one_total_is_noted_and_its_answer_goes_back(
+    fake_llm, tmp_path
+):
+    """On a real kernel: ``a * b.sum()`` prints 30 values where the task asks one total
+    (the scratch sales run, 2026-12-07, answered its first row); the note says so with
+    the parentheses, and the answer restating the first row goes back once."""
+    total = sum((1 + i % 3) * (10 + i % 7 + 0.5) for i in range(30))
+    first = 1 * sum(10 + i % 7 + 0.5 for i in range(30))
+    result = _run_on(
+        fake_llm, tmp_path / "orders.csv", ORDERS, REVENUE,
+        run_cell(PRECEDENCE),
+        text(f"The total revenue is {first}."),
+        run_cell(PRECEDENCE.replace("df['qty'] * df['price'].sum()",
+                                    "(df['qty'] * df['price']).sum()")),
+        text(f"The total revenue is {total}."),
+    )  # fmt: skip
+    seen = fake_llm.requests[1].last_user_text
+    assert "this cell printed 30 values (a Series, one per row)" in seen
+    assert "`(a * b).sum()`" in seen
+    assert result.status == "ok" and result.answer == f"The total revenue is {total}."
+    fake_llm.assert_drained()
+
+
 RATINGS = "Branch,Rating\n" + "".join(f"{'NS'[i % 2]},{40 + i * 7 % 59}%\n" for i in range(30))
 RATING_MEAN = "What is the mean rating in percent, rounded to 2 decimals?"
 TWICE = (

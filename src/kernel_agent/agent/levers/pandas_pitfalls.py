@@ -44,6 +44,7 @@ from ..pitfalls import (
     method_mismatch,
     normality_reversed,
     row_label_calls,
+    rows_for_one_value,
     shown_names,
     slot_holds_many,
 )
@@ -164,6 +165,13 @@ class PandasPitfalls(Lever):
                 f"{count} values there ({what}: one per row or group), not one. Compute the "
                 "one value the task asks for from all of them (over all rows: a sum, a mean, "
                 "or one total divided by another), then print only that in the slot."
+            )
+        if rows := rows_for_one_value(state.task, cell):
+            return (
+                f"Note: the task asks for one value, and this cell printed {rows} values (a "
+                "Series, one per row), not one. Reduce them to the one asked: a total of a "
+                "product is `(a * b).sum()` (the parentheses first: `a * b.sum()` multiplies "
+                "each row by the whole sum), a mean `.mean()`; then print only that value."
             )
         if wrong := not_a_count(state.task, render_cell(cell, budget=4000).text):
             return wrong.note()
