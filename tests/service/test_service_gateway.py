@@ -180,26 +180,23 @@ def test_gateway_pool_upload_execute_download_run(
     assert gateway_kernels(gateway) == set()  # every kernel, pooled or not, was shut down
 
 
-def test_a_session_start_from_the_pool_is_faster_than_a_cold_one(
+def test_a_session_takes_the_pooled_kernel_and_the_next_starts_its_own(
     tmp_path: Path, gateway: _Gateway
 ) -> None:
     """The pooled session's kernel was started before the request; a second session in the
-    same second finds the pool empty and starts its own (both work)."""
+    same second finds the pool empty and starts its own (both work). How much faster the
+    pooled start is belongs to a benchmark: a timed assert here failed in a local CI run
+    that shared the 2 cores with an eval (2026-12-07)."""
     with serve(tmp_path / "state", "--gateway-url", gateway.url, "--gateway-token", GW_TOKEN,
                "--pool", "1") as srv:  # fmt: skip
         with httpx.Client(base_url=srv.url, headers=AUTH, timeout=120) as http:
             wait_pool(http, 1)
             pooled = gateway_kernels(gateway)
-            t0 = time.monotonic()
             first = http.post("/v1/sessions", json={}).json()["id"]
-            warm = time.monotonic() - t0
-            t0 = time.monotonic()
             second = http.post("/v1/sessions", json={}).json()["id"]
-            cold = time.monotonic() - t0
             ids = {}
             for sid in (first, second):
                 out = http.post(f"/v1/sessions/{sid}/execute", json={"code": KERNEL_ID}).json()
                 ids[sid] = stdout(out).strip()
             assert ids[first] in pooled and ids[second] not in pooled, (ids, pooled)
-            assert warm < cold, (warm, cold)
         assert srv.stop() == 0, srv.log
