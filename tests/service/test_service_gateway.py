@@ -192,8 +192,9 @@ def test_a_session_takes_the_pooled_kernel_and_the_next_starts_its_own(
         with httpx.Client(base_url=srv.url, headers=AUTH, timeout=120) as http:
             wait_pool(http, 1)
             pooled = gateway_kernels(gateway)
-            first = http.post("/v1/sessions", json={}).json()["id"]
-            second = http.post("/v1/sessions", json={}).json()["id"]
+            started = [http.post("/v1/sessions", json={}) for _ in range(2)]
+            assert all(r.status_code == 201 for r in started), [r.text for r in started]
+            first, second = (r.json()["id"] for r in started)
             ids = {}
             for sid in (first, second):
                 out = http.post(f"/v1/sessions/{sid}/execute", json={"code": KERNEL_ID}).json()
