@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 
 __all__ = [
+    "called_name",
     "converted_columns",
     "normalize_code",
     "parse_python",
@@ -132,7 +133,8 @@ _CONVERSIONS = frozenset(
 )  # fmt: skip
 
 
-def _called_name(call: ast.Call) -> str:
+def called_name(call: ast.Call) -> str:
+    """The name of the function or method a call calls ("" for another callee)."""
     func = call.func
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
@@ -144,7 +146,7 @@ def converted_columns(tree: ast.Module) -> set[str]:
 
     def converts(node: ast.AST) -> bool:
         return any(
-            isinstance(n, ast.Call) and _called_name(n) in _CONVERSIONS for n in ast.walk(node)
+            isinstance(n, ast.Call) and called_name(n) in _CONVERSIONS for n in ast.walk(node)
         )
 
     def columns(node: ast.AST) -> set[str]:
@@ -161,6 +163,6 @@ def converted_columns(tree: ast.Module) -> set[str]:
         if isinstance(node, ast.Assign) and converts(node.value):
             for target in node.targets:
                 found |= columns(target)
-        elif isinstance(node, ast.Call) and _called_name(node) in _CONVERSIONS:
+        elif isinstance(node, ast.Call) and called_name(node) in _CONVERSIONS:
             found |= columns(node)
     return found

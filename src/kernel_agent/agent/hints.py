@@ -407,7 +407,9 @@ def _data_shape_hint(ename: str, evalue: str, code: str, told: str) -> str:
         )
     if ename in ("TypeError", "ValueError", "AttributeError") and _NOT_NUMBER.search(evalue):
         flagged = [line for line in _SHAPE_LINE.findall(told) if _names_a_column(line, code)]
-        flagged.sort(key=lambda line: _left_as_text(line, code, evalue))
+        tree = parse_python(code)
+        converted = converted_columns(tree) if tree is not None else set()
+        flagged.sort(key=lambda line: _left_as_text(line, converted, evalue))
         if flagged:
             return "Hint: the column is text, not numbers. The data preview said: " + flagged[0]
         return (
@@ -478,17 +480,16 @@ def _selections_combined(code: str) -> bool:
     )
 
 
-def _left_as_text(line: str, code: str, evalue: str) -> int:
+def _left_as_text(line: str, converted: set[str], evalue: str) -> int:
     """How surely a preview ``!`` line names the column an error is about: 0 when the
     error quotes one of its example values ('1.8 L'), 1 when the cell does not convert its
-    column itself, 2 when it does (the held-out cars93 run was told of the column it had
-    converted, not of the one it divided)."""
+    column itself, 2 when it does (``converted``, the cell's :func:`converted_columns`: the
+    held-out cars93 run was told of the column it had converted, not of the one it
+    divided)."""
     examples = re.findall(r"'([^']{1,30})'", line.split("(", 1)[-1].split(")", 1)[0])
     if any(f"'{e}'" in evalue for e in examples):
         return 0
     match = re.match(r"'((?:[^'\\]|\\.)*)'", line)
-    tree = parse_python(code)
-    converted = converted_columns(tree) if tree is not None else set()
     return 2 if match and match.group(1) in converted else 1
 
 

@@ -9,6 +9,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..code_text import called_name
+
 if TYPE_CHECKING:
     from ...kernel_state.preview_facts import FileFacts
 
@@ -41,10 +43,8 @@ def _added_arguments(call: ast.Call, span: Span, text: str) -> _Edit:
     return _Edit(end, end, ", " + text)
 
 
-def _called(call: ast.Call) -> str:
-    """The name of the function or method a call calls ("" for another callee)."""
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+#: the name of the function or method a call calls (one definition, in code_text)
+_called = called_name
 
 
 def _read_file(call: ast.Call, facts: Mapping[str, FileFacts]) -> FileFacts | None:
