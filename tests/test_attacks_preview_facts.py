@@ -98,3 +98,28 @@ def test_facts_listing_many_columns_in_every_field_stay_bounded_and_well_shaped(
     assert set(file.columns) <= set(names)
     for kept in (file.numeric, file.units, file.whole, file.dates, file.values, file.missing):
         assert set(kept) <= set(file.columns) and len(kept) <= 500
+
+
+def test_a_forged_count_of_lines_to_skip_reaches_a_read_only_as_a_small_whole_number():
+    """``skiprows`` is written into the model's read call: anything but an int from 0 to 50
+    (a string of code, a float, a bool, a huge or negative number, a list) reads as 0."""
+    code = "import pandas as pd\ndf = pd.read_csv('d.csv')"
+    forged = [
+        "1); import os; os.system('id'); (",
+        1.5,
+        True,
+        10**30,
+        -1,
+        51,
+        [1, 2],
+        {"n": 1},
+        None,
+    ]
+    for skip in forged:
+        entry = {"read": {"sep": ",", "encoding": "utf-8", "skip": skip}, "columns": ["a"]}
+        _, facts = split_facts("preview" + FACTS_MARK + json.dumps({"d.csv": entry}))
+        assert facts["d.csv"].skiprows == 0, skip
+        assert preflight(code, facts) == code, skip
+    entry = {"read": {"sep": ",", "encoding": "utf-8", "skip": 50}, "columns": ["a"]}
+    _, facts = split_facts("preview" + FACTS_MARK + json.dumps({"d.csv": entry}))
+    assert preflight(code, facts) == code[:-1] + ", skiprows=50)"

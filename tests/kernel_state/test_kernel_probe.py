@@ -515,3 +515,84 @@ def test_preview_names_the_format_of_dates_stored_as_text(kernel, kernel_workdir
     run += "\nprint((df['us'] == df['iso']).all(), (df['eu'] == df['iso']).all(), df['us'].dt.year.max())"
     check = kernel.execute(run, timeout=30)
     assert check.ok and stdout(check) == "True True 2008\n", (out, check.outputs)
+
+
+@pytest.mark.parametrize(
+    ("above", "sep", "skip"),
+    [
+        ("Sales report 2023\n", ";", 1),  # a title
+        ("Exported 05.01.2024\n\nby: admin\n", ",", 3),  # a date, a blank line, an author
+        ("Report\tQ4\n", "\t", 1),  # a title of two fields, fewer than the table's four
+        ("# source: city portal, 2024\n", "|", 1),  # a comment line with the CSV's comma in it
+    ],
+)
+def test_preview_reads_a_table_below_lines_that_are_not_it(
+    kernel, kernel_workdir, above, sep, skip
+):
+    """From a scratch export (2026-12-07): a title above the header made the preview read the
+    title as the only column, and every cell failed on KeyError."""
+    folder = kernel_workdir / f"title-{skip}-{ord(sep)}"
+    folder.mkdir(exist_ok=True)
+    rows = "".join(sep.join([f"d{i}", f"s{i % 3}", str(i), str(2 * i)]) + "\n" for i in range(30))
+    (folder / "t.csv").write_text(above + sep.join(["Day", "Store", "Qty", "Amount"]) + "\n" + rows)
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    out = preview(kernel, budget_chars=3000)
+    assert "30 rows x 4 columns" in out and f"skiprows={skip}" in out, out
+    codes = _fixes(out)
+    check = kernel.execute(
+        "import pandas as pd\n" + codes[0] + "\nprint(list(df.columns), df['Amount'].sum())",
+        timeout=30,
+    )
+    assert stdout(check) == f"['Day', 'Store', 'Qty', 'Amount'] {2 * sum(range(30))}\n", out
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "a,b\n" + "".join(f"r{i},{i},{2 * i}\n" for i in range(20)),  # R's write.table
+        "a,b,c\n1,2\n" + "".join(f"{i},{i},{i}\n" for i in range(20)),  # a short first row
+        "a,b,c\n" + "".join(f"{i},{i},{i}\n" for i in range(20)),
+    ],
+)
+def test_preview_skips_no_line_of_a_table_whose_header_is_its_first_line(
+    kernel, kernel_workdir, body
+):
+    folder = kernel_workdir / f"noskip-{abs(hash(body)) % 10_000}"
+    folder.mkdir(exist_ok=True)
+    (folder / "t.csv").write_text(body)
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    out = preview(kernel, budget_chars=3000)
+    assert "skiprows" not in out and "not the table" not in out, out
+
+
+def test_preview_names_durations_and_one_value_written_several_ways_with_fixes_that_work(
+    kernel, kernel_workdir
+):
+    """From scratch questions (2026-12-07): '1h 26min' runtimes were read with to_numeric
+    (every value nan), and 'female' was counted as 'Female' alone where the column also
+    writes 'female ' and 'F'."""
+    folder = kernel_workdir / "spelt"
+    folder.mkdir(exist_ok=True)
+    n = 60
+    gender = ["Male", "male", "MALE", "Female", "female ", "F"]
+    frame = pd.DataFrame(
+        {
+            "runtime": [f"{(80 + i) // 60}h {(80 + i) % 60}min" for i in range(n)],
+            "Gender": [gender[i % 6] for i in range(n)],
+            "Churn": ["Yes" if i % 4 else "No" for i in range(n)],
+            "Unit": ["kg", "g", "KG", "mg", "G", "L"] * (n // 6),  # no letter for one word
+        }
+    )
+    frame.to_csv(folder / "m.csv", index=False)
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    expression = data_preview_expression(budget_chars=4000, focus="How many are female?")
+    result = kernel.execute("", timeout=60, user_expressions={"p": expression})
+    out = parse_text_expression(result.user_expressions["p"]) or ""
+    assert "'runtime' holds durations as text (e.g. '1h 20min')" in out, out
+    assert "'Gender' writes one value in several ways" in out and "'female '" in out, out
+    assert "'Churn' writes" not in out and "'Unit' writes one value" in out, out
+    codes = [c for c in _fixes(out) if c.startswith(("df['runtime'", "df['Gender'"))]
+    run = "import pandas as pd\ndf = pd.read_csv('m.csv')\n" + "\n".join(codes)
+    run += "\nprint(df['runtime'].sum(), (df['Gender'] == 'female').sum())"
+    check = kernel.execute(run, timeout=30)
+    assert stdout(check) == f"{float(sum(80 + i for i in range(n)))} {n // 2}\n", (out, check)

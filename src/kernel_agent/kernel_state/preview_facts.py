@@ -2,9 +2,10 @@
 
 The preview (``kernel_probe``) reads each data file in the kernel and, when asked, sends
 after its text a JSON object: per file, the arguments of the read call that parsed it
-(separator, encoding, decimal comma), every column's name, and the strftime format that
-parses each date column. The kernel is hostile: :func:`split_facts` keeps only what has
-the expected shape and bounds, and drops the rest without a word (the text is unchanged).
+(separator, encoding, decimal comma, lines above the header), every column's name, and
+the strftime format that parses each date column. The kernel is hostile:
+:func:`split_facts` keeps only what has the expected shape and bounds, and drops the rest
+without a word (the text is unchanged).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ _MAX_FILES = 50
 _MAX_COLUMNS = 500
 _MAX_NAME = 200
 _MAX_MARK = 20
+_MAX_SKIP = 50
 _SEPARATORS = frozenset({",", ";", "\t", "|", r"\s+"})  # r"\s+": runs of blanks
 _ENCODING = re.compile(r"[A-Za-z0-9_.-]{1,20}")
 #: a strftime format of the preview's list: %-codes and separators only
@@ -37,6 +39,8 @@ class FileFacts:
     sep: str = ","
     encoding: str = "utf-8"
     decimal_comma: bool = False
+    #: lines above the header (a title) that the read skips: ``skiprows``
+    skiprows: int = 0
     #: True when the preview read it as delimited text (``pd.read_csv``)
     delimited: bool = False
     columns: tuple[str, ...] = ()
@@ -127,6 +131,7 @@ def _file_facts(entry: Any) -> FileFacts | None:
         sep=str(sep),
         encoding=encoding,
         decimal_comma=read.get("decimal") is True,
+        skiprows=skip if type(skip := read.get("skip")) is int and 0 <= skip <= _MAX_SKIP else 0,
         delimited=True,
         **common,  # type: ignore[arg-type]
     )

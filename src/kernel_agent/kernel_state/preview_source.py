@@ -24,6 +24,8 @@ FACTS = {}
 _NOW = {}  # the facts of the file being previewed
 #: the separator of a table whose fields are lined up by runs of blanks
 WHITESPACE = r"\s+"
+#: lines above a table's header (a title, an export date) that the read may skip
+MAX_SKIP = 10
 
 def _size(n):
     for unit in ("B", "KB", "MB", "GB"):
@@ -57,22 +59,30 @@ def _encoding(path):
     return "utf-8"
 
 def _sep(path, encoding="utf-8", strict=False):
-    """The separator of a delimited file: the one of , ; tab | that splits the first lines
-    into the same number of fields (None, if ``strict``, when none does)."""
+    """(separator, lines to skip) of a delimited file: the one of , ; tab | that splits the
+    first lines into the same number of fields, after the lines above the header that
+    split into fewer (a title, an export date); (None, 0), if ``strict``, when none does."""
     import csv
     with open(path, newline="", encoding=encoding, errors="replace") as fh:
         sample = fh.read(65536)
-    lines = [ln for ln in sample.splitlines()[:30] if ln.strip()]
+    lines = [ln for ln in sample.splitlines()[:40] if ln.strip()]
     if len(sample) == 65536 and len(lines) > 1:
         lines = lines[:-1]  # the last line may be cut
-    best, most = None, 0
+    best, most, skip = None, 0, 0
     for sep in ("\t", "|", ";", ","):
         try:
-            counts = {len(row) for row in csv.reader(lines, delimiter=sep)}
+            counts = [len(row) for row in csv.reader(lines, delimiter=sep)]
         except csv.Error:
             continue
-        if len(counts) == 1 and (n := counts.pop()) > most and n > 1:
-            best, most = sep, n
+        for k in range(min(MAX_SKIP, len(counts) - 3) + 1):
+            body = set(counts[k:])
+            if len(body) != 1 or (n := counts[k]) < 2:
+                continue
+            if k == 1 and counts[0] == n - 1:
+                break  # a header without the rows' own names (R's write.table): no title
+            if all(c < n for c in counts[:k]) and (n > most or (n == most and k < skip)):
+                best, most, skip = sep, n, k
+            break
     if best is None and _blank_separated(lines):
         best = WHITESPACE  # fields lined up by runs of blanks (a fixed-width export)
     if best is None and not strict:
@@ -80,7 +90,16 @@ def _sep(path, encoding="utf-8", strict=False):
             best = csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
         except csv.Error:
             best = ","
-    return best
+    if best is None or skip >= len(lines):
+        return best, 0
+    # the skipped lines as they are in the file: blank lines among them count too
+    at, seen = 0, 0
+    for at, line in enumerate(sample.splitlines()):
+        if line.strip():
+            if seen == skip:
+                break
+            seen += 1
+    return best, at
 
 def _blank_separated(lines):
     """Every line splits on runs of blanks into the same number (2 or more) of fields,
@@ -91,7 +110,7 @@ def _blank_separated(lines):
     number = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
     return any(all(number.fullmatch(r[i]) for r in rows[1:]) for i in range(len(rows[0])))
 
-def _read_call(name, sep, encoding, decimal):
+def _read_call(name, sep, encoding, decimal, skip=0):
     args = [repr(name)]
     if sep == WHITESPACE:
         args.append("sep=r'\\s+'")
@@ -101,6 +120,8 @@ def _read_call(name, sep, encoding, decimal):
         args.append(f"encoding={encoding!r}")
     if decimal:
         args.append("decimal=','")
+    if skip:
+        args.append(f"skiprows={skip}")
     return f"pd.read_csv({', '.join(args)})"
 
 def _frames(pd, path, kind, size):
@@ -108,21 +129,23 @@ def _frames(pd, path, kind, size):
     big = size > MAX_READ
     if kind in ("csv", "tsv", "text"):
         encoding = _encoding(path)
-        sep = _sep(path, encoding, strict=kind == "text")
+        sep, skip = _sep(path, encoding, strict=kind == "text")
         if sep is None:  # a text file that is not a table
             return []
         nrows = PARTIAL_ROWS if big else None
-        df = pd.read_csv(path, sep=sep, low_memory=False, encoding=encoding, nrows=nrows)
+        read = {"sep": sep, "encoding": encoding, "low_memory": False, "nrows": nrows,
+                "skiprows": skip}
+        df = pd.read_csv(path, **read)
         decimal = sep == ";" and _decimal_comma(df)
         if decimal:
-            df = pd.read_csv(path, sep=sep, low_memory=False, encoding=encoding, nrows=nrows,
-                             decimal=",")
-        _NOW["read"] = {"sep": sep, "encoding": encoding, "decimal": bool(decimal)}
+            df = pd.read_csv(path, decimal=",", **read)
+        _NOW["read"] = {"sep": sep, "encoding": encoding, "decimal": bool(decimal),
+                        "skip": skip}
+        call = _read_call(path, sep, encoding, decimal, skip)
         try:
-            _NOW["na_text"], gaps = _na_text(pd, df, path, sep, encoding, nrows, decimal)
+            _NOW["na_text"], gaps = _na_text(pd, df, path, read, decimal)
             marks = ["", *gaps]
-            _NOW["na_read"] = (_read_call(path, sep, encoding, decimal)[:-1]
-                               + f", keep_default_na=False, na_values={marks!r})")
+            _NOW["na_read"] = call[:-1] + f", keep_default_na=False, na_values={marks!r})"
         except Exception:
             pass
         note = f"first {PARTIAL_ROWS} rows read of a large file" if big else ""
@@ -131,8 +154,14 @@ def _frames(pd, path, kind, size):
             note = (note + "; " if note else "") + f"separator {shown}"
         if encoding != "utf-8":
             note = (note + "; " if note else "") + f"encoding {encoding!r}, not utf-8"
-        if sep != "," or encoding != "utf-8" or decimal:
-            note += "\n  read it with: df = " + _read_call(path, sep, encoding, decimal)
+        if decimal:
+            note = (note + "; " if note else "") + "decimal comma"
+        if skip:
+            what = "line is" if skip == 1 else f"{skip} lines are"
+            note = ((note + "; " if note else "") + f"the first {what} not the table (a title "
+                    "above the header)")
+        if sep != "," or encoding != "utf-8" or decimal or skip:
+            note += "\n  read it with: df = " + call
         return [("", df, note)]
     if big:
         raise ValueError(f"too large to preview ({_size(size)})")
@@ -149,7 +178,7 @@ def _frames(pd, path, kind, size):
     except ValueError:
         return [("", pd.read_json(path, lines=True), "")]
 
-def _na_text(pd, df, path, sep, encoding, nrows, decimal):
+def _na_text(pd, df, path, read, decimal):
     """({column: {text: rows}}, [gap marks]): text that pandas reads as missing by default
     ('None', 'NA', 'null'...) in a column whose other values are text, and in no other
     column: as likely a value as a gap (an answer None, Namibia's NA). A text the file
@@ -158,9 +187,8 @@ def _na_text(pd, df, path, sep, encoding, nrows, decimal):
     gappy = [c for c in df.columns[:200] if df[c].isna().any()]
     if not gappy:
         return {}, []
-    raw = pd.read_csv(path, sep=sep, low_memory=False, encoding=encoding, nrows=nrows,
-                      dtype=str, keep_default_na=False, na_values=[""],
-                      decimal="," if decimal else ".")
+    raw = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""],
+                      decimal="," if decimal else ".", **read)
     if raw.shape != df.shape or list(raw.columns) != list(df.columns):
         return {}, []
     found, columns_of = {}, {}
@@ -215,13 +243,15 @@ def _text_values(series):
     return values
 
 def _decimal_comma(df):
-    """A ;-separated file whose text columns hold numbers like 3,14 (a decimal comma)."""
+    """A ;-separated file whose text columns hold numbers like 3,14 or 1.234,50 € (a
+    decimal comma, a dot between thousands)."""
     for c in df.columns[:60]:
         values = _text_values(df[c])
         if values is None or not len(values):
             continue
-        texts = values.astype(str).str.strip()
-        comma = texts.str.fullmatch(r"[-+]?\d+,\d+") & ~texts.str.fullmatch(_GROUPED)
+        texts = values.astype(str).str.replace(r"[$€£%\s]", "", regex=True)
+        comma = (texts.str.fullmatch(r"[-+]?(?:\d{1,3}(?:\.\d{3})+|\d+),\d+")
+                 & ~texts.str.fullmatch(_GROUPED))
         if comma.mean() > 0.5:
             return True
     return False
@@ -261,6 +291,7 @@ def _shape_issues(df):
     shown into its first cell: a wide export's fixes cut its reply at the token limit or
     put the wrong column in its code."""
     lines, spaced = [], [c for c in df.columns if str(c) != str(c).strip()]
+    comma = bool((_NOW.get("read") or {}).get("decimal"))
     focus = set(_mentioned(df.columns))
     aside = []
     if spaced:
@@ -280,43 +311,63 @@ def _shape_issues(df):
             if values is None or not len(values):
                 continue
             kinds = {type(v).__name__ for v in values.head(2000)}
-            texts = values.astype(str).str.strip()
+            texts = written = values.astype(str).str.strip()
+            if comma:  # read as the dot-decimal text the patterns know: 1.234,5 as 1,234.5
+                texts = texts.str.translate(str.maketrans(",.", ".,"))
             plain = texts.str.fullmatch(_NUM)
-            money = texts.str.fullmatch(r"[$€£]?\s*(?:" + _GROUPED + "|" + _NUM + r")\s*[%+]?")
-            grouped = texts.str.contains(r"\d,\d{3}\b") | texts.str.contains(r"^[$€£]|[%+]$")
+            money = texts.str.fullmatch(r"[$€£]?\s*(?:" + _GROUPED + "|" + _NUM
+                                        + r")\s*[%+$€£]?")
+            grouped = (texts.str.contains(r"\d,\d{3}\b")
+                       | texts.str.contains(r"^[$€£]|[%+$€£]$"))
             unit = texts.str.fullmatch(
                 r"[<>~≤≥]?=?\s*[$€£]?\s*(?:" + _GROUPED + "|" + _NUM + r")\s*"
                 r"(?:(?:-|–|to)\s*(?:" + _GROUPED + "|" + _NUM + r"))?\s*"
                 r"(?:%|[A-Za-zµ°/²³]{1,8}\.?)?(?:\+)?"
             )
-            dates = texts.str.contains(r"\d{1,4}[-/.:]\d{1,2}[-/.:]\d{1,4}|\d:\d\d|"
+            dates = written.str.contains(r"\d{1,4}[-/.:]\d{1,2}[-/.:]\d{1,4}|\d:\d\d|"
                                        r"\d{1,2}[ -][A-Z][a-z]{2}[ -]\d{2,4}|"
                                        r"[A-Z][a-z]{2} \d{1,2}, \d{4}")
         except Exception:
             continue
         name = repr(str(c))
+        said = lines if not focus or c in focus else []
+        spelt = _spellings(values.astype(str))
+        if spelt:
+            if said is lines or _names_value(spelt[0]):
+                lines.append(f"  ! {name} writes one value in several ways ({spelt[1]}): "
+                             f"count them as one: df[{name}] = df[{name}]{spelt[2]}")
+            continue
+        if _DURATION.fullmatch(texts.iloc[0]) and texts.str.fullmatch(_DURATION).mean() > 0.9:
+            said.append(f"  ! {name} holds durations as text (e.g. {written.iloc[0][:20]!r}): "
+                        f"in minutes: df[{name}] = pd.to_timedelta(df[{name}], "
+                        "errors='coerce').dt.total_seconds() / 60")
+            if said is not lines:
+                aside.append((c, "durations"))
+            continue
         if dates.mean() > 0.5:
-            fmt = _date_format(texts) if dates.mean() > 0.9 else None
+            fmt = _date_format(written) if dates.mean() > 0.9 else None
             if fmt and focus and c not in focus and not _TIME_WORDS.search(FOCUS):
                 _NOW.setdefault("dates", {})[str(c)] = fmt
                 aside.append((c, "dates"))
             elif fmt:
                 _NOW.setdefault("dates", {})[str(c)] = fmt
-                lines.append(f"  ! {name} holds dates as text (e.g. {texts.iloc[0][:20]!r}): "
+                lines.append(f"  ! {name} holds dates as text (e.g. {written.iloc[0][:20]!r}): "
                              f"df[{name}] = pd.to_datetime(df[{name}], format={fmt!r})")
             continue
         odd = texts[~money]
-        example = ", ".join(repr(v[:30]) for v in odd.drop_duplicates().head(2))
-        said = lines if not focus or c in focus else []
+        example = ", ".join(repr(v[:30]) for v in written[~money].drop_duplicates().head(2))
         if money.mean() >= 0.8 and (grouped.any() or not plain.all()):
             _NOW.setdefault("numeric", []).append(str(c))
-            if grouped.any():
+            if grouped.any() and comma:
+                fix = (f"pd.to_numeric(df[{name}].astype(str).str.replace(r'[.$€£%+\\s]', '', "
+                       "regex=True).str.replace(',', '.'), errors='coerce')")
+            elif grouped.any():
                 fix = (f"pd.to_numeric(df[{name}].astype(str).str.replace(r'[,$€£%+\\s]', '', "
                        "regex=True), errors='coerce')")
             else:
                 fix = f"pd.to_numeric(df[{name}], errors='coerce')"
             what = f"{len(odd)} not numbers, e.g. {example}" if len(odd) else "e.g. " + ", ".join(
-                repr(v[:20]) for v in texts[grouped].drop_duplicates().head(2))
+                repr(v[:20]) for v in written[grouped].drop_duplicates().head(2))
             said.append(f"  ! {name} holds numbers stored as text ({what}): "
                          f"df[{name}] = {fix}")
         elif unit.mean() >= 0.8 and (~plain).any() and texts.nunique() > 2 * FEW:
@@ -325,17 +376,19 @@ def _shape_issues(df):
             if (single.notna().sum() + plain.sum() >= 0.95 * len(texts) and len(units) == 1
                     and not units <= set(_SCALE)):
                 _NOW.setdefault("units", []).append(str(c))  # '50 kg': one number, one unit
-            example = ", ".join(repr(v[:20]) for v in texts[~plain].drop_duplicates().head(3))
+            example = ", ".join(repr(v[:20]) for v in written[~plain].drop_duplicates().head(3))
+            digits = ".str.replace('.', '').str.replace(',', '.')" if comma else (
+                ".str.replace(',', '')")
             if units and units <= {"k", "K", "M", "B"}:  # '149k', '2.5M': a scale, not a unit
                 scale = ", ".join(f"'{u}': {_SCALE[u]}" for u in sorted(units))
                 said.append(f"  ! {name} holds numbers with a scale letter ({example}; k is a "
                             f"thousand, M a million): df[{name}] = df[{name}].astype(str)"
-                            f".str.replace(',', '').str.extract(r'(-?\\d+\\.?\\d*)\\s*"
+                            f"{digits}.str.extract(r'(-?\\d+\\.?\\d*)\\s*"
                             f"([kKMB]?)$').pipe(lambda m: m[0].astype(float) * "
                             f"m[1].map({{{scale}}}).fillna(1))")
             else:
                 said.append(f"  ! {name} holds numbers with text ({example}); the first "
-                            f"number: df[{name}].astype(str).str.replace(',', '').str.extract("
+                            f"number: df[{name}].astype(str){digits}.str.extract("
                             f"r'(-?\\d+\\.?\\d*)')[0].astype(float)")
         elif len(kinds) > 1 and kinds & {"int", "float"} and "str" in kinds:
             said.append(f"  ! {name} mixes numbers and text ({' and '.join(sorted(kinds))}): "
@@ -370,6 +423,46 @@ def _shape_issues(df):
         lines.append(f"  other columns hold text to convert: {shown}; the task does not name "
                      "them: leave them as they are unless you use one")
     return lines[:8]
+
+#: a duration as text: '1h 26min', '45 min', '2 hours 5 minutes', '1:26:00'
+_DURATION = re.compile(
+    r"\d+(?:\.\d+)?\s*(?:h|hr|hrs|hours?)(?:\s*\d+\s*(?:m|min|mins|minutes?))?"
+    r"|\d+\s*(?:min|mins|minutes?)|\d{1,3}:\d\d:\d\d")
+
+def _spellings(texts):
+    """A label column that writes one value several ways ('Female', 'female ', 'F'):
+    (the values so written, as shown, the pandas that makes them one), else None. The
+    ways: case and blanks at the ends, and one letter standing for the one value of the
+    column that starts with it."""
+    counts = texts.value_counts()
+    if not 1 < len(counts) <= 30 or counts.index.str.len().max() > 40:
+        return None
+    written = list(counts.index)
+    keys = {}
+    for w in written:
+        keys.setdefault(w.strip().lower(), []).append(w)
+    long = [k for k in keys if len(k) > 1]
+    initials = {k[0] for k in long}
+    letters = [k for k in keys if len(k) == 1 and k.isalpha()]
+    short = (len(initials) == len(long) and letters and all(k in initials for k in letters)
+             and len(long) > 1)
+    if not short and all(len(v) == 1 for v in keys.values()):
+        return None
+    groups = [k for k in long if len(keys[k]) > 1 or (short and k[0] in letters)]
+    if not groups:
+        return None
+    shown = []
+    for k in groups[:3]:
+        ways = keys[k] + (keys.get(k[0], []) if short else [])
+        shown.append(" = ".join(repr(w) for w in ways[:5]))
+    spelled = {k: w for w in long for k in letters if w[0] == k}
+    fix = ".str.strip().str.lower()" + (f".replace({spelled!r})" if short else "")
+    return groups, "; ".join(shown), fix
+
+def _names_value(keys):
+    """The task names one of these values (a word of it)."""
+    task = FOCUS.lower()
+    return any(re.search(r"\b" + re.escape(k) + r"\b", task) for k in keys)
 
 def _table(df, label, note):
     rows, cols = df.shape

@@ -595,3 +595,62 @@ def test_a_cast_of_a_column_with_gaps_runs_in_a_real_kernel(fresh_kernel, tmp_pa
         "".join(o.get("text", "") for o in ran.outputs)
         == f"{sum(100 + i for i in range(12)) - 103} True\n"
     )
+
+
+def test_a_title_line_above_the_header_is_skipped_and_decimal_comma_money_is_read():
+    facts = {
+        "u.csv": FileFacts(
+            delimited=True,
+            sep=";",
+            decimal_comma=True,
+            skiprows=2,
+            columns=("Datum", "Betrag"),
+            numeric=("Betrag",),
+        )
+    }
+    code = "import pandas as pd\ndf = pd.read_csv('u.csv', sep=';')\nprint(df['Betrag'].sum())"
+    assert preflight(code, facts) == (
+        "import pandas as pd\ndf = pd.read_csv('u.csv', sep=';', decimal=',', skiprows=2)\n"
+        "df['Betrag'] = pd.to_numeric(df['Betrag'].astype(str)"
+        ".str.replace(r'[.$€£%+\\s]', '', regex=True).str.replace(',', '.'), errors='coerce')\n"
+        "print(df['Betrag'].sum())"
+    )
+    for told in ("skiprows=[0, 1]", "header=2", "header=[2, 3]"):
+        kept = f"df = pd.read_csv('u.csv', sep=';', decimal=',', {told})"
+        assert preflight(kept, facts).splitlines()[0] == kept
+    # names for every column: the header is still the line after the title
+    named = "df = pd.read_csv('u.csv', sep=';', decimal=',', names=['Datum', 'Betrag'])"
+    assert preflight(named, facts).splitlines()[0] == named[:-1] + ", header=0, skiprows=2)"
+
+
+def _euro(x: float) -> str:
+    """1234.5 as a German export writes it: '1.234,50 €'."""
+    return f"{x:,.2f}".replace(",", " ").replace(".", ",").replace(" ", ".") + " €"
+
+
+# a European export: a title and a blank line above the header, ';', a decimal comma,
+# a dot between thousands and a euro sign; dates as dd.mm.yyyy
+EXPORT = "Umsatzbericht 2023 - exportiert am 05.01.2024\n\nDatum;Filiale;Betrag\n" + "".join(
+    f"{i % 28 + 1:02d}.{i % 12 + 1:02d}.2023;{'Köln' if i % 3 else 'München'};{_euro(i * 250.5)}\n"
+    for i in range(40)
+)
+
+
+def test_a_title_above_the_header_in_a_real_kernel(fresh_kernel, tmp_path):
+    """From a scratch question (2026-12-07): the preview read the title as the only column
+    and the bundled model gave up after four cells of KeyError: 'Betrag'."""
+    k = fresh_kernel(cwd=tmp_path)
+    (Path(k.kernel_cwd) / "umsatz.csv").write_text(EXPORT)
+    result = k.execute("", timeout=120, user_expressions={"p": data_preview_expression(facts=True)})
+    text, facts = split_facts(parse_text_expression(result.user_expressions["p"]) or "")
+    assert "read it with: df = pd.read_csv('umsatz.csv', sep=';', decimal=',', skiprows=2)" in text
+    assert facts["umsatz.csv"].skiprows == 2 and facts["umsatz.csv"].numeric == ("Betrag",)
+    cell = (
+        "import pandas as pd\ndf = pd.read_csv('umsatz.csv', sep=';')\n"
+        "print(df[df['Filiale'] == 'München']['Betrag'].sum())\n"
+    )
+    assert not k.execute(cell, timeout=60).ok
+    ran = k.execute(preflight(cell, facts), timeout=60)
+    printed = "".join(o.get("text", "") for o in ran.outputs)
+    expected = sum(i * 250.5 for i in range(40) if i % 3 == 0)
+    assert ran.ok and float(printed) == pytest.approx(expected), (printed, ran.error)

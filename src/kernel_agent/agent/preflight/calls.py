@@ -54,12 +54,23 @@ def _read_call_edits(call: ast.Call, facts: Mapping[str, FileFacts], span: Span)
             edits.append(_Edit(*span(enc.value), repr(file.encoding)))
     if file.decimal_comma and "decimal" not in keywords:
         added.append("decimal=','")
+    if file.skiprows and "skiprows" not in keywords and _header_line(keywords) in (0, None):
+        added.append(f"skiprows={file.skiprows}")  # the title above the header
     if file.missing and file.delimited and not {"na_values", "keep_default_na"} & set(keywords):
         added.append(f"na_values={ {c: list(m) for c, m in file.missing.items()}!r}")
     edits += _header_kept(keywords, file, span)
     if added and not any(k.arg is None for k in call.keywords):  # no **kwargs to clash with
         edits.append(_added_arguments(call, span, ", ".join(added)))
     return edits
+
+
+def _header_line(keywords: Mapping[str, ast.keyword]) -> object:
+    """The ``header=`` a read call gives as a constant (0 when none; ``...`` for another
+    expression): which line, counted after any skipped, holds the names."""
+    header = keywords.get("header")
+    if header is None:
+        return 0
+    return header.value.value if isinstance(header.value, ast.Constant) else ...
 
 
 def _sep_text(sep: str) -> str:
@@ -231,9 +242,14 @@ def _numbers_as_text_edits(
         if not (numeric or units):
             continue
         frame, module = statement.targets[0].id, statement.value.func.value.id
+        digits = (
+            ".str.replace(r'[.$€£%+\\s]', '', regex=True).str.replace(',', '.')"
+            if file.decimal_comma
+            else ".str.replace(r'[,$€£%+\\s]', '', regex=True)"
+        )
         lines = [
-            f"{frame}[{c!r}] = {module}.to_numeric({frame}[{c!r}].astype(str)"
-            f".str.replace(r'[,$€£%+\\s]', '', regex=True), errors='coerce')"
+            f"{frame}[{c!r}] = {module}.to_numeric({frame}[{c!r}].astype(str){digits}, "
+            "errors='coerce')"
             for c in numeric
         ] + [
             f"{frame}[{c!r}] = {module}.to_numeric({frame}[{c!r}].astype(str)"
