@@ -123,3 +123,28 @@ def test_a_forged_count_of_lines_to_skip_reaches_a_read_only_as_a_small_whole_nu
     entry = {"read": {"sep": ",", "encoding": "utf-8", "skip": 50}, "columns": ["a"]}
     _, facts = split_facts("preview" + FACTS_MARK + json.dumps({"d.csv": entry}))
     assert preflight(code, facts) == code[:-1] + ", skiprows=50)"
+
+
+def test_a_forged_totals_row_reaches_a_cell_only_as_a_string_of_a_column_the_file_has():
+    """The label of a totals row is written into the model's cell: a label that is not a
+    string, too long, or of a column the file does not have is dropped; one shaped like
+    code stays a string literal."""
+    code = "import pandas as pd\ndf = pd.read_csv('d.csv')\nprint(df['a'].sum())"
+    for total in (["b", "Total"], ["a", 5], ["a", "x" * 41], ["a"], "a", ["a", "T", "x"]):
+        entry = {"read": {"sep": ",", "encoding": "utf-8"}, "columns": ["a"], "total": total}
+        _, facts = split_facts("preview" + FACTS_MARK + json.dumps({"d.csv": entry}))
+        assert facts["d.csv"].total is None and preflight(code, facts) == code, total
+    entry = {
+        "read": {"sep": ",", "encoding": "utf-8"},
+        "columns": [EVIL],
+        "total": [EVIL, EVIL[:40]],
+    }
+    _, facts = split_facts("preview" + FACTS_MARK + json.dumps({"d.csv": entry}))
+    fixed = preflight(code, facts)
+    assert fixed != code
+    calls = {
+        getattr(n.func, "attr", "") for n in ast.walk(ast.parse(fixed)) if isinstance(n, ast.Call)
+    }
+    assert "system" not in calls and EVIL[:40] in {
+        n.value for n in ast.walk(ast.parse(fixed)) if isinstance(n, ast.Constant)
+    }

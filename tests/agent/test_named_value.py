@@ -147,3 +147,31 @@ def test_a_capitalized_value_is_named_only_as_written_and_capitals_in_any_case()
     ):
         hit = unused_named_value(task, idle, hands)
         assert hit is not None and hit.value == value, task
+
+
+def _failed(code: str, line: int | None) -> CellResult:
+    """A cell that raised in its own line ``line`` (an IPython traceback; None: no line)."""
+    from kernel_agent.results import CellError
+
+    where = [f"Cell In[2], line {line}"] if line else []
+    failed = cell(code, status="error")
+    error = CellError("ValueError", "Lengths must match to compare", ["ValueError", *where])
+    return CellResult(code, "error", 1, [], error, failed.started, failed.ended)
+
+
+@pytest.mark.parametrize(
+    ("line", "found"),
+    [
+        (4, True),  # the line that selects by the value is the one that failed
+        (5, False),  # it ran; a later line failed
+        (None, True),  # no line named: nothing of the failed cell counts
+    ],
+)
+def test_a_selection_in_a_line_that_failed_selected_nothing(line, found):
+    """A scratch join (2026-12-07): the first cell's filter by the named city raised,
+    the next cell dropped the filter and summed every row; the note never came because the
+    failed line held the value."""
+    failing = READ + "x = 1\nc = df[df['Make '] == 'Citroën']\nprint(c['Price'].mean())"
+    cells = [_failed(failing, line), cell(READ + "print(df['Price'].mean())", "29469.08")]
+    hit = unused_named_value(PRICE, cells, FACTS)
+    assert (hit == NamedValue("Make ", "Citroën")) is found, hit

@@ -596,3 +596,79 @@ def test_preview_names_durations_and_one_value_written_several_ways_with_fixes_t
     run += "\nprint(df['runtime'].sum(), (df['Gender'] == 'female').sum())"
     check = kernel.execute(run, timeout=30)
     assert stdout(check) == f"{float(sum(80 + i for i in range(n)))} {n // 2}\n", (out, check)
+
+
+def test_preview_reads_a_sheet_below_its_title_rows_and_nested_json_records_flat(
+    kernel, kernel_workdir
+):
+    """From scratch questions (2026-12-07): a sheet with a title and a blank row above its
+    header came out as 'Unnamed: 1' columns (the run gave up on KeyError: 'Units Sold'), and
+    likes nested in a JSON post ({'stats': {'likes': 3}}) were not found."""
+    import json
+
+    folder = kernel_workdir / "sheets"
+    folder.mkdir(exist_ok=True)
+    table = pd.DataFrame({"Region": ["N", "S"] * 10, "Units Sold": range(20)})
+    with pd.ExcelWriter(folder / "q3.xlsx") as xw:
+        pd.DataFrame([["Quarterly report"], ["all stores"]]).to_excel(
+            xw, sheet_name="Data", index=False, header=False
+        )
+        table.to_excel(xw, sheet_name="Data", index=False, startrow=3)
+    posts = [
+        {"id": i, "stats": {"likes": i * 2, "shares": 1}, "user": {"c": "FR"}} for i in range(9)
+    ]
+    (folder / "posts.json").write_text(json.dumps(posts))
+    (folder / "posts.jsonl").write_text("\n".join(json.dumps(p) for p in posts))
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    out = preview(kernel, budget_chars=6000)
+    assert "20 rows x 2 columns (the first 3 rows are not the table" in out, out
+    assert out.count("'stats.likes' int64") == 2, out
+    for code in _reads(out):
+        check = kernel.execute(
+            "import pandas as pd\n" + code + "\nprint(df.iloc[:, 1].sum())", timeout=30
+        )
+        assert stdout(check) in (f"{sum(range(20))}\n", f"{sum(range(9)) * 2}\n"), (code, check)
+
+
+def _reads(out: str) -> list[str]:
+    return [
+        line.split("read it with: ", 1)[1] for line in out.splitlines() if "read it with: " in line
+    ]
+
+
+@pytest.mark.parametrize(
+    ("last", "flagged"),
+    [
+        ("Total,{v},{s}", True),
+        (",{v},{s}", True),  # no label: the sums alone tell
+        ("Shop 99,{v},7", False),  # one column of two sums up: a record
+        ("Shop 99,5,7", False),
+        ("Mean,{m},{m}", False),
+    ],
+)
+def test_preview_names_a_last_row_of_totals_and_only_that(kernel, kernel_workdir, last, flagged):
+    """From a scratch question (2026-12-07): an export's 'Total' line was counted as one more
+    shop, so the mean sales came out at twice the true mean, and the best shop was 'Total'."""
+    folder = kernel_workdir / f"totals-{abs(hash(last)) % 10_000}"
+    folder.mkdir(exist_ok=True)
+    visits, sales = list(range(1, 21)), [3 * i for i in range(1, 21)]
+    rows = "".join(
+        f"Shop {i},{v},{s}\n" for i, (v, s) in enumerate(zip(visits, sales, strict=True))
+    )
+    tail = last.format(v=sum(visits), s=sum(sales), m=sum(visits) / 20)
+    (folder / "shops.csv").write_text("Shop,Visits,Sales\n" + rows + tail + "\n")
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    out = preview(kernel, budget_chars=3000)
+    line = [ln for ln in out.splitlines() if "holds the totals of the rows above" in ln]
+    assert bool(line) is flagged, out
+    if flagged:
+        fix = line[0].split("not a record: ", 1)[1]
+        code = (
+            f"import pandas as pd\ndf = pd.read_csv('shops.csv')\n{fix}\nprint(df['Sales'].mean())"
+        )
+        check = kernel.execute(code, timeout=30)
+        assert stdout(check) == f"{sum(sales) / 20}\n", (fix, check)
+    asked = {"p": data_preview_expression(facts=True)}
+    found = kernel.execute("", timeout=60, user_expressions=asked).user_expressions["p"]
+    facts = split_facts(parse_text_expression(found) or "")[1]["shops.csv"]
+    assert facts.total == (("Shop", "Total") if flagged and last.startswith("Total") else None)

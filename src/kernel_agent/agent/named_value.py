@@ -100,9 +100,9 @@ def _word_of(task: str, text: str) -> bool:
 
 @dataclass(frozen=True)
 class _Uses:
-    """What the cells could have selected rows by: the strings of their code that are not
-    printed text (lower case), the code of cells that do not parse, and the first words of
-    printed lines (a group of a table)."""
+    """What the cells could have selected rows by: the strings of their code that ran that
+    are not printed text (lower case), the code of cells that do not parse, and the first
+    words of printed lines (a group of a table)."""
 
     strings: tuple[str, ...]
     unparsed: str
@@ -114,9 +114,12 @@ class _Uses:
         unparsed = []
         for cell in cells:
             try:
-                strings += (s.lower() for s in _selecting_strings(ast.parse(cell.code)))
+                tree = ast.parse(cell.code)
             except SyntaxError:
                 unparsed.append(cell.code.lower())
+                continue
+            ran = _ran(tree, cell)
+            strings += (s.lower() for s in _selecting_strings(ran))
         printed = [render_cell(cell, budget=4000).text for cell in cells if cell.ok]
         starts = (line.strip().lower() for text in printed for line in text.splitlines())
         return cls(tuple(strings), "\n".join(unparsed), tuple(s[:_LONGEST] for s in starts if s))
@@ -131,6 +134,23 @@ class _Uses:
             or key in self.unparsed
             or any(line.startswith(key[:20]) for line in self.printed)  # a table cuts it
         )
+
+
+#: where a cell's own frame failed, in an IPython traceback: "Cell In[3], line 5"
+_FAILED_AT = re.compile(r"Cell In\s?\[\s*\d*\s*\], line (\d+)")
+
+
+def _ran(tree: ast.Module, cell: CellResult) -> ast.Module:
+    """The statements of a cell that ran: all of them, or in a failed cell those that end
+    before the line its error names (none, when the traceback names no line of it). A
+    scratch join (2026-12-07) filtered by 'Quito' in the line that failed, then dropped the
+    filter: that cell selected no rows."""
+    if cell.ok:
+        return tree
+    found = _FAILED_AT.search(cell.error.plain_traceback if cell.error else "")
+    line = int(found.group(1)) if found and len(found.group(1)) < 7 else 0
+    body = [s for s in tree.body if (s.end_lineno or s.lineno) < line]
+    return ast.Module(body=body, type_ignores=[])
 
 
 def _selecting_strings(tree: ast.AST) -> list[str]:

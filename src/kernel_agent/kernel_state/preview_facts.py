@@ -56,6 +56,8 @@ class FileFacts:
     values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: what a column writes for a missing value that pandas reads as text ('.', '?', '-')
     missing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: (column, label) of a last row that holds the totals of the rows above ('Total')
+    total: tuple[str, str] | None = None
 
 
 def split_facts(text: str) -> tuple[str, dict[str, FileFacts]]:
@@ -112,6 +114,15 @@ def _file_facts(entry: Any) -> FileFacts | None:
         and (marks := tuple(m for m in ms[:3] if isinstance(m, str) and len(m) <= _MAX_MARK))
     }
     units, whole = (_named_columns(entry.get(key), known) for key in ("units", "whole"))
+    total = entry.get("total")
+    if not (
+        isinstance(total, list)
+        and len(total) == 2
+        and total[0] in known
+        and isinstance(total[1], str)
+        and 0 < len(total[1]) <= _MAX_MARK * 2
+    ):
+        total = None
     common = {
         "columns": names,
         "dates": dates,
@@ -120,6 +131,7 @@ def _file_facts(entry: Any) -> FileFacts | None:
         "whole": whole,
         "values": values,
         "missing": missing,
+        "total": tuple(total) if total else None,
     }
     read = entry.get("read")
     if not isinstance(read, dict):

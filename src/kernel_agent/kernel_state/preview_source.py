@@ -168,15 +168,59 @@ def _frames(pd, path, kind, size):
     if kind == "excel":
         sheets = pd.read_excel(path, sheet_name=None)
         many = len(sheets) > 1
-        return [(f"sheet {k!r}" if many else "", v, "") for k, v in list(sheets.items())[:5]]
+        found = []
+        for k, v in list(sheets.items())[:5]:
+            note, header = "", _excel_header(pd, path, k, v)
+            if header:
+                v = pd.read_excel(path, sheet_name=k, header=header)
+                sheet = f", sheet_name={k!r}" if many else ""
+                what = "row is" if header == 1 else f"{header} rows are"
+                note = (f"the first {what} not the table (a title above the header)\n"
+                        f"  read it with: df = pd.read_excel({path!r}{sheet}, header={header})")
+            found.append((f"sheet {k!r}" if many else "", v, note))
+        return found
     if kind == "parquet":
         return [("", pd.read_parquet(path), "")]
     if kind == "jsonl":
-        return [("", pd.read_json(path, lines=True), "")]
+        return [_nested(pd, path, pd.read_json(path, lines=True), lines=True)]
     try:
-        return [("", pd.read_json(path), "")]
+        return [_nested(pd, path, pd.read_json(path), lines=False)]
     except ValueError:
-        return [("", pd.read_json(path, lines=True), "")]
+        return [_nested(pd, path, pd.read_json(path, lines=True), lines=True)]
+
+def _excel_header(pd, path, sheet, df):
+    """The row of a sheet that holds its header, when rows above it (a title) made pandas
+    name most columns 'Unnamed: n': the first row whose cells are all text, as many as the
+    widest row, below rows with fewer cells filled; else 0."""
+    unnamed = [c for c in df.columns if str(c).startswith("Unnamed:")]
+    if len(df.columns) < 2 or len(unnamed) * 2 < len(df.columns):
+        return 0
+    raw = pd.read_excel(path, sheet_name=sheet, header=None, nrows=MAX_SKIP + 30)
+    filled = raw.notna().sum(axis=1).tolist()
+    width = max(filled)
+    for r in range(1, min(MAX_SKIP, len(raw) - 1) + 1):
+        cells = raw.iloc[r].dropna()
+        if filled[r] == width and all(isinstance(v, str) for v in cells):
+            return r if all(f < width for f in filled[:r]) else 0
+    return 0
+
+def _nested(pd, path, df, lines):
+    """(label, frame, note) of a JSON file: when its columns hold nested records
+    ({'name': ..., 'country': ...}), the frame flattened by ``pd.json_normalize``, whose
+    columns name the inner keys ('user.country'), and the read that does it."""
+    nested = [c for c in df.columns[:200] if df[c].dtype.kind == "O"
+              and len(df[c].dropna()) and df[c].dropna().map(type).eq(dict).mean() > 0.8]
+    if not nested:
+        return ("", df, "")
+    import json
+    with open(path, encoding="utf-8") as fh:
+        records = [json.loads(ln) for ln in fh if ln.strip()] if lines else json.load(fh)
+    flat = pd.json_normalize(records)
+    load = (f"[json.loads(line) for line in open({path!r}) if line.strip()]" if lines
+            else f"json.load(open({path!r}))")
+    shown = ", ".join(repr(str(c)) for c in nested[:4])
+    return ("", flat, f"{shown} held nested records, flattened into columns\n"
+                      f"  read it with: import json; df = pd.json_normalize({load})")
 
 def _na_text(pd, df, path, read, decimal):
     """({column: {text: rows}}, [gap marks]): text that pandas reads as missing by default
@@ -292,6 +336,9 @@ def _shape_issues(df):
     put the wrong column in its code."""
     lines, spaced = [], [c for c in df.columns if str(c) != str(c).strip()]
     comma = bool((_NOW.get("read") or {}).get("decimal"))
+    total = _total_row(df)
+    if total:
+        lines.append(total)
     focus = set(_mentioned(df.columns))
     aside = []
     if spaced:
@@ -423,6 +470,29 @@ def _shape_issues(df):
         lines.append(f"  other columns hold text to convert: {shown}; the task does not name "
                      "them: leave them as they are unless you use one")
     return lines[:8]
+
+def _total_row(df):
+    """A line when every number of the table's last row is the sum of its column above (an
+    export's 'Total' line, which a mean or a max would count as one more record), with the
+    filter that drops it; else ""."""
+    if not 4 <= len(df) < PARTIAL_ROWS:
+        return ""
+    numbers = [c for c in df.columns[:200] if df[c].dtype.kind in "if"]
+    last, above = df.iloc[-1], df.iloc[:-1]
+    summed = [c for c in numbers if last[c] == last[c] and last[c] != 0
+              and (above[c] != 0).sum() >= 2
+              and abs(last[c] - above[c].sum()) <= 1e-6 * abs(last[c])]
+    if not summed or len(summed) < len([c for c in numbers if last[c] == last[c]]):
+        return ""
+    label = next(((c, last[c]) for c in df.columns[:200] if isinstance(last[c], str)), None)
+    if label and len(label[1]) <= 40:
+        _NOW["total"] = [str(label[0]), label[1]]
+        drop = f"df = df[df[{str(label[0])!r}] != {label[1]!r}]"
+    else:
+        drop = "df = df.iloc[:-1]"
+    shown = f" ({label[1][:40]!r})" if label else ""
+    return (f"  ! the last row{shown} holds the totals of the rows above ("
+            + ", ".join(repr(str(c)) for c in summed[:4]) + f"), not a record: {drop}")
 
 #: a duration as text: '1h 26min', '45 min', '2 hours 5 minutes', '1:26:00'
 _DURATION = re.compile(

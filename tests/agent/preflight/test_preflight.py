@@ -654,3 +654,21 @@ def test_a_title_above_the_header_in_a_real_kernel(fresh_kernel, tmp_path):
     printed = "".join(o.get("text", "") for o in ran.outputs)
     expected = sum(i * 250.5 for i in range(40) if i % 3 == 0)
     assert ran.ok and float(printed) == pytest.approx(expected), (printed, ran.error)
+
+
+def test_a_last_row_of_totals_is_dropped_after_the_read_unless_the_cell_names_it():
+    facts = {
+        "s.csv": FileFacts(
+            delimited=True, columns=("Shop", "Sales"), numeric=("Sales",), total=("Shop", "Total")
+        )
+    }
+    code = "import pandas as pd\nshops = pd.read_csv('s.csv')\nprint(shops['Sales'].mean())"
+    assert preflight(code, facts).splitlines()[2:4] == [
+        "shops = shops[shops['Shop'] != 'Total']",
+        "shops['Sales'] = pd.to_numeric(shops['Sales'].astype(str)"
+        ".str.replace(r'[,$€£%+\\s]', '', regex=True), errors='coerce')",
+    ]
+    told = "df = pd.read_csv('s.csv')\ndf = df[df['Shop'] != 'Total']\nprint(f'Total: {df.Sales.sum()}')"
+    assert "df = df[df['Shop'] != 'Total']\ndf = df[" not in preflight(told, facts)
+    converting = "df = pd.read_csv('s.csv', thousands=',')\nprint(f'Total: {df.Sales.sum()}')"
+    assert preflight(converting, facts).splitlines()[1] == "df = df[df['Shop'] != 'Total']"

@@ -61,12 +61,12 @@ from typing import TYPE_CHECKING
 from ..code_text import parse_python
 from ..slots import CODE_LINE
 from .calls import (
+    _after_read_edits,
     _date_format_edits,
     _date_part_edits,
     _inplace_column_edits,
     _int_cast_edits,
     _nan_policy_edits,
-    _numbers_as_text_edits,
     _paired_gaps_edits,
     _read_call_edits,
 )
@@ -120,7 +120,7 @@ def preflight(
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
         edits += _read_call_edits(call, facts, span)
         edits += _date_format_edits(call, facts, renames, span)
-    edits += _numbers_as_text_edits(tree, code, facts, span)
+    edits += _after_read_edits(tree, code, facts, span)
     edits += _value_edits(tree, facts, renames, span)
     edits += _nan_policy_edits(tree, scipy, span)
     edits += _inplace_column_edits(tree, span)

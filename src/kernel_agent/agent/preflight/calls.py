@@ -208,21 +208,24 @@ def _pandas_alias(cells: Sequence[str]) -> str | None:
     return None
 
 
-# ------------------------------------------------------------------ numbers stored as text
+# ---------------------------------------------- after the read: a totals row, numbers as text
 #: a read that converts the numbers itself
 _READ_CONVERTS = re.compile(r"thousands\s*=|converters\s*=")
 
 
-def _numbers_as_text_edits(
+def _after_read_edits(
     tree: ast.Module, code: str, facts: Mapping[str, FileFacts], span: Span
 ) -> list[_Edit]:
     """After ``df = pd.read_csv(f)`` (a top-level line) of a file whose preview found
     numbers stored as text, the lines that read them as numbers: each column but those
     the cell converts itself (the held-out cars93 run converted Cylinders and divided
-    EngineSize's '1.8 L' text, four times); none when its read converts them."""
-    if _READ_CONVERTS.search(code):
-        return []
+    EngineSize's '1.8 L' text, four times); none when its read converts them. First, for
+    a file whose last row holds the totals of the rows above, the line that drops that
+    row by its label, unless the code names the label (a scratch export's 'Total' row
+    doubled the mean sales, with the preview's line ignored)."""
+    converts = bool(_READ_CONVERTS.search(code))
     own = converted_columns(tree)
+    constants = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)}
     edits = []
     for statement in tree.body:
         if not (
@@ -237,9 +240,10 @@ def _numbers_as_text_edits(
         file = _read_file(statement.value, facts)
         if file is None:
             continue
-        numeric = [c for c in file.numeric if c not in own]
-        units = [] if file.decimal_comma else [c for c in file.units if c not in own]
-        if not (numeric or units):
+        numeric = [] if converts else [c for c in file.numeric if c not in own]
+        units = [] if converts or file.decimal_comma else [c for c in file.units if c not in own]
+        total = file.total if file.total and file.total[1] not in constants else None
+        if not (numeric or units or total):
             continue
         frame, module = statement.targets[0].id, statement.value.func.value.id
         digits = (
@@ -256,6 +260,8 @@ def _numbers_as_text_edits(
             f".str.extract(r'^\\s*(-?\\d+\\.?\\d*)')[0], errors='coerce')"
             for c in units
         ]
+        if total:  # the export's totals line is not a record: drop it by its label
+            lines.insert(0, f"{frame} = {frame}[{frame}[{total[0]!r}] != {total[1]!r}]")
         end = span(statement)[1]
         edits.append(_Edit(end, end, "\n" + "\n".join(lines)))
     return edits
