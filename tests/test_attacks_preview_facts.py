@@ -148,3 +148,18 @@ def test_a_forged_totals_row_reaches_a_cell_only_as_a_string_of_a_column_the_fil
     assert "system" not in calls and EVIL[:40] in {
         n.value for n in ast.walk(ast.parse(fixed)) if isinstance(n, ast.Constant)
     }
+
+
+def test_forged_row_labels_stay_bounded_strings():
+    """The labels of the preview's rows are held against an answer's text: at most 100,
+    each a string of at most 200 characters."""
+    shown = [1, None, ["x"], "y" * 201, "", *(f"s{i}" for i in range(10_000))]
+    entry = {"columns": ["a"], "shown": shown}
+    _, facts = split_facts("preview" + FACTS_MARK + json.dumps({"d.csv": entry}))
+    kept = facts["d.csv"].shown
+    assert len(kept) <= 100 and all(isinstance(v, str) and 0 < len(v) <= 200 for v in kept)
+    for forged in ("s1", {"a": 1}, 5):
+        _, facts = split_facts(
+            "preview" + FACTS_MARK + json.dumps({"d.csv": {"columns": ["a"], "shown": forged}})
+        )
+        assert facts["d.csv"].shown == ()

@@ -672,3 +672,4 @@ def test_preview_names_a_last_row_of_totals_and_only_that(kernel, kernel_workdir
     found = kernel.execute("", timeout=60, user_expressions=asked).user_expressions["p"]
     facts = split_facts(parse_text_expression(found) or "")[1]["shops.csv"]
     assert facts.total == (("Shop", "Total") if flagged and last.startswith("Total") else None)
+    assert facts.shown == ("Shop 0", "Shop 1", "Shop 2")  # the labels of the rows shown

@@ -26,6 +26,7 @@ _MAX_COLUMNS = 500
 _MAX_NAME = 200
 _MAX_MARK = 20
 _MAX_SKIP = 50
+_MAX_SHOWN = 100
 _SEPARATORS = frozenset({",", ";", "\t", "|", r"\s+"})  # r"\s+": runs of blanks
 _ENCODING = re.compile(r"[A-Za-z0-9_.-]{1,20}")
 #: a strftime format of the preview's list: %-codes and separators only
@@ -58,6 +59,8 @@ class FileFacts:
     missing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: (column, label) of a last row that holds the totals of the rows above ('Total')
     total: tuple[str, str] | None = None
+    #: the text values of the rows the preview shows (its first rows)
+    shown: tuple[str, ...] = ()
 
 
 def split_facts(text: str) -> tuple[str, dict[str, FileFacts]]:
@@ -114,6 +117,7 @@ def _file_facts(entry: Any) -> FileFacts | None:
         and (marks := tuple(m for m in ms[:3] if isinstance(m, str) and len(m) <= _MAX_MARK))
     }
     units, whole = (_named_columns(entry.get(key), known) for key in ("units", "whole"))
+    shown = entry.get("shown")
     total = entry.get("total")
     if not (
         isinstance(total, list)
@@ -132,6 +136,11 @@ def _file_facts(entry: Any) -> FileFacts | None:
         "values": values,
         "missing": missing,
         "total": tuple(total) if total else None,
+        "shown": tuple(
+            v
+            for v in (shown if isinstance(shown, list) else ())[:_MAX_SHOWN]
+            if isinstance(v, str) and 0 < len(v) <= _MAX_NAME
+        ),
     }
     read = entry.get("read")
     if not isinstance(read, dict):

@@ -564,7 +564,13 @@ def _table(df, label, note):
         rows_of = df[named] if named else df
         if named:
             lines.append("  first rows of the columns the task names:")
-        text = rows_of.head(ROWS).to_string(max_cols=MAX_COLS, max_colwidth=24, line_width=WIDTH)
+        head = rows_of.head(ROWS)
+        try:  # the labels the rows show: an answer that names one may be read off them
+            labels = [v for c in head.columns[:MAX_COLS] for v in head[c] if isinstance(v, str)]
+            _NOW.setdefault("shown", []).extend(v.strip() for v in labels if v.strip())
+        except Exception:
+            pass
+        text = head.to_string(max_cols=MAX_COLS, max_colwidth=24, line_width=WIDTH)
         lines += ["  " + line for line in text.splitlines()]
     return lines
 

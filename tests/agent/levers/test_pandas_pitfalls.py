@@ -683,3 +683,40 @@ def test_without_the_lever_the_slipped_value_is_the_answer(
         levers=("printed_answer",),
     )  # fmt: skip
     assert result.answer == printed
+
+
+SHOPS = "Shop,Sales\n" + "".join(f"Shop {i:02d},{1000 + (i * 37) % 101}\n" for i in range(30))
+BEST_SHOP = "Which shop has the highest sales?"
+MAX_ONLY = "import pandas as pd\ndf = pd.read_csv('shops.csv')\nprint(df['Sales'].max())"
+
+
+def test_an_answer_naming_a_label_only_the_previews_rows_show_goes_back_once(fake_llm, tmp_path):
+    """On a real kernel, with the preview's facts: the cell printed the highest sales alone
+    and the answer named the preview's third shop (scratch, 2026-12-07); it goes back once,
+    and the answer after a cell that printed the shop is taken."""
+    best = max(range(30), key=lambda i: (1000 + (i * 37) % 101, -i))
+    labelled = MAX_ONLY.replace(
+        "print(df['Sales'].max())", "print(df.loc[df['Sales'].idxmax(), ['Shop', 'Sales']])"
+    )
+    result = _run_on(
+        fake_llm, tmp_path / "shops.csv", SHOPS, BEST_SHOP,
+        run_cell(MAX_ONLY),
+        text("The shop with the highest sales is Shop 02."),
+        run_cell(labelled),
+        text(f"The shop with the highest sales is Shop {best:02d}."),
+    )  # fmt: skip
+    sent_back = fake_llm.requests[2].last_user_text
+    assert "the answer names 'Shop 02', which no cell printed" in sent_back
+    assert result.answer == f"The shop with the highest sales is Shop {best:02d}."
+    fake_llm.assert_drained()
+
+
+def test_an_answer_naming_a_label_a_cell_printed_is_taken(fake_llm, tmp_path):
+    """The twin: the cell printed the shop, which is also in the preview's first rows."""
+    first = "import pandas as pd\ndf = pd.read_csv('shops.csv')\nprint(df['Shop'].iloc[1])"
+    result = _run_on(
+        fake_llm, tmp_path / "shops.csv", SHOPS, "Which shop is second in the file?",
+        run_cell(first), text("The second shop is Shop 01."),
+    )  # fmt: skip
+    assert result.answer == "The second shop is Shop 01." and len(fake_llm.requests) == 2
+    fake_llm.assert_drained()

@@ -15,8 +15,9 @@ it again runs with the value as the data writes it, where the kernel found one) 
 writes the notes, remembers the names that keep a questioned value, and sends an answer
 given right after a noted cell back once (and one that states a questioned value later,
 or a fraction for a count, or one where no cell selected the rows of a value the task names
-and the data holds: :mod:`..named_value`, or a mean none of whose numbers lies in the range
-of the columns it was taken of, as the kernel reported them: :mod:`..value_range`).
+and the data holds: :mod:`..named_value`, or that names a label only the preview's first
+rows show: :mod:`..preview_label`, or a mean none of whose numbers lies in the range of the
+columns it was taken of, as the kernel reported them: :mod:`..value_range`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from ..pitfalls import (
     shown_names,
     slot_holds_many,
 )
+from ..preview_label import preview_label, preview_label_note
 from ..slot_kind import not_a_count
 from ..slots import FILLED
 from ..state import Ask, TaskState
@@ -102,6 +104,11 @@ class PandasPitfalls(Lever):
             return Ask(
                 prompt("named_value", note=unused.note()),
                 notice="the task names a value of the data no cell selected rows by; asking again",
+            )
+        if label := preview_label(state.task, answer, state.cells, state.data_facts):
+            return Ask(
+                prompt("preview_label", note=preview_label_note(label)),
+                notice="the answer names a label only the preview's rows show; asking again",
             )
         if outside := out_of_range(state.task, answer, self.ranges):
             return Ask(

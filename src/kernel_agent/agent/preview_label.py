@@ -1,0 +1,52 @@
+"""An answer that names a label only the data preview's first rows show.
+
+"Which shop has the highest sales?": the bundled model printed the highest sales alone,
+then named 'Shop 02', the third row of the preview, as the shop (scratch, 2026-12-07). A
+number it states is checked against the outputs; a label was not. The preview's facts
+list the text values of the rows it shows (``FileFacts.shown``): an answer that names one
+that the task does not name and that no cell printed or wrote in its code read it off the
+preview. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from ..kernel_state.preview_facts import FileFacts
+from ..llm.view import render_cell
+from ..results import CellResult
+
+__all__ = ["preview_label", "preview_label_note"]
+
+#: a label of 3 to 60 characters with a letter
+_LABEL = re.compile(r"(?=.*[^\W\d_]).{3,60}", re.S)
+
+
+def preview_label(
+    task: str, answer: str, cells: Sequence[CellResult], facts: Mapping[str, FileFacts]
+) -> str | None:
+    """The first label of the preview's rows that ``answer`` names and no cell showed."""
+    shown = [v for f in facts.values() for v in f.shown if _LABEL.fullmatch(v)]
+    named = [v for v in shown if _names(answer, v) and not _names(task, v)]
+    if not named:
+        return None
+    seen = "\n".join(
+        [cell.code for cell in cells] + [render_cell(c, budget=4000).text for c in cells if c.ok]
+    ).lower()
+    return next((v for v in named if v.lower() not in seen), None)
+
+
+def preview_label_note(label: str) -> str:
+    return (
+        f"Note: the answer names {label[:60]!r}, which no cell printed: only the first rows "
+        "of the data preview show it. Compute what the task asks in a cell that prints the "
+        "label with its value (for the row with the largest value: "
+        "df.loc[df['value column'].idxmax(), ['label column', 'value column']]), then answer "
+        "with what that cell prints."
+    )
+
+
+def _names(text: str, label: str) -> bool:
+    """``label`` is a word or phrase of ``text`` (any case)."""
+    return re.search(rf"(?<!\w){re.escape(label)}(?!\w)", text, re.I) is not None
