@@ -673,3 +673,38 @@ def test_preview_names_a_last_row_of_totals_and_only_that(kernel, kernel_workdir
     facts = split_facts(parse_text_expression(found) or "")[1]["shops.csv"]
     assert facts.total == (("Shop", "Total") if flagged and last.startswith("Total") else None)
     assert facts.shown == ("Shop 0", "Shop 1", "Shop 2")  # the labels of the rows shown
+
+
+def test_preview_names_dates_in_two_formats_and_dates_stored_as_numbers(kernel, kernel_workdir):
+    """Dates a Kaggle export writes in two shapes in one column, as yyyymmdd numbers and as
+    seconds since 1970: each gets the line whose fix makes them dates."""
+    folder = kernel_workdir / "numdates"
+    folder.mkdir(exist_ok=True)
+    days = pd.date_range("2019-01-13", periods=40, freq="D")
+    frame = pd.DataFrame(
+        {
+            "Order Date": [
+                d.strftime("%Y-%m-%d" if i % 2 else "%B %d, %Y") for i, d in enumerate(days)
+            ],
+            "date_id": days.strftime("%Y%m%d").astype(int),
+            "timestamp": (days - pd.Timestamp("1970-01-01")) // pd.Timedelta("1s"),
+            "count": range(40),
+        }
+    )
+    frame.to_csv(folder / "orders.csv", index=False)
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    out = preview(kernel, budget_chars=4000)
+    assert "'Order Date' holds dates as text (e.g. 'January 13, 2019', '2019-01-14')" in out, out
+    assert "'date_id' holds dates as numbers (e.g. 20190113)" in out, out
+    assert "'timestamp' holds times as seconds since 1970" in out and "'count' holds" not in out
+    fixes = [
+        line.split(": df[", 1)[1]
+        for line in out.splitlines()
+        if "holds dates" in line or "holds times" in line
+    ]
+    run = "import pandas as pd\ndf = pd.read_csv('orders.csv')\n" + "\n".join(
+        "df[" + f for f in fixes
+    )
+    run += "\nprint((df['Order Date'] == df['date_id']).all(), (df['timestamp'] == df['date_id']).all())"
+    check = kernel.execute(run, timeout=30)
+    assert stdout(check) == "True True\n", (out, check.outputs)

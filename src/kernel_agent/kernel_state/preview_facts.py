@@ -30,7 +30,7 @@ _MAX_SHOWN = 100
 _SEPARATORS = frozenset({",", ";", "\t", "|", r"\s+"})  # r"\s+": runs of blanks
 _ENCODING = re.compile(r"[A-Za-z0-9_.-]{1,20}")
 #: a strftime format of the preview's list: %-codes and separators only
-_DATE_FORMAT = re.compile(r"(?:%[YymdbHMS]|[-/.:, ]){2,30}")
+_DATE_FORMAT = re.compile(r"(?:%[YymdbBHMS]|[-/.:, ]){2,30}")
 
 
 @dataclass(frozen=True)

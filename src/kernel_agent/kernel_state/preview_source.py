@@ -316,7 +316,7 @@ def _date_format(texts):
     found = []
     for fmt in ("%Y-%m-%d", "%m/%d/%y", "%d/%m/%y", "%m/%d/%Y", "%d/%m/%Y", "%d.%m.%Y",
                 "%d.%m.%y", "%Y/%m/%d", "%d-%m-%Y", "%m-%d-%Y", "%Y-%m-%d %H:%M:%S",
-                "%d %b %Y", "%b %d, %Y", "%d-%b-%y", "%d-%b-%Y"):
+                "%d %b %Y", "%b %d, %Y", "%d-%b-%y", "%d-%b-%Y", "%B %d, %Y", "%d %B %Y"):
         try:
             parsed = pd.to_datetime(sample, format=fmt, errors="coerce")
         except Exception:
@@ -325,7 +325,45 @@ def _date_format(texts):
             found.append(fmt)
     if len(found) == 2 and set(found) in ({"%m/%d/%y", "%d/%m/%y"}, {"%m/%d/%Y", "%d/%m/%Y"}):
         return found[0]  # every day is 12 or less: month first, as pandas reads it
-    return found[0] if len(found) == 1 else None
+    if found:
+        return found[0] if len(found) == 1 else None
+    return _mixed_dates(sample)
+
+def _mixed_dates(sample):
+    """'mixed' when no one format parses the dates but the formats together parse nearly
+    all ('2019-01-05' and '05/01/2019' in one column), else None."""
+    import pandas as pd
+    parsed = pd.Series(False, index=sample.index)
+    for fmt in ("%Y-%m-%d", "%m/%d/%Y", "%d/%m/%Y", "%d.%m.%Y", "%Y/%m/%d", "%b %d, %Y",
+                "%d %b %Y", "%B %d, %Y", "%d %B %Y", "%Y-%m-%d %H:%M:%S"):
+        try:
+            parsed |= pd.to_datetime(sample, format=fmt, errors="coerce").notna()
+        except Exception:
+            continue
+    return "mixed" if parsed.mean() >= 0.95 else None
+
+def _other_form(texts):
+    """A value written in another shape than the first ('05/01/2019' beside '2019-01-05')."""
+    shape = texts.str.replace(r"\d", "0", regex=True)
+    other = texts[shape != shape.iloc[0]]
+    return other.iloc[0][:20] if len(other) else ""
+
+def _number_dates(series):
+    """The fix for whole numbers that are dates: 20190105 (yyyymmdd) or seconds since 1970
+    (1546646400), in a column whose name speaks of time; else ""."""
+    if series.dtype.kind not in "iu" or not _TIME_WORDS.search(str(series.name).lower()):
+        return ""
+    known = series.dropna()
+    if not len(known):
+        return ""
+    name = repr(str(series.name))
+    if known.between(19000101, 21001231).all() and (known // 100 % 100).between(1, 12).all():
+        return (f"  ! {name} holds dates as numbers (e.g. {int(known.iloc[0])}): df[{name}] = "
+                f"pd.to_datetime(df[{name}].astype(str), format='%Y%m%d')")
+    if known.between(315532800, 4102444800).all():  # 1980 to 2100, in seconds
+        return (f"  ! {name} holds times as seconds since 1970 (e.g. {int(known.iloc[0])}): "
+                f"df[{name}] = pd.to_datetime(df[{name}], unit='s')")
+    return ""
 
 def _shape_issues(df):
     """Lines that say what in a table will trip code up, each with the one-line fix.
@@ -349,6 +387,10 @@ def _shape_issues(df):
     for c in df.columns[:200]:
         series = df[c]
         try:
+            if (dated := _number_dates(series)) and (not focus or c in focus
+                                                     or _TIME_WORDS.search(FOCUS.lower())):
+                lines.append(dated)
+                continue
             if series.dtype.kind == "f" and series.isna().any():
                 known = series.dropna()
                 if len(known) and (known == known.round()).all():
@@ -373,7 +415,7 @@ def _shape_issues(df):
             )
             dates = written.str.contains(r"\d{1,4}[-/.:]\d{1,2}[-/.:]\d{1,4}|\d:\d\d|"
                                        r"\d{1,2}[ -][A-Z][a-z]{2}[ -]\d{2,4}|"
-                                       r"[A-Z][a-z]{2} \d{1,2}, \d{4}")
+                                       r"[A-Z][a-z]{2,8} \d{1,2}, \d{4}")
         except Exception:
             continue
         name = repr(str(c))
@@ -398,8 +440,9 @@ def _shape_issues(df):
                 aside.append((c, "dates"))
             elif fmt:
                 _NOW.setdefault("dates", {})[str(c)] = fmt
-                lines.append(f"  ! {name} holds dates as text (e.g. {written.iloc[0][:20]!r}): "
-                             f"df[{name}] = pd.to_datetime(df[{name}], format={fmt!r})")
+                lines.append(f"  ! {name} holds dates as text (e.g. {written.iloc[0][:20]!r}"
+                             + (f", {_other_form(written)!r}" if fmt == "mixed" else "")
+                             + f"): df[{name}] = pd.to_datetime(df[{name}], format={fmt!r})")
             continue
         odd = texts[~money]
         example = ", ".join(repr(v[:30]) for v in written[~money].drop_duplicates().head(2))
