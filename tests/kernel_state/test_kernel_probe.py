@@ -708,3 +708,29 @@ def test_preview_names_dates_in_two_formats_and_dates_stored_as_numbers(kernel, 
     run += "\nprint((df['Order Date'] == df['date_id']).all(), (df['timestamp'] == df['date_id']).all())"
     check = kernel.execute(run, timeout=30)
     assert stdout(check) == "True True\n", (out, check.outputs)
+
+
+def test_preview_names_lists_written_as_text_and_its_fix_reads_them(kernel, kernel_workdir):
+    """Kaggle exports write a list per row as text (TMDB's genres): counting a genre needs
+    the lists read first."""
+    folder = kernel_workdir / "listed"
+    folder.mkdir(exist_ok=True)
+    genres = [["Action", "Drama"], ["Drama"], [], ["Comedy", "Drama"]] * 10
+    frame = pd.DataFrame(
+        {
+            "genres": [str(g) for g in genres],
+            "crew": [str([{"id": i, "name": f"n{i}"}]) for i in range(40)],
+            "note": ["[draft]"] * 40,  # brackets, not a list
+        }
+    )
+    frame.to_csv(folder / "movies.csv", index=False)
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    out = preview(kernel, budget_chars=4000)
+    assert "'genres' holds lists written as text" in out and "'note' holds lists" not in out, out
+    assert "'crew' holds lists written as text" in out and "a list of dicts" in out, out
+    line = next(ln for ln in out.splitlines() if "'genres' holds lists" in ln)
+    fix = line.split(": import ast; ", 1)[1].split("; one row per item", 1)[0]
+    run = f"import ast\nimport pandas as pd\ndf = pd.read_csv('movies.csv')\n{fix}\n"
+    run += "print(df.explode('genres')['genres'].value_counts()['Drama'])"
+    check = kernel.execute(run, timeout=30)
+    assert stdout(check) == "30\n", (out, check.outputs)

@@ -342,6 +342,18 @@ def _mixed_dates(sample):
             continue
     return "mixed" if parsed.mean() >= 0.95 else None
 
+def _listed_text(texts):
+    """Nearly every value is a Python or JSON list written as text ("['Action', 'Drama']",
+    "[{'id': 28, 'name': 'Action'}]"), as Kaggle exports of lists are."""
+    import ast
+    bracketed = texts.str.startswith("[") & texts.str.endswith("]")
+    if bracketed.mean() < 0.9:
+        return False
+    try:
+        return all(isinstance(ast.literal_eval(v), list) for v in texts[bracketed].head(20))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return False
+
 def _other_form(texts):
     """A value written in another shape than the first ('05/01/2019' beside '2019-01-05')."""
     shape = texts.str.replace(r"\d", "0", regex=True)
@@ -425,6 +437,15 @@ def _shape_issues(df):
             if said is lines or _names_value(spelt[0]):
                 lines.append(f"  ! {name} writes one value in several ways ({spelt[1]}): "
                              f"count them as one: df[{name}] = df[{name}]{spelt[2]}")
+            continue
+        if _listed_text(written):
+            said.append(f"  ! {name} holds lists written as text (e.g. {written.iloc[0][:40]!r}):"
+                        f" import ast; df[{name}] = df[{name}].apply(ast.literal_eval)"
+                        + (" (a list of dicts: [d['name'] for d in row])"
+                           if written.iloc[0].startswith("[{") else "")
+                        + f"; one row per item: df.explode({name})")
+            if said is not lines:
+                aside.append((c, "lists"))
             continue
         if _DURATION.fullmatch(texts.iloc[0]) and texts.str.fullmatch(_DURATION).mean() > 0.9:
             said.append(f"  ! {name} holds durations as text (e.g. {written.iloc[0][:20]!r}): "
