@@ -734,3 +734,31 @@ def test_preview_names_lists_written_as_text_and_its_fix_reads_them(kernel, kern
     run += "print(df.explode('genres')['genres'].value_counts()['Drama'])"
     check = kernel.execute(run, timeout=30)
     assert stdout(check) == "30\n", (out, check.outputs)
+
+
+def test_preview_reads_padded_dates_and_money_with_a_scale_letter(kernel, kernel_workdir):
+    """Netflix's date_added (' June 09, 2021', a blank in front) and TMDB-like budgets
+    ('$16.3M', '$850K'): the fixes strip the blank and multiply by the scale; a padded date
+    column's format is not a fact preflight would add to a cell's to_datetime (it would
+    fail on the blank)."""
+    folder = kernel_workdir / "padded"
+    folder.mkdir(exist_ok=True)
+    days = pd.date_range("2019-01-13", periods=40, freq="D")
+    frame = pd.DataFrame(
+        {
+            "date_added": [" " + d.strftime("%B %d, %Y") for d in days],
+            "budget": [f"${i + 1}.5M" if i % 2 else f"${100 + i}K" for i in range(40)],
+        }
+    )
+    frame.to_csv(folder / "titles.csv", index=False)
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    expression = data_preview_expression(budget_chars=4000, facts=True)
+    found = kernel.execute("", timeout=60, user_expressions={"p": expression}).user_expressions["p"]
+    out, facts = split_facts(parse_text_expression(found) or "")
+    codes = [c for c in _fixes(out) if c.startswith(("df['date_added'", "df['budget'"))]
+    assert len(codes) == 2 and facts["titles.csv"].dates == {}, out
+    run = "import pandas as pd\ndf = pd.read_csv('titles.csv')\n" + "\n".join(codes)
+    run += "\nprint(df['date_added'].dt.year.sum(), df['budget'].sum())"
+    check = kernel.execute(run, timeout=30)
+    budget = sum((i + 1.5) * 1e6 if i % 2 else (100 + i) * 1e3 for i in range(40))
+    assert stdout(check) == f"{2019 * 40} {budget}\n", (out, check.outputs)

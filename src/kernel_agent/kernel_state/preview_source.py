@@ -363,7 +363,8 @@ def _other_form(texts):
 def _number_dates(series):
     """The fix for whole numbers that are dates: 20190105 (yyyymmdd) or seconds since 1970
     (1546646400), in a column whose name speaks of time; else ""."""
-    if series.dtype.kind not in "iu" or not _TIME_WORDS.search(str(series.name).lower()):
+    words = re.sub(r"[\W_]+", " ", str(series.name).lower())  # 'obs_date': a date
+    if series.dtype.kind not in "iu" or not _TIME_WORDS.search(words):
         return ""
     known = series.dropna()
     if not len(known):
@@ -456,14 +457,16 @@ def _shape_issues(df):
             continue
         if dates.mean() > 0.5:
             fmt = _date_format(written) if dates.mean() > 0.9 else None
-            if fmt and focus and c not in focus and not _TIME_WORDS.search(FOCUS):
+            padded = ".str.strip()" if (values.astype(str) != written).any() else ""
+            if fmt and not padded:  # preflight adds the format to a cell's to_datetime
                 _NOW.setdefault("dates", {})[str(c)] = fmt
+            if fmt and focus and c not in focus and not _TIME_WORDS.search(FOCUS):
                 aside.append((c, "dates"))
             elif fmt:
-                _NOW.setdefault("dates", {})[str(c)] = fmt
                 lines.append(f"  ! {name} holds dates as text (e.g. {written.iloc[0][:20]!r}"
                              + (f", {_other_form(written)!r}" if fmt == "mixed" else "")
-                             + f"): df[{name}] = pd.to_datetime(df[{name}], format={fmt!r})")
+                             + f"): df[{name}] = pd.to_datetime(df[{name}]{padded}, "
+                             f"format={fmt!r})")
             continue
         odd = texts[~money]
         example = ", ".join(repr(v[:30]) for v in written[~money].drop_duplicates().head(2))
@@ -482,7 +485,8 @@ def _shape_issues(df):
             said.append(f"  ! {name} holds numbers stored as text ({what}): "
                          f"df[{name}] = {fix}")
         elif unit.mean() >= 0.8 and (~plain).any() and texts.nunique() > 2 * FEW:
-            single = texts.str.extract(r"^(?:" + _NUM + r")\s*([A-Za-zµ°/²³%]{1,8}\.?)?$")[0]
+            bare = texts.str.replace(r"^[$€£]\s*", "", regex=True)  # '$16.3M': a scale too
+            single = bare.str.extract(r"^(?:" + _NUM + r")\s*([A-Za-zµ°/²³%]{1,8}\.?)?$")[0]
             units = set(single.dropna())
             if (single.notna().sum() + plain.sum() >= 0.95 * len(texts) and len(units) == 1
                     and not units <= set(_SCALE)):
