@@ -14,6 +14,7 @@ from kernel_agent.agent.pitfalls import (
     all_rows_counts,
     asked_column,
     cut_edges,
+    date_for_period,
     fraction_for_percentage,
     group_statistic_mismatch,
     method_mismatch,
@@ -323,3 +324,28 @@ def _printed(text: str) -> CellResult:
 )
 def test_a_row_wise_series_printed_for_one_total_is_found(task, text, rows):
     assert rows_for_one_value(task, _printed(text)) == rows
+
+
+@pytest.mark.parametrize(
+    ("task", "code", "printed", "found"),
+    [
+        # the scratch TMDB run: grouped by the date, answered the busiest day's year
+        ("In which release year were the most movies released?",
+         "g = df.groupby('release_date').size()\nprint(g.idxmax())", "2005-04-25 00:00:00",
+         ("year", "2005-04-25 00:00:00")),
+        ("Which month had the most sales?", "print(df['d'].value_counts().idxmax())",
+         "2019-03-02", ("month", "2019-03-02")),
+        ("In which year were the most movies released?",
+         "print(df.groupby(df['d'].dt.year).size().idxmax())", "2013", None),
+        ("In which year were the most movies released?",
+         "df['year'] = df['d'].dt.year\nprint(df.groupby('year').size().idxmax())", "2013", None),
+        ("Which day had the most sales?", "print(df.groupby('d').size().idxmax())",
+         "2019-03-02", None),  # a day asked: a date is right
+        ("In which year were most movies released?", "print(df['d'].max())", "2019-03-02",
+         None),  # nothing grouped
+    ],
+)  # fmt: skip
+def test_a_full_date_printed_for_a_year_or_month_from_groups_of_days(task, code, printed, found):
+    now = datetime.now(timezone.utc)
+    outputs = [new_output("stream", name="stdout", text=printed + "\n")]
+    assert date_for_period(task, CellResult(code, "ok", 1, outputs, None, now, now)) == found

@@ -217,6 +217,25 @@ def fraction_for_percentage(task: str, cell: CellResult) -> tuple[str, str] | No
     return None
 
 
+_PERIOD_ASKED = re.compile(r"\b(?:which|what|in which)\s+(?:\w+\s+)?(year|month)\b", re.I)
+_FULL_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}:\d{2})?\b")
+
+
+def date_for_period(task: str, cell: CellResult) -> tuple[str, str] | None:
+    """``(period, date)``: a task asking which year (or month) whose cell grouped rows and
+    printed a full date, with no year or month taken in its code: a group of each day
+    (the scratch TMDB run, 2026-12-07, grouped by release_date and answered the year of
+    the busiest day)."""
+    asked = _PERIOD_ASKED.search(task)
+    if asked is None or not GROUPED.search(cell.code) and "value_counts" not in cell.code:
+        return None
+    period = asked.group(1).lower()
+    if re.search(rf"\b{period}\b|\.dt\.|to_period|resample|Grouper", cell.code, re.I):
+        return None
+    printed = _FULL_DATE.search(render_cell(cell, budget=4000).text)
+    return (period, printed.group(0)) if printed else None
+
+
 def slot_holds_many(task: str, cell: CellResult) -> tuple[str, int, str] | None:
     """``(slot, count, what)``: an asked ``@slot[...]`` that wants one value (not a list)
     printed with many in it, a pandas Series or DataFrame over lines, or an array."""

@@ -53,6 +53,8 @@ class FileFacts:
     units: tuple[str, ...] = ()
     #: columns of whole numbers read as float64 because some are missing (no int cast)
     whole: tuple[str, ...] = ()
+    #: columns of lists written as text ("['Action', 'Drama']")
+    lists: tuple[str, ...] = ()
     #: the distinct values of text columns with few of them (at most 30)
     values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: what a column writes for a missing value that pandas reads as text ('.', '?', '-')
@@ -116,7 +118,9 @@ def _file_facts(entry: Any) -> FileFacts | None:
         and isinstance(ms, list)
         and (marks := tuple(m for m in ms[:3] if isinstance(m, str) and len(m) <= _MAX_MARK))
     }
-    units, whole = (_named_columns(entry.get(key), known) for key in ("units", "whole"))
+    units, whole, lists = (
+        _named_columns(entry.get(key), known) for key in ("units", "whole", "lists")
+    )
     shown = entry.get("shown")
     total = entry.get("total")
     if not (
@@ -133,6 +137,7 @@ def _file_facts(entry: Any) -> FileFacts | None:
         "numeric": numeric,
         "units": units,
         "whole": whole,
+        "lists": lists,
         "values": values,
         "missing": missing,
         "total": tuple(total) if total else None,

@@ -440,6 +440,7 @@ def _shape_issues(df):
                              f"count them as one: df[{name}] = df[{name}]{spelt[2]}")
             continue
         if _listed_text(written):
+            _NOW.setdefault("lists", []).append(str(c))
             said.append(f"  ! {name} holds lists written as text (e.g. {written.iloc[0][:40]!r}):"
                         f" import ast; df[{name}] = df[{name}].apply(ast.literal_eval)"
                         + (" (a list of dicts: [d['name'] for d in row])"

@@ -720,3 +720,35 @@ def test_an_answer_naming_a_label_a_cell_printed_is_taken(fake_llm, tmp_path):
     )  # fmt: skip
     assert result.answer == "The second shop is Shop 01." and len(fake_llm.requests) == 2
     fake_llm.assert_drained()
+
+
+FILMS = "title,release_date\n" + "".join(
+    f"F{i},{2000 + i % 7}-{1 + i % 12:02d}-{1 + i % 5:02d}\n" for i in range(40)
+)
+BUSIEST = "In which year were the most movies released?"
+BY_DAY = (
+    "import pandas as pd\ndf = pd.read_csv('films.csv')\n"
+    "df['release_date'] = pd.to_datetime(df['release_date'])\n"
+    "print(df.groupby('release_date').size().idxmax())"
+)
+
+
+def test_a_full_date_printed_for_the_year_asked_is_noted_and_its_answer_goes_back(
+    fake_llm, tmp_path
+):
+    """On a real kernel: grouped by the date, the cell printed the busiest day (the scratch
+    TMDB run, 2026-12-07, answered that day's year); the note asks for the year's groups,
+    and the answer after a cell grouping by the year is taken."""
+    by_year = BY_DAY.replace("df.groupby('release_date')", "df.groupby(df['release_date'].dt.year)")
+    counts = {y: sum(1 for i in range(40) if 2000 + i % 7 == y) for y in range(2000, 2007)}
+    busiest = max(counts, key=lambda y: (counts[y], -y))
+    result = _run_on(
+        fake_llm, tmp_path / "films.csv", FILMS, BUSIEST,
+        run_cell(BY_DAY),
+        text("The most movies were released in 2000."),
+        run_cell(by_year),
+        text(f"The most movies were released in {busiest}."),
+    )  # fmt: skip
+    assert "its groups are days, not years" in fake_llm.requests[1].last_user_text
+    assert result.answer == f"The most movies were released in {busiest}."
+    fake_llm.assert_drained()

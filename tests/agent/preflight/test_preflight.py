@@ -672,3 +672,33 @@ def test_a_last_row_of_totals_is_dropped_after_the_read_unless_the_cell_names_it
     assert "df = df[df['Shop'] != 'Total']\ndf = df[" not in preflight(told, facts)
     converting = "df = pd.read_csv('s.csv', thousands=',')\nprint(f'Total: {df.Sales.sum()}')"
     assert preflight(converting, facts).splitlines()[1] == "df = df[df['Shop'] != 'Total']"
+
+
+def test_an_explode_of_lists_written_as_text_reads_the_lists_first(fresh_kernel, tmp_path):
+    """The scratch TMDB run (2026-12-07): ``df.explode('genres')`` of "[{'id': 1, 'name':
+    'Drama'}]" texts exploded nothing and the mean vote of Drama films came out nan. In a
+    real kernel, the cell preflight writes counts the films by each genre's name."""
+    k = fresh_kernel(cwd=tmp_path)
+    genres = [
+        [{"id": 1, "name": "Drama"}],
+        [{"id": 2, "name": "Comedy"}, {"id": 1, "name": "Drama"}],
+    ]
+    frame = pd.DataFrame({"genres": [str(g) for g in genres * 10], "vote": range(20)})
+    frame.to_csv(Path(k.kernel_cwd) / "m.csv", index=False)
+    result = k.execute("", timeout=120, user_expressions={"p": data_preview_expression(facts=True)})
+    facts = split_facts(parse_text_expression(result.user_expressions["p"]) or "")[1]
+    assert facts["m.csv"].lists == ("genres",)
+    cell = (
+        "import pandas as pd\ndf = pd.read_csv('m.csv')\nx = df.explode('genres')\n"
+        "print(x[x['genres'] == 'Drama']['vote'].mean())"
+    )
+    fixed = preflight(cell, facts)
+    assert fixed.startswith("import ast\n") and ".map(lambda s:" in fixed
+    ran = k.execute(fixed, timeout=60)
+    assert ran.ok and "".join(o.get("text", "") for o in ran.outputs) == f"{sum(range(20)) / 20}\n"
+    for kept in (
+        "df['genres'] = df['genres'].apply(ast.literal_eval)\nx = df.explode('genres')",
+        "x = df.explode('other')",
+        "x = df[df.vote > 1].explode('genres')",  # not a name: left as written
+    ):
+        assert preflight(kept, facts) == kept

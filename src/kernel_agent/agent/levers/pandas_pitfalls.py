@@ -40,6 +40,7 @@ from ..pitfalls import (
     asked_column,
     assigned_by,
     cut_edges,
+    date_for_period,
     fraction_for_percentage,
     group_statistic_mismatch,
     method_mismatch,
@@ -172,6 +173,14 @@ class PandasPitfalls(Lever):
                 f"{count} values there ({what}: one per row or group), not one. Compute the "
                 "one value the task asks for from all of them (over all rows: a sum, a mean, "
                 "or one total divided by another), then print only that in the slot."
+            )
+        if dated := date_for_period(state.task, cell):
+            period, date = dated
+            return (
+                f"Note: the task asks which {period}, and this cell printed a full date "
+                f"({date}): its groups are days, not {period}s. Group by the {period} of the "
+                f"date column (`df.groupby(df['date column'].dt.{period})`, after "
+                "`pd.to_datetime`), then print the one asked."
             )
         if rows := rows_for_one_value(state.task, cell):
             return (

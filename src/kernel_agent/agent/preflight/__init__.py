@@ -64,6 +64,7 @@ from .calls import (
     _after_read_edits,
     _date_format_edits,
     _date_part_edits,
+    _explode_edits,
     _inplace_column_edits,
     _int_cast_edits,
     _nan_policy_edits,
@@ -121,6 +122,7 @@ def preflight(
         edits += _read_call_edits(call, facts, span)
         edits += _date_format_edits(call, facts, renames, span)
     edits += _after_read_edits(tree, code, facts, span)
+    edits += _explode_edits(tree, code, facts, span)
     edits += _value_edits(tree, facts, renames, span)
     edits += _nan_policy_edits(tree, scipy, span)
     edits += _inplace_column_edits(tree, span)

@@ -267,6 +267,44 @@ def _after_read_edits(
     return edits
 
 
+# ------------------------------------------------------------------ lists written as text
+#: a list written as text read as the list, a record by its name ("[{'name': 'Drama'}]")
+_READ_LIST = (
+    "lambda s: [d.get('name', d) if isinstance(d, dict) else d for d in ast.literal_eval(s)] "
+    "if isinstance(s, str) else s"
+)
+
+
+def _explode_edits(
+    tree: ast.Module, code: str, facts: Mapping[str, FileFacts], span: Span
+) -> list[_Edit]:
+    """``df.explode('genres')`` of a column of lists written as text explodes nothing (a
+    text is one item, and no row then equals 'Drama'): the lists are read first, a list
+    of records by each one's name, and ``import ast`` is added. The scratch TMDB run
+    (2026-12-07) copied the preview's explode without its literal_eval and printed nan."""
+    listed = {c for f in facts.values() for c in f.lists}
+    if not listed or "literal_eval" in code or "json.loads" in code:
+        return []
+    edits = []
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        if not (
+            _called(call) == "explode"
+            and isinstance(call.func, ast.Attribute)
+            and isinstance(frame := call.func.value, ast.Name)
+            and len(call.args) == 1
+            and isinstance(column := call.args[0], ast.Constant)
+            and column.value in listed
+        ):
+            continue
+        name, key = frame.id, repr(column.value)
+        edits.append(
+            _Edit(*span(frame), f"{name}.assign(**{{{key}: {name}[{key}].map({_READ_LIST})}})")
+        )
+    if edits and not re.search(r"^import ast\b", code, re.M):
+        edits.append(_Edit(0, 0, "import ast\n"))
+    return edits
+
+
 # ------------------------------------------------------------------ integer casts
 _INT_DTYPES = frozenset({"int", "int8", "int16", "int32", "int64"})
 
