@@ -41,6 +41,18 @@ def test_a_label_of_the_previews_rows_no_cell_showed_is_found(task, answer, cell
     assert preview_label(task, answer, cells, FACTS) == found
 
 
+@pytest.mark.parametrize(
+    "date", ["April 30, 1992", "30 Apr 1992", "1992-04-30", "4/30/92", "12:30"]
+)
+def test_a_date_of_the_rows_is_not_a_label(date):
+    """The held-out riots run (2026-12-07): the cell printed 1992-04-30 and the answer wrote
+    'April 30, 1992', as the preview's rows do; the answer was right, the check sent it back
+    and the run lost it."""
+    facts = {"r.csv": FileFacts(columns=("death_date",), shown=(date,))}
+    answer = f"The most deaths were on {date}."
+    assert preview_label("On which date?", answer, [cell("x", "1992-04-30")], facts) is None
+
+
 def test_short_or_numeric_values_of_the_rows_are_not_labels():
     facts = {"s.csv": FileFacts(columns=("a",), shown=("No", "12", "1.5 L", "x" * 61))}
     assert preview_label("Which?", "No, 12, 1.5 L " + "x" * 61, [cell("", "")], facts) == "1.5 L"

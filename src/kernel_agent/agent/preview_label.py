@@ -21,13 +21,20 @@ __all__ = ["preview_label", "preview_label_note"]
 
 #: a label of 3 to 60 characters with a letter
 _LABEL = re.compile(r"(?=.*[^\W\d_]).{3,60}", re.S)
+#: a date, which a cell prints in another form ('April 30, 1992' as 1992-04-30)
+_DATE = re.compile(
+    r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}|[A-Za-z]{3,9}\.? \d{1,2},? \d{2,4}|"
+    r"\d{1,2}[ -][A-Za-z]{3,9}\.?[ -]\d{2,4}|\d:\d\d"
+)
 
 
 def preview_label(
     task: str, answer: str, cells: Sequence[CellResult], facts: Mapping[str, FileFacts]
 ) -> str | None:
     """The first label of the preview's rows that ``answer`` names and no cell showed."""
-    shown = [v for f in facts.values() for v in f.shown if _LABEL.fullmatch(v)]
+    shown = [
+        v for f in facts.values() for v in f.shown if _LABEL.fullmatch(v) and not _DATE.search(v)
+    ]
     named = [v for v in shown if _names(answer, v) and not _names(task, v)]
     if not named:
         return None
