@@ -1,0 +1,350 @@
+"""The part of the data preview's source that checks a table's columns, as source text.
+
+:mod:`.preview_source` joins it into the code the kernel runs (plain Python for whatever
+pandas the kernel has; it imports nothing from kernel-agent). ``_shape_issues`` gives the
+lines starting with ``!`` that name what will trip code up in a table, each with its
+one-line fix: numbers stored as text (thousands, currency, a decimal comma, a scale
+letter, units), dates (one format, mixed formats, padded, written as numbers),
+durations, one value written several ways, lists written as text, missing values
+written as text, and a last row of totals; it records what it found in the file's facts.
+"""
+
+from __future__ import annotations
+
+__all__ = ["COLUMNS_SOURCE"]
+
+COLUMNS_SOURCE = r'''
+_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_GROUPED = r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?"
+#: what a scale letter after a number stands for ('149k', '2.5M')
+_SCALE = {"k": "1e3", "K": "1e3", "M": "1e6", "B": "1e9"}
+
+def _text_values(series):
+    """Up to 5000 of a text column's values, as str; None if it is not a text column."""
+    if series.dtype.kind != "O" and str(series.dtype) not in ("str", "string"):
+        return None
+    values = series.dropna()
+    if len(values) > 5000:
+        values = values.sample(5000, random_state=0)
+    return values
+
+def _decimal_comma(df):
+    """A ;-separated file whose text columns hold numbers like 3,14 or 1.234,50 € (a
+    decimal comma, a dot between thousands)."""
+    for c in df.columns[:60]:
+        values = _text_values(df[c])
+        if values is None or not len(values):
+            continue
+        texts = values.astype(str).str.replace(r"[$€£%\s]", "", regex=True)
+        comma = (texts.str.fullmatch(r"[-+]?(?:\d{1,3}(?:\.\d{3})+|\d+),\d+")
+                 & ~texts.str.fullmatch(_GROUPED))
+        if comma.mean() > 0.5:
+            return True
+    return False
+
+#: what an export writes for a missing value that pandas' default reader keeps as text
+_MISSING_MARKS = {".", "?", "-", "--", "---", "_", "*", "missing", "not available",
+                  "not recorded", "no data"}
+
+_TIME_WORDS = re.compile(
+    r"\b(?:date|day|week|month|year|time|season|quarter|hour|spell|consecutive|period|"
+    r"annual|daily|decade|century)")
+
+def _date_format(texts):
+    """The one strftime format that parses (nearly) every value, else None: a local date
+    ('11/11/07') the model would otherwise match as text ('2008' in it) or misread."""
+    import pandas as pd
+    sample = texts.head(500)
+    found = []
+    for fmt in ("%Y-%m-%d", "%m/%d/%y", "%d/%m/%y", "%m/%d/%Y", "%d/%m/%Y", "%d.%m.%Y",
+                "%d.%m.%y", "%Y/%m/%d", "%d-%m-%Y", "%m-%d-%Y", "%Y-%m-%d %H:%M:%S",
+                "%d %b %Y", "%b %d, %Y", "%d-%b-%y", "%d-%b-%Y", "%B %d, %Y", "%d %B %Y"):
+        try:
+            parsed = pd.to_datetime(sample, format=fmt, errors="coerce")
+        except Exception:
+            continue
+        if parsed.notna().mean() >= 0.95:
+            found.append(fmt)
+    if len(found) == 2 and set(found) in ({"%m/%d/%y", "%d/%m/%y"}, {"%m/%d/%Y", "%d/%m/%Y"}):
+        return found[0]  # every day is 12 or less: month first, as pandas reads it
+    if found:
+        return found[0] if len(found) == 1 else None
+    return _mixed_dates(sample)
+
+def _mixed_dates(sample):
+    """'mixed' when no one format parses the dates but the formats together parse nearly
+    all ('2019-01-05' and '05/01/2019' in one column), else None."""
+    import pandas as pd
+    parsed = pd.Series(False, index=sample.index)
+    for fmt in ("%Y-%m-%d", "%m/%d/%Y", "%d/%m/%Y", "%d.%m.%Y", "%Y/%m/%d", "%b %d, %Y",
+                "%d %b %Y", "%B %d, %Y", "%d %B %Y", "%Y-%m-%d %H:%M:%S"):
+        try:
+            parsed |= pd.to_datetime(sample, format=fmt, errors="coerce").notna()
+        except Exception:
+            continue
+    return "mixed" if parsed.mean() >= 0.95 else None
+
+def _listed_text(texts):
+    """Nearly every value is a Python or JSON list written as text ("['Action', 'Drama']",
+    "[{'id': 28, 'name': 'Action'}]"), as Kaggle exports of lists are."""
+    import ast
+    bracketed = texts.str.startswith("[") & texts.str.endswith("]")
+    if bracketed.mean() < 0.9:
+        return False
+    try:
+        return all(isinstance(ast.literal_eval(v), list) for v in texts[bracketed].head(20))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return False
+
+def _other_form(texts):
+    """A value written in another shape than the first ('05/01/2019' beside '2019-01-05')."""
+    shape = texts.str.replace(r"\d", "0", regex=True)
+    other = texts[shape != shape.iloc[0]]
+    return other.iloc[0][:20] if len(other) else ""
+
+def _number_dates(series):
+    """The fix for whole numbers that are dates: 20190105 (yyyymmdd) or seconds since 1970
+    (1546646400), in a column whose name speaks of time; else ""."""
+    words = re.sub(r"[\W_]+", " ", str(series.name).lower())  # 'obs_date': a date
+    if series.dtype.kind not in "iu" or not _TIME_WORDS.search(words):
+        return ""
+    known = series.dropna()
+    if not len(known):
+        return ""
+    name = repr(str(series.name))
+    if known.between(19000101, 21001231).all() and (known // 100 % 100).between(1, 12).all():
+        return (f"  ! {name} holds dates as numbers (e.g. {int(known.iloc[0])}): df[{name}] = "
+                f"pd.to_datetime(df[{name}].astype(str), format='%Y%m%d')")
+    if known.between(315532800, 4102444800).all():  # 1980 to 2100, in seconds
+        return (f"  ! {name} holds times as seconds since 1970 (e.g. {int(known.iloc[0])}): "
+                f"df[{name}] = pd.to_datetime(df[{name}], unit='s')")
+    return ""
+
+def _shape_issues(df):
+    """Lines that say what in a table will trip code up, each with the one-line fix.
+
+    When the task names some of the table's columns, the fix lines are of those (and of
+    dates) only; the others are named on one line. A small model copies every fix it is
+    shown into its first cell: a wide export's fixes cut its reply at the token limit or
+    put the wrong column in its code."""
+    lines, spaced = [], [c for c in df.columns if str(c) != str(c).strip()]
+    comma = bool((_NOW.get("read") or {}).get("decimal"))
+    try:  # a failed check costs its own line, not the table's other lines
+        total = _total_row(df)
+    except Exception:
+        total = ""
+    if total:
+        lines.append(total)
+    focus = set(_mentioned(df.columns))
+    aside = []
+    if spaced:
+        shown = ", ".join(repr(str(c)) for c in spaced[:6])
+        lines.append(f"  ! column names with a space at an end: {shown} (write them so, or "
+                     "first df.columns = df.columns.str.strip())")
+    whole = []
+    for c in df.columns[:200]:
+        series = df[c]
+        try:
+            if (dated := _number_dates(series)) and (not focus or c in focus
+                                                     or _TIME_WORDS.search(FOCUS.lower())):
+                lines.append(dated)
+                continue
+            if series.dtype.kind == "f" and series.isna().any():
+                known = series.dropna()
+                if len(known) and (known == known.round()).all():
+                    whole.append(c)
+                continue
+            values = _text_values(series)
+            if values is None or not len(values):
+                continue
+            kinds = {type(v).__name__ for v in values.head(2000)}
+            texts = written = values.astype(str).str.strip()
+            if comma:  # read as the dot-decimal text the patterns know: 1.234,5 as 1,234.5
+                texts = texts.str.translate(str.maketrans(",.", ".,"))
+            plain = texts.str.fullmatch(_NUM)
+            money = texts.str.fullmatch(r"[$€£]?\s*(?:" + _GROUPED + "|" + _NUM
+                                        + r")\s*[%+$€£]?")
+            grouped = (texts.str.contains(r"\d,\d{3}\b")
+                       | texts.str.contains(r"^[$€£]|[%+$€£]$"))
+            unit = texts.str.fullmatch(
+                r"[<>~≤≥]?=?\s*[$€£]?\s*(?:" + _GROUPED + "|" + _NUM + r")\s*"
+                r"(?:(?:-|–|to)\s*(?:" + _GROUPED + "|" + _NUM + r"))?\s*"
+                r"(?:%|[A-Za-zµ°/²³]{1,8}\.?)?(?:\+)?"
+            )
+            dates = written.str.contains(r"\d{1,4}[-/.:]\d{1,2}[-/.:]\d{1,4}|\d:\d\d|"
+                                       r"\d{1,2}[ -][A-Z][a-z]{2}[ -]\d{2,4}|"
+                                       r"[A-Z][a-z]{2,8} \d{1,2}, \d{4}")
+        except Exception:
+            continue
+        name = repr(str(c))
+        said = lines if not focus or c in focus else []
+        spelt = _spellings(values.astype(str))
+        if spelt:
+            if said is lines or _names_value(spelt[0]):
+                lines.append(f"  ! {name} writes one value in several ways ({spelt[1]}): "
+                             f"count them as one: df[{name}] = df[{name}]{spelt[2]}")
+            continue
+        if _listed_text(written):
+            _NOW.setdefault("lists", []).append(str(c))
+            said.append(f"  ! {name} holds lists written as text (e.g. {written.iloc[0][:40]!r}):"
+                        f" import ast; df[{name}] = df[{name}].apply(ast.literal_eval)"
+                        + (" (a list of dicts: [d['name'] for d in row])"
+                           if written.iloc[0].startswith("[{") else "")
+                        + f"; one row per item: df.explode({name})")
+            if said is not lines:
+                aside.append((c, "lists"))
+            continue
+        if _DURATION.fullmatch(texts.iloc[0]) and texts.str.fullmatch(_DURATION).mean() > 0.9:
+            said.append(f"  ! {name} holds durations as text (e.g. {written.iloc[0][:20]!r}): "
+                        f"in minutes: df[{name}] = pd.to_timedelta(df[{name}], "
+                        "errors='coerce').dt.total_seconds() / 60")
+            if said is not lines:
+                aside.append((c, "durations"))
+            continue
+        if dates.mean() > 0.5:
+            fmt = _date_format(written) if dates.mean() > 0.9 else None
+            padded = ".str.strip()" if (values.astype(str) != written).any() else ""
+            if fmt and not padded:  # preflight adds the format to a cell's to_datetime
+                _NOW.setdefault("dates", {})[str(c)] = fmt
+            if fmt and focus and c not in focus and not _TIME_WORDS.search(FOCUS):
+                aside.append((c, "dates"))
+            elif fmt:
+                lines.append(f"  ! {name} holds dates as text (e.g. {written.iloc[0][:20]!r}"
+                             + (f", {_other_form(written)!r}" if fmt == "mixed" else "")
+                             + f"): df[{name}] = pd.to_datetime(df[{name}]{padded}, "
+                             f"format={fmt!r})")
+            continue
+        odd = texts[~money]
+        example = ", ".join(repr(v[:30]) for v in written[~money].drop_duplicates().head(2))
+        if money.mean() >= 0.8 and (grouped.any() or not plain.all()):
+            _NOW.setdefault("numeric", []).append(str(c))
+            if grouped.any() and comma:
+                fix = (f"pd.to_numeric(df[{name}].astype(str).str.replace(r'[.$€£%+\\s]', '', "
+                       "regex=True).str.replace(',', '.'), errors='coerce')")
+            elif grouped.any():
+                fix = (f"pd.to_numeric(df[{name}].astype(str).str.replace(r'[,$€£%+\\s]', '', "
+                       "regex=True), errors='coerce')")
+            else:
+                fix = f"pd.to_numeric(df[{name}], errors='coerce')"
+            what = f"{len(odd)} not numbers, e.g. {example}" if len(odd) else "e.g. " + ", ".join(
+                repr(v[:20]) for v in written[grouped].drop_duplicates().head(2))
+            said.append(f"  ! {name} holds numbers stored as text ({what}): "
+                         f"df[{name}] = {fix}")
+        elif unit.mean() >= 0.8 and (~plain).any() and texts.nunique() > 2 * FEW:
+            bare = texts.str.replace(r"^[$€£]\s*", "", regex=True)  # '$16.3M': a scale too
+            single = bare.str.extract(r"^(?:" + _NUM + r")\s*([A-Za-zµ°/²³%]{1,8}\.?)?$")[0]
+            units = set(single.dropna())
+            if (single.notna().sum() + plain.sum() >= 0.95 * len(texts) and len(units) == 1
+                    and not units <= set(_SCALE)):
+                _NOW.setdefault("units", []).append(str(c))  # '50 kg': one number, one unit
+            example = ", ".join(repr(v[:20]) for v in written[~plain].drop_duplicates().head(3))
+            digits = ".str.replace('.', '').str.replace(',', '.')" if comma else (
+                ".str.replace(',', '')")
+            if units and units <= {"k", "K", "M", "B"}:  # '149k', '2.5M': a scale, not a unit
+                scale = ", ".join(f"'{u}': {_SCALE[u]}" for u in sorted(units))
+                said.append(f"  ! {name} holds numbers with a scale letter ({example}; k is a "
+                            f"thousand, M a million): df[{name}] = df[{name}].astype(str)"
+                            f"{digits}.str.extract(r'(-?\\d+\\.?\\d*)\\s*"
+                            f"([kKMB]?)$').pipe(lambda m: m[0].astype(float) * "
+                            f"m[1].map({{{scale}}}).fillna(1))")
+            else:
+                said.append(f"  ! {name} holds numbers with text ({example}); the first "
+                            f"number: df[{name}].astype(str){digits}.str.extract("
+                            f"r'(-?\\d+\\.?\\d*)')[0].astype(float)")
+        elif len(kinds) > 1 and kinds & {"int", "float"} and "str" in kinds:
+            said.append(f"  ! {name} mixes numbers and text ({' and '.join(sorted(kinds))}): "
+                         f"pd.to_numeric(df[{name}], errors='coerce') keeps the numbers")
+        else:
+            raw = values.astype(str)
+            key = raw.str.strip().str.lower()
+            marks = raw[key.isin(_MISSING_MARKS) | (key == "")]
+            if len(marks) and len(marks) <= len(texts) / 2:
+                found = list(marks.value_counts().index[:3])
+                mark = found[0] if len(found) == 1 else found
+                count = int(series.isin(found).sum())
+                _NOW.setdefault("missing", {})[str(c)] = [str(m) for m in found]
+                said.append(f"  ! {name} writes a missing value as "
+                            f"{' or '.join(repr(m) for m in found)} ({count} rows): "
+                            f"df[{name}] = df[{name}].replace({mark!r}, pd.NA)")
+                if said is not lines:
+                    aside.append((c, f"missing as {found[0]!r}"))
+                continue
+        if said is not lines and said:
+            aside.append((c, "numbers"))
+    if whole:
+        _NOW.setdefault("whole", []).extend(str(c) for c in whole)
+    whole = [c for c in whole if not focus or c in focus]
+    if whole:
+        shown = ", ".join(repr(str(c)) for c in whole[:6])
+        more = f" and {len(whole) - 6} more" if len(whole) > 6 else ""
+        lines.append(f"  ! whole numbers as float64 because of missing values: {shown}{more} "
+                     "(.astype(int) fails on NaN: .dropna() first, or .astype('Int64'))")
+    if aside:
+        shown = ", ".join(f"{str(c)!r} ({what})" for c, what in aside[:8])
+        lines.append(f"  other columns hold text to convert: {shown}; the task does not name "
+                     "them: leave them as they are unless you use one")
+    return lines[:8]
+
+def _total_row(df):
+    """A line when every number of the table's last row is the sum of its column above (an
+    export's 'Total' line, which a mean or a max would count as one more record), with the
+    filter that drops it; else ""."""
+    if not 4 <= len(df) < PARTIAL_ROWS:
+        return ""
+    numbers = [c for c in df.columns[:200] if df[c].dtype.kind in "if"]
+    last, above = df.iloc[-1], df.iloc[:-1]
+    summed = [c for c in numbers if last[c] == last[c] and last[c] != 0
+              and (above[c] != 0).sum() >= 2
+              and abs(last[c] - above[c].sum()) <= 1e-6 * abs(last[c])]
+    if not summed or len(summed) < len([c for c in numbers if last[c] == last[c]]):
+        return ""
+    label = next(((c, last[c]) for c in df.columns[:200] if isinstance(last[c], str)), None)
+    if label and len(label[1]) <= 40:
+        _NOW["total"] = [str(label[0]), label[1]]
+        drop = f"df = df[df[{str(label[0])!r}] != {label[1]!r}]"
+    else:
+        drop = "df = df.iloc[:-1]"
+    shown = f" ({label[1][:40]!r})" if label else ""
+    return (f"  ! the last row{shown} holds the totals of the rows above ("
+            + ", ".join(repr(str(c)) for c in summed[:4]) + f"), not a record: {drop}")
+
+#: a duration as text: '1h 26min', '45 min', '2 hours 5 minutes', '1:26:00'
+_DURATION = re.compile(
+    r"\d+(?:\.\d+)?\s*(?:h|hr|hrs|hours?)(?:\s*\d+\s*(?:m|min|mins|minutes?))?"
+    r"|\d+\s*(?:min|mins|minutes?)|\d{1,3}:\d\d:\d\d")
+
+def _spellings(texts):
+    """A label column that writes one value several ways ('Female', 'female ', 'F'):
+    (the values so written, as shown, the pandas that makes them one), else None. The
+    ways: case and blanks at the ends, and one letter standing for the one value of the
+    column that starts with it."""
+    counts = texts.value_counts()
+    if not 1 < len(counts) <= 30 or counts.index.str.len().max() > 40:
+        return None
+    written = list(counts.index)
+    keys = {}
+    for w in written:
+        keys.setdefault(w.strip().lower(), []).append(w)
+    long = [k for k in keys if len(k) > 1]
+    initials = {k[0] for k in long}
+    letters = [k for k in keys if len(k) == 1 and k.isalpha()]
+    short = (len(initials) == len(long) and letters and all(k in initials for k in letters)
+             and len(long) > 1)
+    if not short and all(len(v) == 1 for v in keys.values()):
+        return None
+    groups = [k for k in long if len(keys[k]) > 1 or (short and k[0] in letters)]
+    if not groups:
+        return None
+    shown = []
+    for k in groups[:3]:
+        ways = keys[k] + (keys.get(k[0], []) if short else [])
+        shown.append(" = ".join(repr(w) for w in ways[:5]))
+    spelled = {k: w for w in long for k in letters if w[0] == k}
+    fix = ".str.strip().str.lower()" + (f".replace({spelled!r})" if short else "")
+    return groups, "; ".join(shown), fix
+
+def _names_value(keys):
+    """The task names one of these values (a word of it)."""
+    task = FOCUS.lower()
+    return any(re.search(r"\b" + re.escape(k) + r"\b", task) for k in keys)
+'''
