@@ -127,6 +127,31 @@ def test_a_forged_count_of_lines_to_skip_reaches_a_read_only_as_a_small_whole_nu
     assert preflight(code, facts) == code[:-1] + ", skiprows=50)"
 
 
+def test_forged_read_shapes_reach_a_read_only_as_the_fixed_words_they_stand_for():
+    """``skipfooter``, ``skipinitialspace`` and ``header=None`` are written into the
+    model's read call: a footer count that is not an int from 0 to 5, and flags that are
+    not ``true`` itself (strings of code, 1, lists), add nothing."""
+    code = "import pandas as pd\ndf = pd.read_csv('d.csv')"
+    forged = ["1); import os; os.system('id'); (", 1.5, True, 10**30, -1, 6, [1], "true", 1, None]
+    for value in forged:
+        flag = "yes" if value is True else value  # True is a flag's one true value
+        count = 7 if type(value) is int else value  # 1 is a count of lines
+        read = {"sep": ",", "encoding": "utf-8", "footer": count, "spaced": flag}
+        read["headerless"] = flag
+        entry = {"read": read, "columns": ["a"]}
+        _, facts = split_facts("preview" + FACTS_MARK + json.dumps({"d.csv": entry}))
+        file = facts["d.csv"]
+        assert (file.skipfooter, file.spaced, file.headerless) == (0, False, False), value
+        assert preflight(code, facts) == code, value
+    read = {"sep": ",", "encoding": "utf-8", "footer": 5, "spaced": True, "headerless": True}
+    _, facts = split_facts(
+        "p" + FACTS_MARK + json.dumps({"d.csv": {"read": read, "columns": ["a"]}})
+    )
+    assert preflight(code, facts) == code[:-1] + (
+        ", skipinitialspace=True, skipfooter=5, engine='python', header=None)"
+    )
+
+
 def test_a_forged_totals_row_reaches_a_cell_only_as_a_string_of_a_column_the_file_has():
     """The label of a totals row is written into the model's cell: a label that is not a
     string, too long, or of a column the file does not have is dropped; one shaped like

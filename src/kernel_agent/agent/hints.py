@@ -16,6 +16,7 @@ from ..kernel_state.namespace import VariableInfo
 from ..results import CellError, CellResult
 from .code_text import converted_columns, parse_python
 from .imports import COMMON_ALIASES
+from .label_hints import labelled_lookup, labels_averaged
 from .precedence import precedence_slip
 from .slots import CODE_LINE, OPENING
 
@@ -154,6 +155,10 @@ def error_hint(
             return one_column + _read_line(result.code, told)
         if lost := _read_lost_column(key, result.code, "\n".join(told)):
             return lost
+        if re.fullmatch(r"-?\d+", key) and (
+            labelled := labelled_lookup(key, result.code, namespace)
+        ):
+            return labelled
         if frames and re.fullmatch(r"-?\d+", key):
             return (
                 f"Hint: `frame[{key}]` looks up a column, and there is no column {key}. "
@@ -317,7 +322,8 @@ _NOT_NUMBER = re.compile(
     r"ufunc '\w+' not supported for the input types|not supported between instances of "
     r"'str' and '(?:int|float)'|dtype\('O'\)|cannot perform reduce with flexible type|"
     r"agg function failed \[how->\w+,dtype->(?:object|str)\]|"
-    r"operation '\w+' not supported for dtype 'str'"
+    r"operation '\w+' not supported for dtype 'str'|"
+    r"Cannot perform reduction '\w+' with (?:string|str|object) dtype"
 )
 
 
@@ -406,6 +412,8 @@ def _data_shape_hint(ename: str, evalue: str, code: str, told: str) -> str:
             "first (`s.dropna().astype(int)`) or use `.astype('Int64')`."
         )
     if ename in ("TypeError", "ValueError", "AttributeError") and _NOT_NUMBER.search(evalue):
+        if labels := labels_averaged(code, told):
+            return labels
         flagged = [line for line in _SHAPE_LINE.findall(told) if _names_a_column(line, code)]
         tree = parse_python(code)
         converted = converted_columns(tree) if tree is not None else set()

@@ -4,9 +4,10 @@
 pandas the kernel has; it imports nothing from kernel-agent). ``_shape_issues`` gives the
 lines starting with ``!`` that name what will trip code up in a table, each with its
 one-line fix: numbers stored as text (thousands, currency, a decimal comma, a scale
-letter, units), dates (one format, mixed formats, padded, written as numbers),
-durations, one value written several ways, lists written as text, missing values
-written as text, and a last row of totals; it records what it found in the file's facts.
+letter, units, negatives in parentheses), dates (one format, mixed formats, padded,
+written as numbers), durations, one value written several ways, lists written as text,
+missing values written as text, and a last row of totals; it records what it found in
+the file's facts.
 """
 
 from __future__ import annotations
@@ -213,6 +214,14 @@ def _shape_issues(df):
                              + (f", {_other_form(written)!r}" if fmt == "mixed" else "")
                              + f"): df[{name}] = pd.to_datetime(df[{name}]{padded}, "
                              f"format={fmt!r})")
+            continue
+        paren = texts.str.fullmatch(r"\(\s*[$€£]?\s*(?:" + _GROUPED + "|" + _NUM + r")\s*\)")
+        if not comma and paren.any() and (money | paren).mean() >= 0.8:
+            example = ", ".join(repr(v[:20]) for v in written[paren].drop_duplicates().head(2))
+            said.append(f"  ! {name} holds numbers stored as text, negatives in parentheses "
+                        f"(e.g. {example}): df[{name}] = pd.to_numeric(df[{name}].astype(str)"
+                        ".str.strip().str.replace(r'^\\((.*)\\)$', r'-\\1', regex=True)"
+                        ".str.replace(r'[,$€£\\s]', '', regex=True), errors='coerce')")
             continue
         odd = texts[~money]
         example = ", ".join(repr(v[:30]) for v in written[~money].drop_duplicates().head(2))

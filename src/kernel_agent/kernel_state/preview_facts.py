@@ -2,7 +2,8 @@
 
 The preview (``kernel_probe``) reads each data file in the kernel and, when asked, sends
 after its text a JSON object: per file, the arguments of the read call that parsed it
-(separator, encoding, decimal comma, lines above the header), every column's name, and
+(separator, encoding, decimal comma, lines above the header and below the table, a
+blank after each separator, no header), every column's name, and
 the strftime format that parses each date column. The kernel is hostile:
 :func:`split_facts` keeps only what has the expected shape and bounds, and drops the rest
 without a word (the text is unchanged).
@@ -42,6 +43,12 @@ class FileFacts:
     decimal_comma: bool = False
     #: lines above the header (a title) that the read skips: ``skiprows``
     skiprows: int = 0
+    #: a blank after every separator (``a, b``): ``skipinitialspace=True``
+    spaced: bool = False
+    #: lines at the end that are not rows (a source note): ``skipfooter``
+    skipfooter: int = 0
+    #: no header line: the first line is a row (``header=None``)
+    headerless: bool = False
     #: True when the preview read it as delimited text (``pd.read_csv``)
     delimited: bool = False
     columns: tuple[str, ...] = ()
@@ -158,6 +165,9 @@ def _file_facts(entry: Any) -> FileFacts | None:
         encoding=encoding,
         decimal_comma=read.get("decimal") is True,
         skiprows=skip if type(skip := read.get("skip")) is int and 0 <= skip <= _MAX_SKIP else 0,
+        spaced=read.get("spaced") is True,
+        skipfooter=foot if type(foot := read.get("footer")) is int and 0 <= foot <= 5 else 0,
+        headerless=read.get("headerless") is True,
         delimited=True,
         **common,  # type: ignore[arg-type]
     )

@@ -4,7 +4,8 @@
 so it leaves no names), with its settings (``NAMES``, ``BUDGET``, ``FOCUS``...) as those
 globals. It is plain Python for whatever pandas the kernel has: it imports nothing from
 kernel-agent, which the kernel may not have. For each file: its size, the read call that
-works (separator, encoding, decimal comma sniffed), shape, columns with dtypes, lines
+works (separator, encoding, decimal comma, lines above the header or below the table, a
+blank after each separator, no header line: all sniffed), shape, columns with dtypes, lines
 starting with ``!`` naming what will trip code up with the one-line fix (for the columns
 the task names; :mod:`.preview_columns` checks them), missing values, few distinct values
 and a few rows; and, on ask, the facts it measured as JSON (:mod:`.preview_facts` reads
@@ -113,7 +114,62 @@ def _blank_separated(lines):
     number = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
     return any(all(number.fullmatch(r[i]) for r in rows[1:]) for i in range(len(rows[0])))
 
-def _read_call(name, sep, encoding, decimal, skip=0):
+def _spaced(path, encoding, sep, skip):
+    """Every field after a separator starts with a blank (``a, b, c``: UCI's exports), so
+    names and values would keep it: ``skipinitialspace=True`` reads them without."""
+    import csv
+    if sep in (WHITESPACE, "\t"):
+        return False
+    with open(path, newline="", encoding=encoding, errors="replace") as fh:
+        lines = [ln for ln in fh.read(65536).splitlines()[skip:skip + 40] if ln.strip()][:-1]
+    fields = [f for row in csv.reader(lines, delimiter=sep) for f in row[1:] if f]
+    return len(fields) >= 4 and sum(f.startswith(" ") for f in fields) >= 0.95 * len(fields)
+
+def _footer(path, encoding, sep, df):
+    """How many lines at the file's end are not rows (a source, a note below the table):
+    the last non-blank lines, up to 5, of fewer fields than the header, with a letter in
+    them, whose first field is no value of the first column (a row that stops early is a
+    row)."""
+    import csv
+    width = len(df.columns)
+    if width < 2 or sep == WHITESPACE:
+        return 0
+    with open(path, "rb") as fh:
+        fh.seek(max(0, os.path.getsize(path) - 8192))
+        tail = fh.read().decode(encoding, errors="replace")
+    lines = [ln for ln in tail.splitlines()[1:] if ln.strip()]
+    first = set(df.iloc[: max(0, len(df) - 6), 0].astype(str).str.strip())
+    count = 0
+    for row in reversed(list(csv.reader(lines, delimiter=sep))[-6:]):
+        if (len(row) >= width or not re.search(r"[A-Za-z]", "".join(row))
+                or row[0].strip() in first - {"nan", ""}):
+            break
+        count += 1
+    return count if count <= 5 and count < len(lines) else 0
+
+def _headerless(df):
+    """The first line is a row, not a header: every name is a number or a value of its
+    own column, some name is a number, and they are not a count (0, 1, 2 ...)."""
+    names = [str(c) for c in df.columns]
+    number = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:\.\d+)?")
+    numbers = [n for n in names if number.fullmatch(n)]
+    if len(names) < 2 or not numbers:
+        return False
+    if len(numbers) == len(names) and all(n.isdigit() for n in names):
+        counted = sorted(int(n) for n in names)
+        if counted == list(range(counted[0], counted[0] + len(counted))):
+            return False
+    for c, n in zip(df.columns, names):
+        if number.fullmatch(n):
+            continue
+        try:
+            if not (df[c].astype(str).str.strip() == n.strip()).any():
+                return False
+        except Exception:
+            return False
+    return True
+
+def _read_call(name, sep, encoding, decimal, skip=0, spaced=False, footer=0, headless=False):
     args = [repr(name)]
     if sep == WHITESPACE:
         args.append("sep=r'\\s+'")
@@ -125,6 +181,12 @@ def _read_call(name, sep, encoding, decimal, skip=0):
         args.append("decimal=','")
     if skip:
         args.append(f"skiprows={skip}")
+    if headless:
+        args.append("header=None")
+    if spaced:
+        args.append("skipinitialspace=True")
+    if footer:
+        args.append(f"skipfooter={footer}, engine='python'")
     return f"pd.read_csv({', '.join(args)})"
 
 def _frames(pd, path, kind, size):
@@ -136,15 +198,26 @@ def _frames(pd, path, kind, size):
         if sep is None:  # a text file that is not a table
             return []
         nrows = PARTIAL_ROWS if big else None
+        spaced = _spaced(path, encoding, sep, skip)
         read = {"sep": sep, "encoding": encoding, "low_memory": False, "nrows": nrows,
-                "skiprows": skip}
+                "skiprows": skip, "skipinitialspace": spaced}
         df = pd.read_csv(path, **read)
+        headless = _headerless(df)
+        if headless:
+            read["header"] = None
+            df = pd.read_csv(path, **read)
+        footer = 0 if big else _footer(path, encoding, sep, df)
+        if footer:
+            read.pop("low_memory")
+            read.update(skipfooter=footer, engine="python")
+            df = pd.read_csv(path, **read)
         decimal = sep == ";" and _decimal_comma(df)
         if decimal:
             df = pd.read_csv(path, decimal=",", **read)
         _NOW["read"] = {"sep": sep, "encoding": encoding, "decimal": bool(decimal),
-                        "skip": skip}
-        call = _read_call(path, sep, encoding, decimal, skip)
+                        "skip": skip, "spaced": spaced, "footer": footer,
+                        "headerless": headless}
+        call = _read_call(path, sep, encoding, decimal, skip, spaced, footer, headless)
         try:
             _NOW["na_text"], gaps = _na_text(pd, df, path, read, decimal)
             marks = ["", *gaps]
@@ -163,7 +236,15 @@ def _frames(pd, path, kind, size):
             what = "line is" if skip == 1 else f"{skip} lines are"
             note = ((note + "; " if note else "") + f"the first {what} not the table (a title "
                     "above the header)")
-        if sep != "," or encoding != "utf-8" or decimal or skip:
+        if spaced:
+            note = (note + "; " if note else "") + "a blank after each separator"
+        if headless:
+            note = ((note + "; " if note else "") + "no header: the first line is a row; "
+                    "its columns are 0, 1, 2 ..., or give names=[...]")
+        if footer:
+            what = "line is not a row" if footer == 1 else f"{footer} lines are not rows"
+            note = (note + "; " if note else "") + f"the last {what} but a note below the table"
+        if sep != "," or encoding != "utf-8" or decimal or skip or spaced or headless or footer:
             note += "\n  read it with: df = " + call
         return [("", df, note)]
     if big:
@@ -180,6 +261,8 @@ def _frames(pd, path, kind, size):
                 what = "row is" if header == 1 else f"{header} rows are"
                 note = (f"the first {what} not the table (a title above the header)\n"
                         f"  read it with: df = pd.read_excel({path!r}{sheet}, header={header})")
+            if many and not note:  # pd.read_excel alone reads the first sheet only
+                note = f"\n  read it with: df = pd.read_excel({path!r}, sheet_name={k!r})"
             found.append((f"sheet {k!r}" if many else "", v, note))
         return found
     if kind == "parquet":
@@ -213,8 +296,9 @@ def _nested(pd, path, df, lines):
     columns name the inner keys ('user.country'), and the read that does it."""
     nested = [c for c in df.columns[:200] if df[c].dtype.kind == "O"
               and len(df[c].dropna()) and df[c].dropna().map(type).eq(dict).mean() > 0.8]
-    if not nested:
-        return ("", df, "")
+    if not nested:  # one record a line: pd.read_json alone fails on it
+        return ("", df, f"one record a line\n  read it with: df = pd.read_json({path!r}, "
+                        "lines=True)" if lines else "")
     import json
     with open(path, encoding="utf-8") as fh:
         records = [json.loads(ln) for ln in fh if ln.strip()] if lines else json.load(fh)
@@ -290,6 +374,13 @@ def _table(df, label, note):
         lines += _na_text_lines(df)
     except Exception:
         pass
+    try:  # only when the task asks: real data repeats rows (a survey's same answers)
+        copies = int(df.duplicated().sum()) if "duplicat" in FOCUS and rows <= 200_000 else 0
+    except Exception:  # unhashable cells (lists from JSON)
+        copies = 0
+    if copies:
+        lines.append(f"  duplicate rows: {copies} (the same in every column as a row above; "
+                     "df.drop_duplicates() removes them)")
     missing = df.isna().sum()
     missing = missing[missing > 0]
     if len(missing):

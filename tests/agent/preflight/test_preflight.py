@@ -623,6 +623,29 @@ def test_a_title_line_above_the_header_is_skipped_and_decimal_comma_money_is_rea
     assert preflight(named, facts).splitlines()[0] == named[:-1] + ", header=0, skiprows=2)"
 
 
+def test_a_spaced_file_a_note_below_and_no_header_are_read_as_the_preview_read_them():
+    spaced = {"a.csv": FileFacts(delimited=True, spaced=True, columns=("age", "workclass"))}
+    code = "df = pd.read_csv('a.csv')"
+    assert preflight(code, spaced) == "df = pd.read_csv('a.csv', skipinitialspace=True)"
+    told = "df = pd.read_csv('a.csv', skipinitialspace=False)"
+    assert preflight(told, spaced) == told
+    noted = {"w.csv": FileFacts(delimited=True, skipfooter=2, columns=("Year", "Value"))}
+    assert preflight("df = pd.read_csv('w.csv')", noted) == (
+        "df = pd.read_csv('w.csv', skipfooter=2, engine='python')"
+    )
+    for kept in ("nrows=60", "engine='c'", "low_memory=False", "skipfooter=3"):
+        line = f"df = pd.read_csv('w.csv', {kept})"
+        assert preflight(line, noted) == line, kept  # the cell chose how to read it
+    headless = {"i.data": FileFacts(delimited=True, headerless=True, columns=("0", "1", "2"))}
+    assert preflight("df = pd.read_csv('i.data')", headless) == (
+        "df = pd.read_csv('i.data', header=None)"
+    )
+    named = "df = pd.read_csv('i.data', header=None, names=['a', 'b', 'c'])"
+    assert preflight(named, headless) == named  # no header line: None stays
+    bare = "df = pd.read_csv('i.data', names=['a', 'b', 'c'])"
+    assert preflight(bare, headless) == bare
+
+
 def _euro(x: float) -> str:
     """1234.5 as a German export writes it: '1.234,50 €'."""
     return f"{x:,.2f}".replace(",", " ").replace(".", ",").replace(" ", ".") + " €"

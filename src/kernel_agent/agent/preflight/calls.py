@@ -56,6 +56,12 @@ def _read_call_edits(call: ast.Call, facts: Mapping[str, FileFacts], span: Span)
         added.append("decimal=','")
     if file.skiprows and "skiprows" not in keywords and _header_line(keywords) in (0, None):
         added.append(f"skiprows={file.skiprows}")  # the title above the header
+    if file.spaced and "skipinitialspace" not in keywords:
+        added.append("skipinitialspace=True")  # 'a, b': names and values without the blank
+    if file.skipfooter and not {"skipfooter", "nrows", "engine", "low_memory"} & set(keywords):
+        added.append(f"skipfooter={file.skipfooter}, engine='python'")  # the note below
+    if file.headerless and not {"header", "names"} & set(keywords):
+        added.append("header=None")  # the first line is a row, not names
     if file.missing and file.delimited and not {"na_values", "keep_default_na"} & set(keywords):
         added.append(f"na_values={ {c: list(m) for c, m in file.missing.items()}!r}")
     edits += _header_kept(keywords, file, span)
@@ -84,7 +90,7 @@ def _header_kept(keywords: Mapping[str, ast.keyword], file: FileFacts, span: Spa
     its names from it), read so as a row of data (a count one too high, text in number
     columns); ``header=0`` replaces it with those names."""
     header, names = keywords.get("header"), keywords.get("names")
-    if names is None or not isinstance(names.value, ast.List | ast.Tuple):
+    if file.headerless or names is None or not isinstance(names.value, ast.List | ast.Tuple):
         return []
     if not file.columns or len(names.value.elts) != len(file.columns):
         return []
