@@ -89,6 +89,7 @@ def test_a_file_without_a_header_is_read_with_header_none(kernel, kernel_workdir
     text, facts = split_facts(out)
     assert "30 rows x 3 columns" in text and "header=None" in read_line(text), text
     assert facts["iris.data"].headerless
+    assert "columns: 0 float64, 1 float64, 2 str" in text, "named as code writes them: df[0]"
     got = run(kernel, f"df = {read_line(text)}\nprint(len(df), round(df[0].sum(), 1))")
     assert got == f"30 {round(sum(5 + i / 10 for i in range(30)), 1)}\n"
 

@@ -139,7 +139,7 @@ def _shape_issues(df):
     focus = set(_mentioned(df.columns))
     aside = []
     if spaced:
-        shown = ", ".join(repr(str(c)) for c in spaced[:6])
+        shown = ", ".join(_shown(c) for c in spaced[:6])
         lines.append(f"  ! column names with a space at an end: {shown} (write them so, or "
                      "first df.columns = df.columns.str.strip())")
     whole = []
@@ -177,7 +177,7 @@ def _shape_issues(df):
                                        r"[A-Z][a-z]{2,8} \d{1,2}, \d{4}")
         except Exception:
             continue
-        name = repr(str(c))
+        name = _shown(c)
         said = lines if not focus or c in focus else []
         spelt = _spellings(values.astype(str))
         if spelt:
@@ -284,12 +284,12 @@ def _shape_issues(df):
         _NOW.setdefault("whole", []).extend(str(c) for c in whole)
     whole = [c for c in whole if not focus or c in focus]
     if whole:
-        shown = ", ".join(repr(str(c)) for c in whole[:6])
+        shown = ", ".join(_shown(c) for c in whole[:6])
         more = f" and {len(whole) - 6} more" if len(whole) > 6 else ""
         lines.append(f"  ! whole numbers as float64 because of missing values: {shown}{more} "
                      "(.astype(int) fails on NaN: .dropna() first, or .astype('Int64'))")
     if aside:
-        shown = ", ".join(f"{str(c)!r} ({what})" for c, what in aside[:8])
+        shown = ", ".join(f"{_shown(c)} ({what})" for c, what in aside[:8])
         lines.append(f"  other columns hold text to convert: {shown}; the task does not name "
                      "them: leave them as they are unless you use one")
     return lines[:8]
@@ -315,7 +315,7 @@ def _total_row(df):
         drop = "df = df.iloc[:-1]"
     shown = f" ({label[1][:40]!r})" if label else ""
     return (f"  ! the last row{shown} holds the totals of the rows above ("
-            + ", ".join(repr(str(c)) for c in summed[:4]) + f"), not a record: {drop}")
+            + ", ".join(_shown(c) for c in summed[:4]) + f"), not a record: {drop}")
 
 #: a duration as text: '1h 26min', '45 min', '2 hours 5 minutes', '1:26:00'
 _DURATION = re.compile(

@@ -31,6 +31,10 @@ WHITESPACE = r"\s+"
 #: lines above a table's header (a title, an export date) that the read may skip
 MAX_SKIP = 10
 
+def _shown(c):
+    """A column's name as code writes it: 3 for a file read without a header, else 'name'."""
+    return repr(c) if type(c) is int else repr(str(c))
+
 def _size(n):
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
@@ -305,7 +309,7 @@ def _nested(pd, path, df, lines):
     flat = pd.json_normalize(records)
     load = (f"[json.loads(line) for line in open({path!r}) if line.strip()]" if lines
             else f"json.load(open({path!r}))")
-    shown = ", ".join(repr(str(c)) for c in nested[:4])
+    shown = ", ".join(_shown(c) for c in nested[:4])
     return ("", flat, f"{shown} held nested records, flattened into columns\n"
                       f"  read it with: import json; df = pd.json_normalize({load})")
 
@@ -368,7 +372,7 @@ def _table(df, label, note):
     lines = [head + (f" ({note})" if note else ""), *read]
     shown = _listed(df)
     more = f", ... {cols - len(shown)} more" if cols > len(shown) else ""
-    lines.append("  columns: " + ", ".join(f"{str(c)!r} {df[c].dtype}" for c in shown) + more)
+    lines.append("  columns: " + ", ".join(f"{_shown(c)} {df[c].dtype}" for c in shown) + more)
     try:
         lines += _shape_issues(df)
         lines += _na_text_lines(df)
@@ -384,7 +388,7 @@ def _table(df, label, note):
     missing = df.isna().sum()
     missing = missing[missing > 0]
     if len(missing):
-        parts = [f"{str(c)!r} {int(n)}" for c, n in missing.items()][:MAX_COLS]
+        parts = [f"{_shown(c)} {int(n)}" for c, n in missing.items()][:MAX_COLS]
         gappy = int(df.isna().any(axis=1).sum())
         lines.append("  missing values: " + ", ".join(parts) + f" ({gappy} of {rows} rows "
                      f"have one)")
@@ -470,7 +474,7 @@ def _few_values(df, columns):
             continue
         if max(len(t) for t in texts) > 24:
             continue
-        parts.append(f"{str(c)!r} " + ", ".join(texts))
+        parts.append(f"{_shown(c)} " + ", ".join(texts))
     text = "; ".join(parts)
     return text if len(text) <= 400 else text[:396].rsplit("; ", 1)[0] + "; ..."
 

@@ -39,6 +39,11 @@ def test_prose_in_a_code_fence_is_asked_for_as_the_answer() -> None:
         "# Output of cell [1] (ok):\nNumber of adults: 218\nNumber of children: 40\n"
     )
     assert looks_like_prose(after_an_import)
+    # a printed value sent back as a cell (a scratch churn question, 2026-12-07)
+    for printed in ("46.0%", "$1,234.50", "12 kg\n3.5 %", "-0.25%"):
+        assert looks_like_prose(printed), printed
+    for code in ("46.0", "1_000", "x%", "46.0 % 3"):  # Python, or not a value alone
+        assert not looks_like_prose(code), code
     st, lever = TaskState("t"), ProseCell()
     assert lever.before_cell(st, "The answer is 42 as computed.") is None, "no cell ran yet"
     st.cells.append(ok("print(42)", "42\n"))
