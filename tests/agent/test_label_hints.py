@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 import pytest
 
 from kernel_agent.agent.hints import error_hint
-from kernel_agent.agent.label_hints import labelled_lookup, labels_averaged
+from kernel_agent.agent.label_hints import labelled_lookup, labels_averaged, quoted_number
 from kernel_agent.kernel_state.namespace import NAMESPACE_EXPRESSION, VariableInfo, parse_summary
 from kernel_agent.results import CellError, CellResult
 
@@ -83,3 +83,19 @@ def test_only_a_column_the_preview_listed_as_labels_is_named():
     assert labels_averaged("x = df['Churn'].mean()", "no preview") == ""
     quoted = "  few distinct values: 'it''s' 'a', 'b'; 'Churn' 'No', 'Yes'"
     assert "'Churn' holds labels" in labels_averaged("df['Churn'].std()", quoted)
+
+
+def test_a_quoted_number_on_a_headerless_read_says_to_drop_the_quotes(kernel):
+    code = (
+        "import io\nimport pandas as pd\n"
+        "df = pd.read_csv(io.StringIO('5.1,1.4,a\\n4.9,1.3,b\\n'), header=None)\n"
+        "print(df['1'].mean())"
+    )
+    result, namespace = ran(kernel, code)
+    assert result.error is not None and result.error.evalue == "'1'", result.error
+    hint = error_hint(result, namespace)
+    assert "write df[1], without quotes" in hint, hint
+    fixed = kernel.execute("print(df[1].mean())", timeout=30)
+    assert stdout(fixed) == f"{(1.4 + 1.3) / 2}\n"
+    named = {"df": VariableInfo("df", "DataFrame", columns=("a", "b"))}
+    assert quoted_number("'1'", named) == "" and quoted_number("1", namespace) == ""

@@ -16,7 +16,7 @@ from ..kernel_state.namespace import VariableInfo
 from ..results import CellError, CellResult
 from .code_text import converted_columns, parse_python
 from .imports import COMMON_ALIASES
-from .label_hints import labelled_lookup, labels_averaged
+from .label_hints import labelled_lookup, labels_averaged, quoted_number
 from .precedence import precedence_slip
 from .slots import CODE_LINE, OPENING
 
@@ -157,6 +157,7 @@ def error_hint(
             return lost
         if re.fullmatch(r"-?\d+", key) and (
             labelled := labelled_lookup(key, result.code, namespace)
+            or quoted_number(error.evalue, namespace)
         ):
             return labelled
         if frames and re.fullmatch(r"-?\d+", key):

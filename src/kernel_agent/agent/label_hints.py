@@ -6,7 +6,8 @@ Two errors a person fixes in seconds that kept a small model failing on a churn 
 - ``counts[1]`` on ``df['Churn'].value_counts()``: pandas 3 reads ``s[1]`` as the
   label 1, never the position, so a series labelled 'No'/'Yes' raises ``KeyError: 1``;
 - ``df['Churn'].mean()`` on a column of 'No'/'Yes': "Cannot perform reduction 'mean'
-  with string dtype". The share of one label is the mean of a comparison.
+  with string dtype". The share of one label is the mean of a comparison;
+- ``df['3']`` on a file read with ``header=None``, whose columns are the numbers 0, 1 ...
 
 Both read only the cell's code, the kernel's summary of its variables and the data
 preview's "few distinct values" line the model was shown.
@@ -21,7 +22,7 @@ from collections.abc import Mapping
 from ..kernel_state.namespace import VariableInfo
 from .code_text import parse_python
 
-__all__ = ["labelled_lookup", "labels_averaged"]
+__all__ = ["labelled_lookup", "labels_averaged", "quoted_number"]
 
 #: reductions that need numbers
 _REDUCTIONS = frozenset({"mean", "sum", "median", "std", "var"})
@@ -43,6 +44,23 @@ def labelled_lookup(key: str, code: str, namespace: Mapping[str, VariableInfo]) 
             f"as print({name}) shows it (`{name}['label']`), or the position "
             f"(`{name}.iloc[{key}]`)."
         )
+    return ""
+
+
+def quoted_number(evalue: str, namespace: Mapping[str, VariableInfo]) -> str:
+    """``KeyError: '3'`` while a frame lists a column 3: its names are numbers (a file
+    read with ``header=None``), which a quoted '3' does not find."""
+    found = re.fullmatch(r"""\s*(['"])(-?\d+)\1\s*""", evalue)
+    if found is None:
+        return ""
+    key = found.group(2)
+    for info in namespace.values():
+        if info.columns and key in info.columns:
+            return (
+                f"Hint: {info.name}'s columns are numbers (a file read with header=None), "
+                f"not text: write {info.name}[{key}], without quotes. To name them, read "
+                "the file with names=[...]."
+            )
     return ""
 
 
