@@ -99,3 +99,21 @@ def test_a_quoted_number_on_a_headerless_read_says_to_drop_the_quotes(kernel):
     assert stdout(fixed) == f"{(1.4 + 1.3) / 2}\n"
     named = {"df": VariableInfo("df", "DataFrame", columns=("a", "b"))}
     assert quoted_number("'1'", named) == "" and quoted_number("1", namespace) == ""
+
+
+def test_a_hostile_preview_line_is_read_in_bounded_time_and_quoted_short():
+    """The "few distinct values" line is kernel text: 64 K characters of it, shaped to make
+    a regex backtrack, are read at once and no more than five values reach the hint."""
+    import time
+
+    many_lines = ("few distinct values: 'a' '" + "\\'" * 1000 + "\n") * 60
+    for told in (
+        many_lines,
+        "few distinct values: " + "'c' " * 8000 + "'a', " * 8000 + "x",
+        "few distinct values: 'a' " + "'" + "\\'" * 30000,
+        "few distinct values: 'a' " + "'v', " * 13000,
+    ):
+        start = time.monotonic()
+        hint = labels_averaged("df['a'].mean()", told[:65536])
+        assert time.monotonic() - start < 2.0
+        assert len(hint) < 600, len(hint)

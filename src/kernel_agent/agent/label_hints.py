@@ -1,7 +1,7 @@
 """Hints for code that treats labels as numbers or positions, with the fix in its words.
 
-Two errors a person fixes in seconds that kept a small model failing on a churn table
-(a fourth scratch set, 2026-12-07):
+Three errors a person fixes in seconds that kept a small model failing on scratch files
+(a churn table and a headerless ``iris.data``, 2026-12-07):
 
 - ``counts[1]`` on ``df['Churn'].value_counts()``: pandas 3 reads ``s[1]`` as the
   label 1, never the position, so a series labelled 'No'/'Yes' raises ``KeyError: 1``;
@@ -9,8 +9,10 @@ Two errors a person fixes in seconds that kept a small model failing on a churn 
   with string dtype". The share of one label is the mean of a comparison;
 - ``df['3']`` on a file read with ``header=None``, whose columns are the numbers 0, 1 ...
 
-Both read only the cell's code, the kernel's summary of its variables and the data
-preview's "few distinct values" line the model was shown.
+Each reads only the cell's code, the error, the kernel's summary of its variables or
+the data preview's "few distinct values" line the model was shown (kernel text: only
+its first lines' first 2,000 characters are read, and the hint quotes five values at
+most).
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ __all__ = ["labelled_lookup", "labels_averaged", "quoted_number"]
 _REDUCTIONS = frozenset({"mean", "sum", "median", "std", "var"})
 #: the preview's line of text columns with few values: 'Churn' 'No', 'Yes'; 'Contract' ...
 _FEW = re.compile(r"few distinct values: (.+)")
+#: how much of the preview's text is read: a line of kernel text full of unclosed quotes
+#: costs the pattern time that grows with the square of its length (a real line is short)
+_MAX_LINES, _MAX_LINE = 10, 2000
 _COLUMN_VALUES = re.compile(r"'((?:[^'\\]|\\.)+)' ((?:'(?:[^'\\]|\\.)*'(?:, )?)+)(?:;|$)")
 
 
@@ -93,8 +98,8 @@ def labels_averaged(code: str, told: str) -> str:
 def _few_values(told: str) -> dict[str, list[str]]:
     """{column: its values} from the preview's "few distinct values" lines."""
     found: dict[str, list[str]] = {}
-    for line in _FEW.findall(told):
-        for column, listed in _COLUMN_VALUES.findall(line):
+    for line in _FEW.findall(told)[:_MAX_LINES]:
+        for column, listed in _COLUMN_VALUES.findall(line[:_MAX_LINE]):
             found.setdefault(column, re.findall(r"'((?:[^'\\]|\\.)*)'", listed))
     return found
 
