@@ -190,3 +190,27 @@ def test_forged_row_labels_stay_bounded_strings():
             "preview" + FACTS_MARK + json.dumps({"d.csv": {"columns": ["a"], "shown": forged}})
         )
         assert facts["d.csv"].shown == ()
+
+
+def test_forged_kept_marks_reach_a_read_only_as_a_list_of_short_string_literals():
+    """``kept`` (the marks of a read that keeps 'NA' as a code) is written into the model's
+    read call: anything but a list of up to 11 short strings, the empty field first, with
+    no quote, backslash or line break, adds nothing; the good list is written with repr."""
+    code = "import pandas as pd\ndf = pd.read_csv('d.csv')"
+    forged = [
+        "'']); import os; os.system('id'); ([", ["x"], ["", 5], ["", "a'b"], ["", "a\\"],
+        ["", "a\nb"], ["", "x" * 21], [""] * 12, {"": ""}, True, None, [],
+    ]  # fmt: skip
+    for value in forged:
+        read = {"sep": ",", "encoding": "utf-8", "kept": value}
+        _, facts = split_facts(
+            "p" + FACTS_MARK + json.dumps({"d.csv": {"read": read, "columns": ["a"]}})
+        )
+        assert facts["d.csv"].kept is None and preflight(code, facts) == code, value
+    read = {"sep": ",", "encoding": "utf-8", "kept": ["", "n/a", "-"]}
+    _, facts = split_facts(
+        "p" + FACTS_MARK + json.dumps({"d.csv": {"read": read, "columns": ["a"]}})
+    )
+    assert preflight(code, facts) == code[:-1] + (
+        ", keep_default_na=False, na_values=['', 'n/a', '-'])"
+    )

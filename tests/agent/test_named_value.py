@@ -175,3 +175,24 @@ def test_a_selection_in_a_line_that_failed_selected_nothing(line, found):
     cells = [_failed(failing, line), cell(READ + "print(df['Price'].mean())", "29469.08")]
     hit = unused_named_value(PRICE, cells, FACTS)
     assert (hit == NamedValue("Make ", "Citroën")) is found, hit
+
+
+def test_a_plural_names_its_value():
+    """ "The mean age of programmers" (scratch, 2026-12-07): every user's mean age went out."""
+    users = {
+        "u.user": FileFacts(
+            delimited=True, columns=("occupation", "gender"),
+            values={"occupation": ("programmer", "student", "librarian"),
+                    "gender": ("male", "female")},
+        )
+    }  # fmt: skip
+    idle = [cell("print(df['age'].mean())", "41.38")]
+    for task, value in (
+        ("What is the mean age of programmers?", "programmer"),
+        ("How old are the librarians on average?", "librarian"),
+        ("What is the survival rate of females?", "female"),
+    ):
+        hit = unused_named_value(task, idle, users)
+        assert hit is not None and hit.value == value, task
+    assert unused_named_value("What is the mean age of programmersx?", idle, users) is None
+    assert unused_named_value("How many males and females?", idle, users) is None  # every value

@@ -61,3 +61,16 @@ def test_short_or_numeric_values_of_the_rows_are_not_labels():
 def test_the_note_is_bounded_and_names_the_fix():
     note = preview_label_note("y" * 500)
     assert len(note) < 500 and "idxmax()" in note
+
+
+@pytest.mark.parametrize(
+    ("task", "example"),
+    [
+        ("Which female name has the highest total Count?", "groupby('label column')['value column'].sum().idxmax()"),
+        ("Which shop has the highest average sales?", "groupby('label column')['value column'].mean().idxmax()"),
+        ("Which shop has the highest sales?", "df.loc[df['value column'].idxmax()"),
+    ],
+)  # fmt: skip
+def test_the_example_computes_a_group_total_or_mean_where_the_task_asks_one(task, example):
+    """A scratch run (2026-12-07) followed the row example for a name's total count."""
+    assert example in preview_label_note("Olivia", task)

@@ -181,3 +181,58 @@ def test_json_lines_and_a_workbook_say_how_to_read_them(kernel, kernel_workdir):
         "df = " + data[0].split("read it with: df = ", 1)[1] + "\nprint(df['Revenue'].sum())",
     )
     assert got == "4.0\n"
+
+
+def test_a_code_pandas_reads_as_missing_is_read_as_a_value(kernel, kernel_workdir):
+    """A drinks file's continents 'AF', 'EU', ... 'NA' (North America): pandas reads 'NA' as
+    missing, and "the countries of North America" found none (scratch, 2026-12-07)."""
+    conts = ["AF", "EU", "NA", "SA", "AS"]
+    rows = [f"c{i},{10 * i},{conts[i % 5]}" for i in range(40)] + ["c40,7,"]
+    folder = folder_with(
+        kernel_workdir, "codes", {"drinks.csv": "country,beer,continent\n" + "\n".join(rows)}
+    )
+    text, facts = split_facts(preview_of(kernel, folder, facts=True))
+    assert "'NA' in 'continent' is a code like the column's others, not a gap" in text, text
+    assert "'AF', 'AS', 'EU', 'NA', 'SA'" in text and facts["drinks.csv"].kept == ("",)
+    got = run(
+        kernel,
+        f"df = {read_line(text)}\nprint((df['continent'] == 'NA').sum(), "
+        "df['continent'].isna().sum())",
+    )
+    assert got == "8 1\n"  # the empty field is still a gap
+
+
+@pytest.mark.parametrize(
+    "values",
+    [["Grvl", "Pave", "NA"], ["AF", "EU", "NA"][:2] + ["NA"], ["AF", "EU", "SA", "NA", "Eur"]],
+)
+def test_na_among_values_of_other_shapes_or_too_few_stays_a_gap(kernel, kernel_workdir, values):
+    """House Prices' Alley ('Grvl', 'Pave', 'NA' for none) is not a code by shape; two other
+    values are too few to say."""
+    rows = [f"{i},{values[i % len(values)]}" for i in range(30)]
+    name = "gap" + "".join(values)
+    folder = folder_with(kernel_workdir, name, {"h.csv": "id,alley\n" + "\n".join(rows)})
+    text, facts = split_facts(preview_of(kernel, folder, facts=True))
+    assert "is a code like" not in text and facts["h.csv"].kept is None, text
+
+
+@pytest.mark.parametrize("newest_first", [True, False])
+def test_rows_that_run_newest_first_are_named(kernel, kernel_workdir, newest_first):
+    """A stock export, newest day first: "the Close on the first trading day of 2014" was
+    answered from the first row, the last day (scratch, 2026-12-07). The twin runs oldest
+    first and gets no note; the sort the note asks for gives the first day."""
+    days = pd.bdate_range("2014-01-02", periods=30).strftime("%Y-%m-%d").tolist()
+    rows = [f"{d},{100 + i}" for i, d in enumerate(days)]
+    body = "Date,Close\n" + "\n".join(rows[::-1] if newest_first else rows) + "\n"
+    folder = folder_with(kernel_workdir, f"stock{newest_first}", {"s.csv": body})
+    text = preview_of(kernel, folder, "the first trading day")
+    assert (
+        "the rows run newest first, from '2014-02-12' back to '2014-01-02': sort oldest first (df = df.sort_values('Date'))"
+        in text
+    ) is (newest_first), text
+    got = run(
+        kernel,
+        "df = pd.read_csv('s.csv')\ndf['Date'] = pd.to_datetime(df['Date'])\n"
+        "print(df.sort_values('Date').iloc[0]['Close'])",
+    )
+    assert got == "100\n"

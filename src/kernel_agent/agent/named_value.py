@@ -90,9 +90,11 @@ def _word_of(task: str, text: str) -> bool:
     """``text`` is a word or phrase of ``task`` as the data writes it; a value in capitals
     in any case ('MALE' for "male"), one in small letters also capitalized ('male' for
     "Male passengers"), but a capitalized value not in small letters: "how many are left"
-    does not name 'Left' (the held-out survey chain, where W.Hnd holds it)."""
-    for m in re.finditer(rf"(?<!\w){re.escape(text)}(?!\w)", task, re.I):
-        written = m.group(0)
+    does not name 'Left' (the held-out survey chain, where W.Hnd holds it). A plural names
+    its value: "the mean age of programmers" names 'programmer', "females" 'female' (scratch,
+    2026-12-07: the age of every user was answered, and no note came)."""
+    for m in re.finditer(rf"(?<!\w)({re.escape(text)})(?:e?s)?(?!\w)", task, re.I):
+        written = m.group(1)
         if written == text or text.isupper() or (text.islower() and written.lower() == text):
             return True
     return False

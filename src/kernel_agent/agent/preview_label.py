@@ -44,13 +44,29 @@ def preview_label(
     return next((v for v in named if v.lower() not in seen), None)
 
 
-def preview_label_note(label: str) -> str:
+#: a task that asks for the label of a group's total or mean, not of one row
+_GROUPED = {
+    "sum": re.compile(r"\b(?:total|sum|in all|altogether|combined)\b", re.I),
+    "mean": re.compile(r"\b(?:average|mean)\b", re.I),
+}
+
+
+def preview_label_note(label: str, task: str = "") -> str:
+    """The note, with an example of the kind of computation the task asks: a group's total
+    or mean ("Which female name has the highest total Count?": the row example led a scratch
+    run, 2026-12-07, to the single largest row), else the largest row."""
+    how = next((how for how, asked in _GROUPED.items() if asked.search(task)), "")
+    example = (
+        f"for the group with the largest {how}: "
+        f"df.groupby('label column')['value column'].{how}().idxmax()"
+        if how
+        else "for the row with the largest value: "
+        "df.loc[df['value column'].idxmax(), ['label column', 'value column']]"
+    )
     return (
         f"Note: the answer names {label[:60]!r}, which no cell printed: only the first rows "
         "of the data preview show it. Compute what the task asks in a cell that prints the "
-        "label with its value (for the row with the largest value: "
-        "df.loc[df['value column'].idxmax(), ['label column', 'value column']]), then answer "
-        "with what that cell prints."
+        f"label with its value ({example}), then answer with what that cell prints."
     )
 
 

@@ -72,6 +72,21 @@ def _date_format(texts):
         return found[0] if len(found) == 1 else None
     return _mixed_dates(sample)
 
+def _newest_first(written, fmt):
+    """A note when the rows run from the latest date back (a stock export): "the first
+    trading day of 2014" was answered from the first row, the last day (scratch,
+    2026-12-07)."""
+    import pandas as pd
+    if fmt == "mixed" or len(written) < 10:
+        return ""
+    dates = pd.to_datetime(written, format=fmt, errors="coerce").dropna()
+    if len(dates) < 0.9 * len(written) or not dates.is_monotonic_decreasing or dates.nunique() < 3:
+        return ""
+    name = _shown(written.name)
+    return (f"; the rows run newest first, from {written.iloc[0][:20]!r} back to "
+            f"{written.iloc[-1][:20]!r}: sort oldest first (df = df.sort_values({name}))"
+            " before taking a first or last row")
+
 def _mixed_dates(sample):
     """'mixed' when no one format parses the dates but the formats together parse nearly
     all ('2019-01-05' and '05/01/2019' in one column), else None."""
@@ -213,7 +228,7 @@ def _shape_issues(df):
                 lines.append(f"  ! {name} holds dates as text (e.g. {written.iloc[0][:20]!r}"
                              + (f", {_other_form(written)!r}" if fmt == "mixed" else "")
                              + f"): df[{name}] = pd.to_datetime(df[{name}]{padded}, "
-                             f"format={fmt!r})")
+                             f"format={fmt!r})" + _newest_first(written, fmt))
             continue
         paren = texts.str.fullmatch(r"\(\s*[$€£]?\s*(?:" + _GROUPED + "|" + _NUM + r")\s*\)")
         if not comma and paren.any() and (money | paren).mean() >= 0.8:

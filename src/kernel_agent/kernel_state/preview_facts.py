@@ -30,6 +30,8 @@ _MAX_SKIP = 50
 _MAX_SHOWN = 100
 _SEPARATORS = frozenset({",", ";", "\t", "|", r"\s+"})  # r"\s+": runs of blanks
 _ENCODING = re.compile(r"[A-Za-z0-9_.-]{1,20}")
+#: a text a file writes for a gap ('NA', 'n/a', '-'): no quote, backslash or line break
+_MARK = re.compile(r"[^'\"\\\n\r]{1,20}")
 #: a strftime format of the preview's list: %-codes and separators only
 _DATE_FORMAT = re.compile(r"(?:%[YymdbBHMS]|[-/.:, ]){2,30}")
 
@@ -49,6 +51,9 @@ class FileFacts:
     skipfooter: int = 0
     #: no header line: the first line is a row (``header=None``)
     headerless: bool = False
+    #: the only texts read as missing, when a text pandas reads as missing by default is a
+    #: code of its column ('NA' among 'AF', 'EU'): ``keep_default_na=False, na_values=kept``
+    kept: tuple[str, ...] | None = None
     #: True when the preview read it as delimited text (``pd.read_csv``)
     delimited: bool = False
     columns: tuple[str, ...] = ()
@@ -168,9 +173,20 @@ def _file_facts(entry: Any) -> FileFacts | None:
         spaced=read.get("spaced") is True,
         skipfooter=foot if type(foot := read.get("footer")) is int and 0 <= foot <= 5 else 0,
         headerless=read.get("headerless") is True,
+        kept=_kept(read.get("kept")),
         delimited=True,
         **common,  # type: ignore[arg-type]
     )
+
+
+def _kept(raw: Any) -> tuple[str, ...] | None:
+    """The gap marks of a read that keeps pandas' default missing texts: a list of up to 11
+    short strings with no quote or backslash, with the empty field first; else None."""
+    if not isinstance(raw, list) or not 1 <= len(raw) <= 11 or raw[0] != "":
+        return None
+    if not all(isinstance(m, str) and _MARK.fullmatch(m) for m in raw[1:]):
+        return None
+    return tuple(raw)
 
 
 def _named_columns(raw: Any, known: frozenset[str]) -> tuple[str, ...]:

@@ -222,10 +222,19 @@ def _frames(pd, path, kind, size):
                         "skip": skip, "spaced": spaced, "footer": footer,
                         "headerless": headless}
         call = _read_call(path, sep, encoding, decimal, skip, spaced, footer, headless)
+        codes = {}
         try:
             _NOW["na_text"], gaps = _na_text(pd, df, path, read, decimal)
             marks = ["", *gaps]
             _NOW["na_read"] = call[:-1] + f", keep_default_na=False, na_values={marks!r})"
+            codes = _codes(df, _NOW["na_text"])
+            if codes:  # read as the values they are, and the read call says so
+                df = pd.read_csv(path, keep_default_na=False, na_values=marks,
+                                 **({"decimal": ","} if decimal else {}), **read)
+                _NOW["read"]["kept"] = marks
+                call = _NOW["na_read"]
+                for c in codes:
+                    _NOW["na_text"].pop(c, None)
         except Exception:
             pass
         note = f"first {PARTIAL_ROWS} rows read of a large file" if big else ""
@@ -248,7 +257,12 @@ def _frames(pd, path, kind, size):
         if footer:
             what = "line is not a row" if footer == 1 else f"{footer} lines are not rows"
             note = (note + "; " if note else "") + f"the last {what} but a note below the table"
-        if sep != "," or encoding != "utf-8" or decimal or skip or spaced or headless or footer:
+        if codes:
+            held = ", ".join(f"{w!r} in {c!r}" for c, w in list(codes.items())[:3])
+            note = ((note + "; " if note else "") + f"{held} is a code like the column's "
+                    "others, not a gap")
+        if (sep != "," or encoding != "utf-8" or decimal or skip or spaced or headless or footer
+                or codes):
             note += "\n  read it with: df = " + call
         return [("", df, note)]
     if big:
@@ -346,6 +360,29 @@ def _na_text(pd, df, path, read, decimal):
     return ({c: {w[:20]: n for w, n in words.items() if columns_of.get(w, 0) == 1}
              for c, words in found.items() if any(columns_of.get(w, 0) == 1 for w in words)},
             gaps)
+
+def _codes(df, found):
+    """{column: text} of the texts pandas read as missing (``found``, from :func:`_na_text`)
+    written as every other value of their column is, letter case and digits alike: 'NA'
+    among 'AF', 'AS', 'EU' (the continents of a drinks file, where it is North America;
+    Namibia's code among countries'). Three other values at least."""
+    names = {str(c): c for c in df.columns[:200]}
+    codes = {}
+    for c, words in found.items():
+        if c not in names or getattr(df[names[c]], "ndim", 2) != 1:
+            continue  # a name used twice
+        others = {_shape(v) for v in df[names[c]].dropna().astype(str).unique()[:200]}
+        if df[names[c]].nunique() < 3 or len(others) != 1:
+            continue
+        code = next((w for w in words if {_shape(w)} == others), None)
+        if code is not None:
+            codes[c] = code
+    return codes
+
+def _shape(text):
+    """'NA' -> 'AA', 'Eu1' -> 'Aa9': the case of each letter, digits as 9, the rest kept."""
+    return "".join("A" if ch.isupper() else "a" if ch.islower() else "9" if ch.isdigit()
+                   else ch for ch in text[:40])
 
 def _na_text_lines(df):
     """A line for each column the task names (any, with no task) whose text pandas read as

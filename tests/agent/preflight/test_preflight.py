@@ -725,3 +725,22 @@ def test_an_explode_of_lists_written_as_text_reads_the_lists_first(fresh_kernel,
         "x = df[df.vote > 1].explode('genres')",  # not a name: left as written
     ):
         assert preflight(kept, facts) == kept
+
+
+def test_a_read_that_keeps_na_as_a_code_is_added_with_the_other_marks():
+    """A drinks file's continent 'NA' (North America), which pandas reads as missing: the
+    preview read it keeping the default texts; a cell's plain read gets the same options,
+    with a column's own gap mark ('?') among the marks; a read that says how to treat
+    missing texts is left alone."""
+    facts = {
+        "drinks.csv": FileFacts(
+            delimited=True, kept=("",), columns=("continent", "beer"), missing={"beer": ("?",)}
+        )
+    }
+    code = "df = pd.read_csv('drinks.csv')"
+    assert preflight(code, facts) == (
+        "df = pd.read_csv('drinks.csv', keep_default_na=False, na_values=['', '?'])"
+    )
+    for told in ("na_values=['x']", "keep_default_na=True"):
+        kept = f"df = pd.read_csv('drinks.csv', {told})"
+        assert preflight(kept, facts) == kept

@@ -108,7 +108,7 @@ class PandasPitfalls(Lever):
             )
         if label := preview_label(state.task, answer, state.cells, state.data_facts):
             return Ask(
-                prompt("preview_label", note=preview_label_note(label)),
+                prompt("preview_label", note=preview_label_note(label, state.task)),
                 notice="the answer names a label only the preview's rows show; asking again",
             )
         if outside := out_of_range(state.task, answer, self.ranges):

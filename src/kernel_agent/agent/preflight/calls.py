@@ -62,7 +62,10 @@ def _read_call_edits(call: ast.Call, facts: Mapping[str, FileFacts], span: Span)
         added.append(f"skipfooter={file.skipfooter}, engine='python'")  # the note below
     if file.headerless and not {"header", "names"} & set(keywords):
         added.append("header=None")  # the first line is a row, not names
-    if file.missing and file.delimited and not {"na_values", "keep_default_na"} & set(keywords):
+    if file.kept is not None and not {"na_values", "keep_default_na"} & set(keywords):
+        marks = [*file.kept, *sorted({m for ms in file.missing.values() for m in ms})]
+        added.append(f"keep_default_na=False, na_values={marks!r}")  # 'NA' is a code here
+    elif file.missing and file.delimited and not {"na_values", "keep_default_na"} & set(keywords):
         added.append(f"na_values={ {c: list(m) for c, m in file.missing.items()}!r}")
     edits += _header_kept(keywords, file, span)
     if added and not any(k.arg is None for k in call.keywords):  # no **kwargs to clash with
