@@ -361,29 +361,6 @@ def _na_text(pd, df, path, read, decimal):
              for c, words in found.items() if any(columns_of.get(w, 0) == 1 for w in words)},
             gaps)
 
-def _codes(df, found):
-    """{column: text} of the texts pandas read as missing (``found``, from :func:`_na_text`)
-    written as every other value of their column is, letter case and digits alike: 'NA'
-    among 'AF', 'AS', 'EU' (the continents of a drinks file, where it is North America;
-    Namibia's code among countries'). Three other values at least."""
-    names = {str(c): c for c in df.columns[:200]}
-    codes = {}
-    for c, words in found.items():
-        if c not in names or getattr(df[names[c]], "ndim", 2) != 1:
-            continue  # a name used twice
-        others = {_shape(v) for v in df[names[c]].dropna().astype(str).unique()[:200]}
-        if df[names[c]].nunique() < 3 or len(others) != 1:
-            continue
-        code = next((w for w in words if {_shape(w)} == others), None)
-        if code is not None:
-            codes[c] = code
-    return codes
-
-def _shape(text):
-    """'NA' -> 'AA', 'Eu1' -> 'Aa9': the case of each letter, digits as 9, the rest kept."""
-    return "".join("A" if ch.isupper() else "a" if ch.islower() else "9" if ch.isdigit()
-                   else ch for ch in text[:40])
-
 def _na_text_lines(df):
     """A line for each column the task names (any, with no task) whose text pandas read as
     missing: what it held, and the file read with only its own gaps missing: empty fields
