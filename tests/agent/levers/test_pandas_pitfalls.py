@@ -413,6 +413,29 @@ def test_a_row_wise_series_printed_for_one_total_is_noted_and_its_answer_goes_ba
     fake_llm.assert_drained()
 
 
+def test_the_row_wise_product_sent_again_under_the_note_runs_as_the_sum_of_the_product(
+    fake_llm, tmp_path
+):
+    """The scratch chipotle run (2026-12-07) sent ``a * b.sum()`` again under the note,
+    twice, and ended with no answer. Sent again, it runs as ``(a * b).sum()``, and the
+    notebook says which lever changed it."""
+    total = sum((1 + i % 3) * (10 + i % 7 + 0.5) for i in range(30))
+    again = "print('Total revenue:', df['qty'] * df['price'].sum())"
+    result = _run_on(
+        fake_llm, tmp_path / "orders.csv", ORDERS, REVENUE,
+        run_cell(PRECEDENCE),
+        run_cell(again),
+        text(f"The total revenue is {total}."),
+    )  # fmt: skip
+    assert f"Total revenue: {total}" in fake_llm.requests[2].last_user_text
+    assert result.status == "ok" and result.answer == f"The total revenue is {total}."
+    nb = nbformat.read(result.notebook, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code[1].source == "print('Total revenue:', (df['qty'] * df['price']).sum())"
+    assert "pandas_pitfalls" in code[1].metadata["kernel_agent"]["lever"]
+    fake_llm.assert_drained()
+
+
 RATINGS = "Branch,Rating\n" + "".join(f"{'NS'[i % 2]},{40 + i * 7 % 59}%\n" for i in range(30))
 RATING_MEAN = "What is the mean rating in percent, rounded to 2 decimals?"
 TWICE = (

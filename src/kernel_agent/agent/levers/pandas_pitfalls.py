@@ -51,6 +51,7 @@ from ..pitfalls import (
     slot_holds_many,
 )
 from ..preview_label import preview_label, preview_label_note
+from ..row_product import summed_product
 from ..slot_kind import not_a_count
 from ..slots import FILLED
 from ..state import Ask, TaskState
@@ -83,6 +84,8 @@ class PandasPitfalls(Lever):
         #: the range of each column a cell took a mean (median, extreme...) of, as the
         #: kernel reported it after that cell
         self.ranges: dict[tuple[str, str], ColumnRange] = {}
+        #: a cell printed one value per row where one value was asked (the note says so)
+        self.row_values = False
 
     def check_answer(self, state: TaskState, answer: str) -> Ask | None:
         if state.doubts:
@@ -122,6 +125,8 @@ class PandasPitfalls(Lever):
         # a condition a note showed meets no row, sent again: run it as the data writes
         # the value (the bundled model re-sent the cell unchanged under the note)
         fixed = refiltered(code, self.refilter)
+        if self.row_values:  # `a * b.sum()` sent again under the note: the sum of a product
+            fixed = summed_product(fixed if fixed is not None else code) or fixed
         return (fixed, "") if fixed is not None else None
 
     def probe(self, state: TaskState, code: str) -> dict[str, str]:
@@ -183,6 +188,7 @@ class PandasPitfalls(Lever):
                 "`pd.to_datetime`), then print the one asked."
             )
         if rows := rows_for_one_value(state.task, cell):
+            self.row_values = True
             return (
                 f"Note: the task asks for one value, and this cell printed {rows} values (a "
                 "Series, one per row), not one. Reduce them to the one asked: a total of a "
