@@ -236,3 +236,60 @@ def test_rows_that_run_newest_first_are_named(kernel, kernel_workdir, newest_fir
         "print(df.sort_values('Date').iloc[0]['Close'])",
     )
     assert got == "100\n"
+
+
+def test_several_values_in_a_cell_are_named_with_the_split(kernel, kernel_workdir):
+    """Netflix's listed_in ('Dramas, Comedies') and IMDB's genres ('Action|Drama'): "the
+    most common genre" needs one row per value. The split the preview prints, run as the
+    model would, counts each genre."""
+    genres = ["Dramas", "Comedies", "Documentaries", "Horror Movies"]
+    cells = [", ".join(genres[j % 4] for j in range(i, i + 1 + i % 3)) for i in range(40)]
+    piped = [c.replace(", ", "|") for c in cells]
+    rows = [f'{i},"{c}",{p}' for i, (c, p) in enumerate(zip(cells, piped, strict=True))]
+    folder = folder_with(
+        kernel_workdir, "several", {"n.csv": "id,listed_in,genre\n" + "\n".join(rows) + "\n"}
+    )
+    text = preview_of(kernel, folder, "the most common listed_in and genre")
+    fixes = [ln.split("one row per value: ", 1)[1] for ln in text.splitlines() if "per value" in ln]
+    assert len(fixes) == 2, text
+    want = pd.Series([g.strip() for c in cells for g in c.split(",")]).value_counts()
+    for fix in fixes:
+        got = run(
+            kernel, f"df = pd.read_csv('n.csv')\n{fix}\nprint(values.value_counts().to_dict())"
+        )
+        assert got == f"{want.to_dict()}\n"
+
+
+@pytest.mark.parametrize(
+    "cells",
+    [
+        [f"Smith{i % 9}, John{i % 5}" for i in range(40)],  # always two parts: a name
+        [f"The {i}th visit, and the {i + 1}th, were fine" for i in range(40)],  # a sentence
+    ],
+)
+def test_a_name_with_a_comma_or_a_sentence_is_one_value(kernel, kernel_workdir, cells):
+    rows = [f'{i},"{c}"' for i, c in enumerate(cells)]
+    folder = folder_with(
+        kernel_workdir, "one" + cells[0][:5], {"o.csv": "id,note\n" + "\n".join(rows)}
+    )
+    assert "several values" not in preview_of(kernel, folder, "note"), cells[0]
+
+
+def test_a_score_out_of_five_is_a_number_with_text(kernel, kernel_workdir):
+    """Zomato's rate ('4.1/5', 'NEW', '-'): its mean is of the first numbers."""
+    scores = [f"{1.5 + (i * 7 % 31) / 10:.1f}{'/5' if i % 2 else ' /5'}" for i in range(60)]
+    scores[::9] = ["NEW"] * len(scores[::9])
+    folder = folder_with(
+        kernel_workdir,
+        "rate",
+        {"z.csv": "name,rate\n" + "".join(f"r{i},{s}\n" for i, s in enumerate(scores))},
+    )
+    text = preview_of(kernel, folder, "the mean rate")
+    fix = next(ln for ln in text.splitlines() if "'rate' holds numbers with text" in ln)
+    got = run(
+        kernel,
+        f"df = pd.read_csv('z.csv')\ndf['rate'] = {fix.split('the first number: ')[1]}"
+        "\nprint(round(df['rate'].mean(), 4))",
+    )
+    want = pd.Series([float(s.split("/")[0]) for s in scores if s != "NEW"]).mean()
+    assert got == f"{round(want, 4)}\n"

@@ -110,6 +110,22 @@ def _newest_first(written, fmt):
             f"{written.iloc[-1][:20]!r}: sort oldest first (df = df.sort_values({name}))"
             " before taking a first or last row")
 
+def _several(texts):
+    """The separator of a column that holds several values in a cell ('Dramas, Comedies';
+    'Action|Adventure'), a number of them that differs from row to row, drawn from a few
+    short values that recur; else None. A name 'Smith, John' always has two parts, a
+    sentence's parts do not recur."""
+    sample = texts.head(2000)
+    for sep in (", ", "|", "; "):
+        counts = sample.str.count(re.escape(sep))
+        if (counts > 0).mean() < 0.2 or counts.nunique() < 2:
+            continue
+        parts = sample.str.split(sep, regex=False).explode().str.strip()
+        top = parts.value_counts()
+        if parts.str.len().max() <= 40 and top.iloc[0] >= 3 and len(top) <= 0.5 * len(parts):
+            return sep
+    return None
+
 def _mixed_dates(sample):
     """'mixed' when no one format parses the dates but the formats together parse nearly
     all ('2019-01-05' and '05/01/2019' in one column), else None."""
@@ -208,7 +224,7 @@ def _shape_issues(df):
             unit = texts.str.fullmatch(
                 r"[<>~≤≥]?=?\s*[$€£]?\s*(?:" + _GROUPED + "|" + _NUM + r")\s*"
                 r"(?:(?:-|–|to)\s*(?:" + _GROUPED + "|" + _NUM + r"))?\s*"
-                r"(?:%|[A-Za-zµ°/²³]{1,8}\.?)?(?:\+)?"
+                r"(?:%|[A-Za-zµ°/²³]{1,8}\.?|/\s*\d{1,3})?(?:\+)?"  # '4.1/5': out of 5
             )
             dates = written.str.contains(r"\d{1,4}[-/.:]\d{1,2}[-/.:]\d{1,4}|\d:\d\d|"
                                        r"\d{1,2}[ -][A-Z][a-z]{2}[ -]\d{2,4}|"
@@ -252,6 +268,15 @@ def _shape_issues(df):
                              + (f", {_other_form(written)!r}" if fmt == "mixed" else "")
                              + f"): df[{name}] = pd.to_datetime(df[{name}]{padded}, "
                              f"format={fmt!r})" + _newest_first(written, fmt))
+            continue
+        several = _several(written)
+        if several:
+            example = written[written.str.contains(several, regex=False)].iloc[0][:50]
+            said.append(f"  ! {name} holds several values in a cell, separated by {several!r} "
+                        f"(e.g. {example!r}): one row per value: values = df[{name}].str.split("
+                        f"{several.strip() or several!r}).explode().str.strip()")
+            if said is not lines:
+                aside.append((c, "several values a cell"))
             continue
         paren = texts.str.fullmatch(r"\(\s*[$€£]?\s*(?:" + _GROUPED + "|" + _NUM + r")\s*\)")
         if not comma and paren.any() and (money | paren).mean() >= 0.8:
