@@ -436,6 +436,33 @@ def test_the_row_wise_product_sent_again_under_the_note_runs_as_the_sum_of_the_p
     fake_llm.assert_drained()
 
 
+def test_a_group_total_times_a_column_is_noted_with_the_per_row_way(fake_llm, tmp_path):
+    """On a real kernel: the per-order quantity times the per-row price (the scratch
+    chipotle run, 2026-12-07) prints a mean from misaligned rows with no error; the note
+    names the pairing by index label and the per-row formula grouped after."""
+    paired = (
+        "import pandas as pd\ndf = pd.read_csv('orders.csv')\n"
+        "per_order = df.groupby('qty')['qty'].sum() * df['price']\nprint(per_order.mean())"
+    )
+    grouped = (
+        "print(round(df.assign(v=df['qty'] * df['price']).groupby('qty')['v'].sum().mean(), 2))"
+    )
+    rows = [(1 + i % 3, 10 + i % 7 + 0.5) for i in range(30)]
+    right = round(sum(q * p for q, p in rows) / 3, 2)
+    result = _run_on(
+        fake_llm, tmp_path / "orders.csv", ORDERS, "What is the average revenue per order?",
+        run_cell(paired),
+        run_cell(grouped),
+        text(f"The average revenue per order is {right}."),
+    )  # fmt: skip
+    seen = fake_llm.requests[1].last_user_text
+    assert "combines a Series of one value per 'qty' group" in seen
+    assert "df.assign(v=<the per-row formula>).groupby('qty')['v'].sum()" in seen
+    assert "combines a Series" not in fake_llm.requests[2].last_user_text
+    assert result.status == "ok" and result.answer == f"The average revenue per order is {right}."
+    fake_llm.assert_drained()
+
+
 RATINGS = "Branch,Rating\n" + "".join(f"{'NS'[i % 2]},{40 + i * 7 % 59}%\n" for i in range(30))
 RATING_MEAN = "What is the mean rating in percent, rounded to 2 decimals?"
 TWICE = (

@@ -5,7 +5,8 @@ count, a fraction for a percentage, another statistic than the named one (a test
 correlation, or a group's max where its mean was asked), normality read backwards, a
 ``pd.cut`` edge in the wrong bin, many values in a slot that asks one) and
 :mod:`..every_row`'s (a printed count that is every row of what the cell's condition
-read), :mod:`..slot_kind`'s (a number with a fraction in a slot that asks a count),
+read), :mod:`..group_alignment`'s (a groupby aggregate combined with a column, row against
+group), :mod:`..slot_kind`'s (a number with a fraction in a slot that asks a count),
 :mod:`..missing_rows`' (rows missing any value counted in one column),
 :mod:`..stated_rule`'s (a count or fence the task's outlier rule, recomputed in the
 kernel, does not give), :mod:`..empty_filter`'s (a condition of the cell's filter that no
@@ -31,6 +32,7 @@ from ..answers import FormatSpec
 from ..empty_filter import empty_filter, filter_probe, refiltered
 from ..empty_value import empty_note, empty_value
 from ..every_row import every_row_counted
+from ..group_alignment import misaligned
 from ..missing_rows import one_column_missing
 from ..named_value import unused_named_value
 from ..pitfalls import (
@@ -195,6 +197,10 @@ class PandasPitfalls(Lever):
                 "product is `(a * b).sum()` (the parentheses first: `a * b.sum()` multiplies "
                 "each row by the whole sum), a mean `.mean()`; then print only that value."
             )
+        if paired := misaligned(cell.code):
+            note = paired.note()
+            self.noted.update(dict.fromkeys(assigned_by(cell.code, GROUPED), note))
+            return note
         if wrong := not_a_count(state.task, render_cell(cell, budget=4000).text):
             return wrong.note()
         if normality_reversed(state.task, cell):
