@@ -275,13 +275,16 @@ def test_a_name_with_a_comma_or_a_sentence_is_one_value(kernel, kernel_workdir, 
     assert "several values" not in preview_of(kernel, folder, "note"), cells[0]
 
 
-def test_a_score_out_of_five_is_a_number_with_text(kernel, kernel_workdir):
-    """Zomato's rate ('4.1/5', 'NEW', '-'): its mean is of the first numbers."""
-    scores = [f"{1.5 + (i * 7 % 31) / 10:.1f}{'/5' if i % 2 else ' /5'}" for i in range(60)]
+@pytest.mark.parametrize("spaced", [True, False])
+def test_a_score_out_of_five_is_a_number_with_text(kernel, kernel_workdir, spaced):
+    """Zomato's rate ('4.1/5', 'NEW', '-'): its mean is of the first numbers. Written
+    '4.1/5' alone, it was taken for a date ('2.7/5' as day.month/year) and had no line."""
+    blank = " " if spaced else ""
+    scores = [f"{1.5 + (i * 7 % 31) / 10:.1f}{'/5' if i % 2 else blank + '/5'}" for i in range(60)]
     scores[::9] = ["NEW"] * len(scores[::9])
     folder = folder_with(
         kernel_workdir,
-        "rate",
+        f"rate{spaced}",
         {"z.csv": "name,rate\n" + "".join(f"r{i},{s}\n" for i, s in enumerate(scores))},
     )
     text = preview_of(kernel, folder, "the mean rate")

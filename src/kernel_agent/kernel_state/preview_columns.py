@@ -226,7 +226,8 @@ def _shape_issues(df):
                 r"(?:(?:-|–|to)\s*(?:" + _GROUPED + "|" + _NUM + r"))?\s*"
                 r"(?:%|[A-Za-zµ°/²³]{1,8}\.?|/\s*\d{1,3})?(?:\+)?"  # '4.1/5': out of 5
             )
-            dates = written.str.contains(r"\d{1,4}[-/.:]\d{1,2}[-/.:]\d{1,4}|\d:\d\d|"
+            dates = written.str.contains(r"\d{1,4}(?:-\d{1,2}-|/\d{1,2}/|\.\d{1,2}\.)\d{1,4}|"
+                                       r"\d:\d\d|"  # one separator twice: not '4.1/5'"
                                        r"\d{1,2}[ -][A-Z][a-z]{2}[ -]\d{2,4}|"
                                        r"[A-Z][a-z]{2,8} \d{1,2}, \d{4}")
         except Exception:
