@@ -296,3 +296,25 @@ def test_a_score_out_of_five_is_a_number_with_text(kernel, kernel_workdir, space
     )
     want = pd.Series([float(s.split("/")[0]) for s in scores if s != "NEW"]).mean()
     assert got == f"{round(want, 4)}\n"
+
+
+@pytest.mark.parametrize(
+    ("task", "shown"),
+    [
+        ("How many new_cases did Italy report in March?", True),
+        ("How many new_cases did Italy report in 2020?", True),
+        ("How many new_cases did Italy report?", False),
+    ],
+)
+def test_a_month_or_a_year_in_the_task_shows_the_date_fix(kernel, kernel_workdir, task, shown):
+    """A long-format covid file (scratch, 2026-12-07): "new cases in March 2020" named
+    new_cases, and the date column's fix went to the aside line ("leave them as they
+    are"), though the task selects by it."""
+    days = pd.date_range("2020-02-20", periods=40).strftime("%m/%d/%Y")
+    rows = [f"{d},Italy,{i}" for i, d in enumerate(days)]
+    folder = folder_with(
+        kernel_workdir, "covid", {"c.csv": "date,location,new_cases\n" + "\n".join(rows)}
+    )
+    text = preview_of(kernel, folder, task)
+    fix = "df['date'] = pd.to_datetime(df['date'], format='%m/%d/%Y')"
+    assert (fix in text) is shown, text

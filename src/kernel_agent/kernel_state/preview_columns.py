@@ -50,6 +50,10 @@ _MISSING_MARKS = {".", "?", "-", "--", "---", "_", "*", "missing", "not availabl
 _TIME_WORDS = re.compile(
     r"\b(?:date|day|week|month|year|time|season|quarter|hour|spell|consecutive|period|"
     r"annual|daily|decade|century)")
+#: a task that speaks of time: the words above, a month, or a year ("in March 2020")
+_TIME_ASKED = re.compile(
+    _TIME_WORDS.pattern[:-1] + r"|january|february|march|april|june|july|august|september|"
+    r"october|november|december|(?:1[89]|20)\d\d\b)")
 
 def _date_format(texts):
     """The one strftime format that parses (nearly) every value, else None: a local date
@@ -201,7 +205,7 @@ def _shape_issues(df):
         series = df[c]
         try:
             if (dated := _number_dates(series)) and (not focus or c in focus
-                                                     or _TIME_WORDS.search(FOCUS.lower())):
+                                                     or _TIME_ASKED.search(FOCUS.lower())):
                 lines.append(dated)
                 continue
             if series.dtype.kind == "f" and series.isna().any():
@@ -262,7 +266,7 @@ def _shape_issues(df):
             padded = ".str.strip()" if (values.astype(str) != written).any() else ""
             if fmt and not padded:  # preflight adds the format to a cell's to_datetime
                 _NOW.setdefault("dates", {})[str(c)] = fmt
-            if fmt and focus and c not in focus and not _TIME_WORDS.search(FOCUS):
+            if fmt and focus and c not in focus and not _TIME_ASKED.search(FOCUS.lower()):
                 aside.append((c, "dates"))
             elif fmt:
                 lines.append(f"  ! {name} holds dates as text (e.g. {written.iloc[0][:20]!r}"
