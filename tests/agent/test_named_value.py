@@ -181,9 +181,9 @@ def test_a_plural_names_its_value():
     """ "The mean age of programmers" (scratch, 2026-12-07): every user's mean age went out."""
     users = {
         "u.user": FileFacts(
-            delimited=True, columns=("occupation", "gender"),
+            delimited=True, columns=("occupation", "gender", "type"),
             values={"occupation": ("programmer", "student", "librarian"),
-                    "gender": ("male", "female")},
+                    "gender": ("male", "female"), "type": ("Movie", "TV Show")},
         )
     }  # fmt: skip
     idle = [cell("print(df['age'].mean())", "41.38")]
@@ -191,6 +191,7 @@ def test_a_plural_names_its_value():
         ("What is the mean age of programmers?", "programmer"),
         ("How old are the librarians on average?", "librarian"),
         ("What is the survival rate of females?", "female"),
+        ("How long are the movies on average?", "Movie"),
     ):
         hit = unused_named_value(task, idle, users)
         assert hit is not None and hit.value == value, task

@@ -254,8 +254,10 @@ def test_several_values_in_a_cell_are_named_with_the_split(kernel, kernel_workdi
     assert len(fixes) == 2, text
     want = pd.Series([g.strip() for c in cells for g in c.split(",")]).value_counts()
     for fix in fixes:
+        column = fix.split("'")[1]  # df['listed_in'] = ...
         got = run(
-            kernel, f"df = pd.read_csv('n.csv')\n{fix}\nprint(values.value_counts().to_dict())"
+            kernel,
+            f"df = pd.read_csv('n.csv')\n{fix}\nprint(df[{column!r}].value_counts().to_dict())",
         )
         assert got == f"{want.to_dict()}\n"
 

@@ -15,6 +15,7 @@ from typing import ParamSpec
 from ..kernel_state.namespace import VariableInfo
 from ..results import CellError, CellResult
 from .code_text import converted_columns, parse_python
+from .explode_hints import reindexed_hint
 from .imports import COMMON_ALIASES
 from .label_hints import labelled_lookup, labels_averaged, quoted_number
 from .precedence import precedence_slip
@@ -140,6 +141,8 @@ def error_hint(
         return _one_value(match.group(1), result.code)
     if _MASKS_COMBINED.search(error.evalue) and (masks := _masks_combined(error, result.code)):
         return masks
+    if error.ename == "ValueError" and (exploded := reindexed_hint(error.evalue, result.code)):
+        return exploded
     if error.ename == "KeyError" and (
         reread := _reread_dropped(
             error.evalue.strip().strip("'\""), result.code, before or {}, earlier

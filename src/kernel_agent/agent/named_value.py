@@ -91,11 +91,14 @@ def _word_of(task: str, text: str) -> bool:
     in any case ('MALE' for "male"), one in small letters also capitalized ('male' for
     "Male passengers"), but a capitalized value not in small letters: "how many are left"
     does not name 'Left' (the held-out survey chain, where W.Hnd holds it). A plural names
-    its value: "the mean age of programmers" names 'programmer', "females" 'female' (scratch,
-    2026-12-07: the age of every user was answered, and no note came)."""
+    its value, in any case: "the mean age of programmers" names 'programmer', "movies"
+    'Movie' (scratch, 2026-12-07: the age of every user, the length of every title, went
+    out, and no note came)."""
     for m in re.finditer(rf"(?<!\w)({re.escape(text)})(?:e?s)?(?!\w)", task, re.I):
         written = m.group(1)
         if written == text or text.isupper() or (text.islower() and written.lower() == text):
+            return True
+        if m.group(0) != written:  # a plural is a noun: "movies" names 'Movie'
             return True
     return False
 

@@ -278,8 +278,8 @@ def _shape_issues(df):
         if several:
             example = written[written.str.contains(several, regex=False)].iloc[0][:50]
             said.append(f"  ! {name} holds several values in a cell, separated by {several!r} "
-                        f"(e.g. {example!r}): one row per value: values = df[{name}].str.split("
-                        f"{several.strip() or several!r}).explode().str.strip()")
+                        f"(e.g. {example!r}): one row per value: df[{name}] = df[{name}].str."
+                        f"split({several!r}); df = df.explode({name})")
             if said is not lines:
                 aside.append((c, "several values a cell"))
             continue

@@ -463,6 +463,34 @@ def test_a_group_total_times_a_column_is_noted_with_the_per_row_way(fake_llm, tm
     fake_llm.assert_drained()
 
 
+def test_a_groups_share_out_of_every_row_is_noted_with_its_own_count(fake_llm, tmp_path):
+    """On a real kernel: female survivors out of every passenger (the scratch titanic run,
+    2026-12-07, answered 31.7 for 77.3); the note names the group's own count, and the
+    share out of it goes out."""
+    rows = [("female" if i % 3 == 0 else "male", int(i % 3 == 0 and i % 4 != 0 or i % 7 == 0))
+            for i in range(60)]  # fmt: skip
+    body = "Sex,Survived\n" + "".join(f"{s},{v}\n" for s, v in rows)
+    females = [v for s, v in rows if s == "female"]
+    right = round(100 * sum(females) / len(females), 1)
+    wrong = (
+        "import pandas as pd\ndf = pd.read_csv('titanic.csv')\n"
+        "print(round(df[df['Sex'] == 'female']['Survived'].sum() / df['Survived'].count() * 100, 1))"
+    )
+    result = _run_on(
+        fake_llm, tmp_path / "titanic.csv", body,
+        "What percentage of female passengers survived? Round to 1 decimal.",
+        run_cell(wrong),
+        run_cell("print(round(df[df['Sex'] == 'female']['Survived'].mean() * 100, 1))"),
+        text(f"{right}% of female passengers survived."),
+    )  # fmt: skip
+    seen = fake_llm.requests[1].last_user_text
+    assert "the task asks for a share of the 'female' rows" in seen
+    assert "len(df[df['Sex'] == 'female'])" in seen
+    assert "share of the 'female' rows" not in fake_llm.requests[2].last_user_text
+    assert result.status == "ok" and result.answer == f"{right}% of female passengers survived."
+    fake_llm.assert_drained()
+
+
 RATINGS = "Branch,Rating\n" + "".join(f"{'NS'[i % 2]},{40 + i * 7 % 59}%\n" for i in range(30))
 RATING_MEAN = "What is the mean rating in percent, rounded to 2 decimals?"
 TWICE = (

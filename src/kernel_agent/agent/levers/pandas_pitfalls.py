@@ -6,7 +6,8 @@ correlation, or a group's max where its mean was asked), normality read backward
 ``pd.cut`` edge in the wrong bin, many values in a slot that asks one) and
 :mod:`..every_row`'s (a printed count that is every row of what the cell's condition
 read), :mod:`..group_alignment`'s (a groupby aggregate combined with a column, row against
-group), :mod:`..slot_kind`'s (a number with a fraction in a slot that asks a count),
+group), :mod:`..rate_base`'s (a share of a group out of every row), :mod:`..slot_kind`'s
+(a number with a fraction in a slot that asks a count),
 :mod:`..missing_rows`' (rows missing any value counted in one column),
 :mod:`..stated_rule`'s (a count or fence the task's outlier rule, recomputed in the
 kernel, does not give), :mod:`..empty_filter`'s (a condition of the cell's filter that no
@@ -53,6 +54,7 @@ from ..pitfalls import (
     slot_holds_many,
 )
 from ..preview_label import preview_label, preview_label_note
+from ..rate_base import whole_base
 from ..row_product import summed_product
 from ..slot_kind import not_a_count
 from ..slots import FILLED
@@ -62,6 +64,10 @@ from ..value_range import ColumnRange, out_of_range, range_note, range_probe, ra
 from .base import AskBudget, Lever
 
 __all__ = ["PandasPitfalls"]
+
+
+#: a statement that divides (it keeps a share a note questioned)
+_DIVISION = re.compile(r"(?<![/])/(?![/=])")
 
 
 class PandasPitfalls(Lever):
@@ -200,6 +206,10 @@ class PandasPitfalls(Lever):
         if paired := misaligned(cell.code):
             note = paired.note()
             self.noted.update(dict.fromkeys(assigned_by(cell.code, GROUPED), note))
+            return note
+        if share := whole_base(state.task, cell.code):
+            note = share.note()
+            self.noted.update(dict.fromkeys(assigned_by(cell.code, _DIVISION), note))
             return note
         if wrong := not_a_count(state.task, render_cell(cell, budget=4000).text):
             return wrong.note()
