@@ -132,12 +132,21 @@ class NoRow:
     rows: int
     holds: str
     instead: str | None = None
+    #: ``instead`` compares the column's dates in ISO form (:mod:`.dated_filter`), written
+    #: on the host from the preview's format: not tested in the kernel
+    dated: bool = False
 
     def note(self) -> str:
         head = (
             f"Note: no row meets `{self.condition}` (0 of {self.rows:,} rows), so what this "
             f"cell printed is computed from nothing. `{self.column}` holds {self.holds}. "
         )
+        if self.instead and self.dated:
+            return head + (
+                "Its dates are written in another form than the value asked. Compared as "
+                f"dates in the form asked: `{self.instead}`. Run the cell again with that "
+                "condition."
+            )
         if self.instead:
             return head + (
                 f"Rows do meet `{self.instead}`: the data writes the value so. Run the cell "

@@ -732,6 +732,42 @@ def test_the_same_filter_sent_again_runs_with_the_value_as_the_data_writes_it(fa
     fake_llm.assert_drained()
 
 
+COVID = "date,location,new_cases\n" + "".join(
+    f"{d:%m/%d/%Y},Italy,{i}\n" for i, d in enumerate(pd.date_range("2020-02-20", periods=40))
+)
+ISO_MONTH = (
+    "import pandas as pd\ndf = pd.read_csv('covid.csv')\n"
+    "print(df[df['date'].str.contains('2020-03')]['new_cases'].sum())"
+)
+
+
+def test_an_iso_month_on_dates_written_otherwise_runs_on_the_dates_in_iso_form(fake_llm, tmp_path):
+    """On a real kernel: '2020-03' looked for in dates written '03/15/2020' (the scratch
+    covid run, 2026-12-07, printed 0 and sent the cell again). The note gives the condition
+    on the dates in ISO form, from the preview's format, and the cell sent again runs with
+    it: its sum is March's."""
+    march = sum(i for i, d in enumerate(pd.date_range("2020-02-20", periods=40)) if d.month == 3)
+    result = _run_on(
+        fake_llm, tmp_path / "covid.csv", COVID, "How many new cases were there in March 2020?",
+        run_cell(ISO_MONTH),
+        run_cell(ISO_MONTH.replace("import pandas as pd\n", "")),
+        text(f"There were {march} new cases."),
+    )  # fmt: skip
+    seen = fake_llm.requests[1].last_user_text
+    iso = (
+        "pd.to_datetime(df['date'], format='%m/%d/%Y').dt.strftime('%Y-%m-%d')"
+        ".str.contains('2020-03')"
+    )
+    assert "Its dates are written in another form than the value asked" in seen and iso in seen
+    assert f"{march}" in fake_llm.requests[2].last_user_text
+    assert result.status == "ok" and result.answer == f"There were {march} new cases."
+    code = [c for c in nbformat.read(result.notebook, as_version=4).cells if c.cell_type == "code"]
+    assert (
+        iso in code[-1].source and "pandas_pitfalls" in code[-1].metadata["kernel_agent"]["lever"]
+    )
+    fake_llm.assert_drained()
+
+
 @pytest.mark.parametrize(
     ("path", "body", "task", "code", "answer", "printed"),
     [

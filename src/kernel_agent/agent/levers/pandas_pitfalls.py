@@ -25,11 +25,13 @@ columns it was taken of, as the kernel reported them: :mod:`..value_range`).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ...llm.view import render_cell
 from ...prompts import prompt
 from ...results import CellResult
 from ..answers import FormatSpec
+from ..dated_filter import dated_condition
 from ..empty_filter import empty_filter, filter_probe, refiltered
 from ..empty_value import empty_note, empty_value
 from ..every_row import every_row_counted
@@ -248,6 +250,11 @@ class PandasPitfalls(Lever):
             self.questioned[str(counted.whole.count)] = counted.note()
             return counted.note()
         if no_row := empty_filter(cell):
+            dates = {c: f for file in state.data_facts.values() for c, f in file.dates.items()}
+            if no_row.instead is None and (
+                iso := dated_condition(no_row.condition, no_row.column, dates)
+            ):
+                no_row = replace(no_row, instead=iso, dated=True)
             if no_row.instead:
                 self.refilter[no_row.condition] = no_row.instead
             return no_row.note()
