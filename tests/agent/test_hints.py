@@ -306,6 +306,24 @@ def test_a_date_parse_error_points_at_the_previews_date_format():
     assert "dayfirst=True" in alone
 
 
+def test_dt_on_dates_as_text_gets_the_previews_parse_line_not_a_number_fix():
+    """The scratch Netflix run (2026-12-07): `.dt.year` on 'September 9, 2019' text; with
+    no date hint the model took the preview's first-number fix for another column, got the
+    day of the month and counted 2019 as 19."""
+    told = [
+        "  ! 'date_added' holds dates as text (e.g. 'October 25, 2020'): df['date_added'] = "
+        "pd.to_datetime(df['date_added'].str.strip(), format='%B %d, %Y')\n"
+        "  ! 'duration' holds numbers with text ('5 Seasons', '76 min'); the first number: ..."
+    ]
+    err = "Can only use .dt accessor with datetimelike values"
+    code = "df['year'] = df['date_added'].dt.year"
+    hint = error_hint(failed(code, "AttributeError", err), {}, told=told)
+    assert "holds dates as text" in hint and "format='%B %d, %Y'" in hint
+    assert "duration" not in hint and "first number" not in hint
+    alone = error_hint(failed(code, "AttributeError", err), {})
+    assert "pd.to_datetime" in alone
+
+
 def test_a_misspelt_name_gets_the_one_the_cell_assigns():
     code = "full_professors = df[df['rank'] == 'Prof']\nq3 = full_professor['salary'].quantile(.75)"
     ns = {"df": VariableInfo("df", "DataFrame", columns=("rank", "salary"))}

@@ -444,6 +444,12 @@ def _data_shape_hint(ename: str, evalue: str, code: str, told: str) -> str:
             "filter on a value spelt otherwise, a groupby by the wrong key, pct_change or "
             "diff within one-row groups). Print len() and .head() of each step, and fix it."
         )
+    if ename == "AttributeError" and "Can only use .dt accessor" in evalue:
+        dated = [line for line in _SHAPE_LINE.findall(told) if "dates as text" in line]
+        named = [line for line in dated if _names_a_column(line, code)] or dated[:1]
+        return "Hint: that column holds dates as text: parse it with pd.to_datetime first" + (
+            ". The data preview said: " + named[0] if named else ", then use .dt."
+        )
     if ename == "AttributeError" and "Can only use .str accessor" in evalue:
         return "Hint: that column is already numeric: drop the `.str` step and use it as it is."
     return ""

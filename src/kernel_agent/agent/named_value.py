@@ -46,7 +46,8 @@ class NamedValue:
         return (
             f"Note: the task names {named} value of the column {self.column!r}), but no "
             "cell selected the rows with it, so the value printed is of every row. Select "
-            f"those rows first ({select}) and compute the value again from them in a new cell."
+            f"those rows first ({select}), keep every other condition the cell had (join "
+            "them with &), and compute the value again from them in a new cell."
         )
 
 
