@@ -4,19 +4,23 @@ Pure functions of the code's text: :func:`normalize_code` (two cells that differ
 blank lines are one), :func:`parse_python` (the ast, or None), :func:`typed_values_only`
 (a cell that only prints constants computed nothing), :func:`reads_only` (an expression
 that can be evaluated again without changing anything), :func:`converted_columns` (the
-columns a cell converts from text itself).
+columns a cell converts from text itself), :func:`column_frame` (the frame a column is
+read from) and :func:`rewritten` (the code with some one-line expressions written anew).
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 __all__ = [
     "called_name",
+    "column_frame",
     "converted_columns",
     "normalize_code",
     "parse_python",
     "reads_only",
+    "rewritten",
     "typed_values_only",
 ]
 
@@ -166,3 +170,33 @@ def converted_columns(tree: ast.Module) -> set[str]:
         elif isinstance(node, ast.Call) and called_name(node) in _CONVERSIONS:
             found |= columns(node)
     return found
+
+
+def column_frame(node: ast.expr) -> str | None:
+    """``X`` of a column ``X['a']`` or ``X.a`` of a named frame; else None."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+        key = node.slice
+        return (
+            node.value.id if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+        )
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.value.id
+    return None
+
+
+def rewritten(code: str, tree: ast.Module, anew: Callable[[ast.AST], str | None]) -> str | None:
+    """``code`` with each expression of ``tree`` (its parse) that ``anew`` gives a text for,
+    and that stands on one line, replaced by that text; None when there is none."""
+    lines = code.splitlines(keepends=True)
+    spans = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.expr) or node.lineno != node.end_lineno:
+            continue
+        if node.end_col_offset is not None and (new := anew(node)) is not None:
+            spans.append((node.lineno - 1, node.col_offset, node.end_col_offset, new))
+    if not spans:
+        return None
+    for row, start, end, new in sorted(spans, reverse=True):  # right to left: offsets hold
+        line = lines[row].encode()
+        lines[row] = (line[:start] + new.encode() + line[end:]).decode()
+    return "".join(lines)

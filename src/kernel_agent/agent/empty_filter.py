@@ -31,7 +31,7 @@ from typing import Any, TypeGuard
 from ..kernel_state.expressions import expression_json, kernel_call
 from ..llm.view import render_cell
 from ..results import CellResult
-from .code_text import parse_python, reads_only
+from .code_text import parse_python, reads_only, rewritten
 
 __all__ = ["NoRow", "empty_filter", "filter_probe"]
 
@@ -184,18 +184,13 @@ def refiltered(code: str, instead: Mapping[str, str]) -> str | None:
     tree = parse_python(code)
     if tree is None or not instead:
         return None
-    lines = code.splitlines(keepends=True)
-    spans = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Compare | ast.Call) and (new := instead.get(ast.unparse(node))):
-            if node.lineno == node.end_lineno and node.end_col_offset is not None:
-                spans.append((node.lineno - 1, node.col_offset, node.end_col_offset, new))
-    if not spans:
-        return None
-    for row, start, end, new in sorted(spans, reverse=True):  # right to left: offsets hold
-        line = lines[row].encode()
-        lines[row] = (line[:start] + new.encode() + line[end:]).decode()
-    return "".join(lines)
+    return rewritten(
+        code,
+        tree,
+        lambda node: (
+            instead.get(ast.unparse(node)) if isinstance(node, ast.Compare | ast.Call) else None
+        ),
+    )
 
 
 # ------------------------------------------------------------------ the conditions

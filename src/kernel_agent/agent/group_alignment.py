@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from .code_text import parse_python
+from .code_text import column_frame, parse_python
 
 __all__ = ["Misaligned", "misaligned"]
 
@@ -63,7 +63,7 @@ def misaligned(code: str) -> Misaligned | None:
             if grouped is None:
                 continue
             frame, key = grouped
-            if _column_of(other) == frame:
+            if column_frame(other) == frame:
                 return Misaligned(ast.unparse(node), frame, key, ast.unparse(other))
     return None
 
@@ -89,15 +89,3 @@ def _grouped(node: ast.expr) -> tuple[str, str] | None:
     ):
         return None
     return inner.func.value.id, ast.unparse(inner.args[0])
-
-
-def _column_of(node: ast.expr) -> str | None:
-    """The frame ``X`` of a column ``X['a']`` or ``X.a``."""
-    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-        key = node.slice
-        return (
-            node.value.id if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
-        )
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        return node.value.id
-    return None

@@ -14,7 +14,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from .code_text import parse_python
+from .code_text import column_frame, parse_python
 
 __all__ = ["WholeBase", "whole_base"]
 
@@ -130,13 +130,4 @@ def _whole(node: ast.expr) -> str | None:
 
 def _frame(node: ast.expr) -> str | None:
     """``X`` itself, or of a column ``X['c']`` / ``X.c`` (no mask)."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-        key = node.slice
-        return (
-            node.value.id if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
-        )
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        return node.value.id
-    return None
+    return node.id if isinstance(node, ast.Name) else column_frame(node)

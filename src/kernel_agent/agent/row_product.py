@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from .code_text import parse_python
+from .code_text import column_frame, parse_python, rewritten
 
 __all__ = ["summed_product"]
 
@@ -22,20 +22,7 @@ def summed_product(code: str) -> str | None:
     tree = parse_python(code)
     if tree is None:
         return None
-    lines = code.splitlines(keepends=True)
-    spans = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.BinOp):
-            continue
-        fixed = _fixed(node)
-        if fixed and node.lineno == node.end_lineno and node.end_col_offset is not None:
-            spans.append((node.lineno - 1, node.col_offset, node.end_col_offset, fixed))
-    if not spans:
-        return None
-    for row, start, end, new in sorted(spans, reverse=True):  # right to left: offsets hold
-        line = lines[row].encode()
-        lines[row] = (line[:start] + new.encode() + line[end:]).decode()
-    return "".join(lines)
+    return rewritten(code, tree, lambda node: _fixed(node) if isinstance(node, ast.BinOp) else None)
 
 
 def _fixed(node: ast.BinOp) -> str | None:
@@ -43,7 +30,11 @@ def _fixed(node: ast.BinOp) -> str | None:
         return None
     for column, summed in ((node.left, node.right), (node.right, node.left)):
         inner = _summed(summed)
-        if inner is not None and _frame(column) is not None and _frame(column) == _frame(inner):
+        if (
+            inner is not None
+            and column_frame(column) is not None
+            and column_frame(column) == column_frame(inner)
+        ):
             return f"({ast.unparse(column)} * {ast.unparse(inner)}).sum()"
     return None
 
@@ -58,16 +49,4 @@ def _summed(node: ast.expr) -> ast.expr | None:
         and node.func.attr == "sum"
     ):
         return node.func.value
-    return None
-
-
-def _frame(node: ast.expr) -> str | None:
-    """``X`` of a column ``X['a']`` or ``X.a`` of a named frame."""
-    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-        key = node.slice
-        return (
-            node.value.id if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
-        )
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        return node.value.id
     return None
