@@ -51,6 +51,16 @@ def test_a_year_written_with_four_digits_on_a_two_digit_column_is_told_the_range
     assert "Rows do meet `df['Yr'] == 65`: the data writes the value so" in note
 
 
+@pytest.mark.parametrize("held", [np.arange(1, 32), np.arange(1, 13), np.arange(1, 29) * 1.0])
+def test_a_column_of_days_or_months_is_not_taken_for_two_digit_years(held):
+    # "in 2019" on a column of days: 19 is a day, not the year (seen on a Netflix file)
+    frame = pd.DataFrame({"day": np.resize(held, 180), "RPT": np.linspace(2.0, 35.0, 180)})
+    code = "n = (frame['day'] == 2019).sum()\nprint(f'@titles[{n}]')"
+    note = noted(code, "@titles[0]\n", {"frame": frame, "pd": pd})
+    assert note is not None and "no row meets `frame['day'] == 2019`" in note
+    assert "Rows do meet" not in note and f"from 1 to {int(held.max())}" in note
+
+
 def test_a_value_spelt_otherwise_is_told_with_the_values_spelt_like_it():
     code = "sub = df[df['loc'] == 'ros']\nprint(sub['RPT'].corr(sub['Yr']))"
     note = noted(code, "nan\n")

@@ -11,7 +11,12 @@ from datetime import datetime, timezone
 import pytest
 
 from kernel_agent.agent.hints import error_hint
-from kernel_agent.agent.label_hints import labelled_lookup, labels_averaged, quoted_number
+from kernel_agent.agent.label_hints import (
+    labelled_lookup,
+    labels_averaged,
+    quoted_number,
+    years_as_columns,
+)
 from kernel_agent.kernel_state.namespace import NAMESPACE_EXPRESSION, VariableInfo, parse_summary
 from kernel_agent.results import CellError, CellResult
 
@@ -117,3 +122,22 @@ def test_a_hostile_preview_line_is_read_in_bounded_time_and_quoted_short():
         hint = labels_averaged("df['a'].mean()", told[:65536])
         assert time.monotonic() - start < 2.0
         assert len(hint) < 600, len(hint)
+
+
+def test_a_year_column_asked_of_a_wide_table_gets_the_years_as_columns(kernel):
+    code = (
+        "import pandas as pd\n"
+        "wb = pd.DataFrame({'Country Name': ['A', 'B', 'C'], '1990': [60e6, 2e6, 51e6],\n"
+        "                   '2000': [70e6, 3e6, 49e6], '2020': [80e6, 4e6, 55e6]})\n"
+        "print(len(wb[(wb['Year'] == 1990) & (wb['Value'] > 50e6)]))"
+    )
+    result, namespace = ran(kernel, code)
+    assert result.error is not None and result.error.ename == "KeyError"
+    hint = error_hint(result, namespace)
+    assert "wb is wide, one column per year ('1990' ... '2020'" in hint, hint
+    assert "one row per 'Country Name'" in hint and "wb[wb['2020'] > x]" in hint
+    fixed = kernel.execute("print(len(wb[wb['1990'] > 50e6]))", timeout=30)
+    assert stdout(fixed) == "2\n"
+    # a name that is no year, or a frame without year columns: the usual hints
+    assert years_as_columns("Country", namespace) == ""
+    assert years_as_columns("Year", {"d": VariableInfo("d", "DataFrame", columns=("a",))}) == ""

@@ -303,6 +303,32 @@ def test_preview_names_the_read_call_that_works_for_each_separator_and_encoding(
     assert check.ok and stdout(check) == "['id', 'price', 'name'] 10.0\n", (out, check.outputs)
 
 
+def test_identifiers_with_a_letter_are_codes_not_numbers_with_a_few_bad(kernel, kernel_workdir):
+    """Online Retail: 'C536379' is a cancelled invoice; read as a number it is lost."""
+    folder = kernel_workdir / "retail"
+    folder.mkdir(exist_ok=True)
+    n = 60
+    frame = pd.DataFrame(
+        {
+            "InvoiceNo": [f"C{536400 + i}" if i % 9 == 0 else str(536300 + i) for i in range(n)],
+            "StockCode": [f"{85000 + i}B" if i % 7 == 0 else str(22700 + i) for i in range(n)],
+            "streams": [str(1_000_000 + i) for i in range(n)],
+            "Quantity": list(range(n)),
+        }
+    )
+    frame.loc[7, "streams"] = "BPM110KeyAModeMajor"  # one corrupt row is no code
+    frame.loc[8, "streams"] = "12x"  # nor a value of fewer digits than the numbers
+    frame.to_csv(folder / "retail.csv", index=False)
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    out = preview(kernel, budget_chars=4000)
+    assert "'streams' holds numbers stored as text (2 not numbers" in out, out
+    assert "'InvoiceNo' holds" not in out and "'StockCode' holds" not in out, out
+    asked = {"p": data_preview_expression(facts=True)}
+    found = kernel.execute("", timeout=60, user_expressions=asked).user_expressions["p"]
+    facts = split_facts(parse_text_expression(found) or "")[1]["retail.csv"]
+    assert facts.numeric == ("streams",), facts  # preflight converts no code column
+
+
 def test_preview_flags_numbers_stored_as_text_and_its_fix_makes_them_numbers(
     kernel, kernel_workdir
 ):

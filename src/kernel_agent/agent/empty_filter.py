@@ -83,7 +83,10 @@ def result(mask, column, literals, retest):
     x = literals[0] if retest is not None and len(literals) == 1 else None
     if s.dtype.kind in "iuf":
         found = dict(found, kind="number", low=float(s.min()), high=float(s.max()))
-        if isinstance(x, int) and 1900 <= x < 2100 and meets(x % 100):
+        # days or months (every one of 1..12 held, none above 31) are no two-digit years
+        held = set(s[s == s.round()].astype(int)) if bool((s == s.round()).all()) else set()
+        days = set(range(1, 13)) <= held <= set(range(1, 32))
+        if isinstance(x, int) and 1900 <= x < 2100 and not days and meets(x % 100):
             found["instead"] = x % 100  # a two-digit year
         return found
     if s.dtype.kind in "mM":

@@ -17,7 +17,7 @@ from ..results import CellError, CellResult
 from .code_text import converted_columns, parse_python
 from .explode_hints import reindexed_hint
 from .imports import COMMON_ALIASES
-from .label_hints import labelled_lookup, labels_averaged, quoted_number
+from .label_hints import labelled_lookup, labels_averaged, quoted_number, years_as_columns
 from .precedence import precedence_slip
 from .slots import CODE_LINE, OPENING
 
@@ -156,6 +156,8 @@ def error_hint(
         key = error.evalue.strip().strip("'\"")
         if one_column := _one_column(frames):
             return one_column + _read_line(result.code, told)
+        if wide := years_as_columns(key, namespace):
+            return wide
         if lost := _read_lost_column(key, result.code, "\n".join(told)):
             return lost
         if re.fullmatch(r"-?\d+", key) and (

@@ -7,7 +7,9 @@ Three errors a person fixes in seconds that kept a small model failing on scratc
   label 1, never the position, so a series labelled 'No'/'Yes' raises ``KeyError: 1``;
 - ``df['Churn'].mean()`` on a column of 'No'/'Yes': "Cannot perform reduction 'mean'
   with string dtype". The share of one label is the mean of a comparison;
-- ``df['3']`` on a file read with ``header=None``, whose columns are the numbers 0, 1 ...
+- ``df['3']`` on a file read with ``header=None``, whose columns are the numbers 0, 1 ...;
+- ``df['Year'] == 1990`` on a wide table (World Bank's), whose years are its columns
+  '1960' ... '2020', each holding that year's values (a long table was assumed).
 
 Each reads only the cell's code, the error, the kernel's summary of its variables or
 the data preview's "few distinct values" line the model was shown (kernel text: only
@@ -24,7 +26,7 @@ from collections.abc import Mapping
 from ..kernel_state.namespace import VariableInfo
 from .code_text import parse_python
 
-__all__ = ["labelled_lookup", "labels_averaged", "quoted_number"]
+__all__ = ["labelled_lookup", "labels_averaged", "quoted_number", "years_as_columns"]
 
 #: reductions that need numbers
 _REDUCTIONS = frozenset({"mean", "sum", "median", "std", "var"})
@@ -65,6 +67,24 @@ def quoted_number(evalue: str, namespace: Mapping[str, VariableInfo]) -> str:
                 f"Hint: {info.name}'s columns are numbers (a file read with header=None), "
                 f"not text: write {info.name}[{key}], without quotes. To name them, read "
                 "the file with names=[...]."
+            )
+    return ""
+
+
+def years_as_columns(key: str, namespace: Mapping[str, VariableInfo]) -> str:
+    """``KeyError: 'Year'`` on a frame whose columns are the years themselves."""
+    if not re.fullmatch(r"(?i)\s*(?:years?|yr|date|time|period|value|values)\s*", key):
+        return ""
+    for info in namespace.values():
+        columns = info.columns or ()
+        years = [c for c in columns if re.fullmatch(r"(?:1[89]|20)\d\d", c)]
+        if len(years) >= 3:
+            return (
+                f"Hint: there is no column {key!r}: {info.name} is wide, one column per year "
+                f"({years[0]!r} ... {years[-1]!r}, text names), each holding that year's "
+                f"values, one row per {columns[0]!r} (if one). A year's values are "
+                f"{info.name}[{years[-1]!r}]: filter with "
+                f"{info.name}[{info.name}[{years[-1]!r}] > x], with no year condition."
             )
     return ""
 

@@ -76,3 +76,15 @@ def test_an_answer_stating_an_earlier_cells_value_is_kept() -> None:
     assert ask is not None and "n = 6" in ask.message
     wrong = StatesResult().on_answer(TaskState(task, cells=cells), "15! is 42.")
     assert wrong is not None
+
+
+def test_an_answer_leaving_out_an_asked_part_goes_back_with_the_parts() -> None:
+    task = "Which country had the largest population in 2020, and what was it?"
+    cells = [ok("print(df.loc[df['2020'].idxmax(), 'Country Name'])", "China\n")]
+    lever = StatesResult()
+    ask = lever.on_answer(TaskState(task, cells=cells), "Yes")
+    assert ask is not None and "- what was it" in ask.message and "China" in ask.message
+    assert lever.on_answer(TaskState(task, cells=cells), "Yes") is None, "once per task"
+    done = [ok("print(name, pop)", "China 1402112000\n")]
+    stated = "China, with 1402112000 people."
+    assert StatesResult().on_answer(TaskState(task, cells=done), stated) is None

@@ -429,6 +429,26 @@ def test_an_answer_slot_written_as_code_becomes_its_print():
     assert preflight(broken, {}) == broken  # still not Python once printed: left as written
 
 
+def test_a_column_name_with_its_own_quote_in_it_is_written_as_python_writes_it():
+    """``'Chiffre d'affaires (EUR)'``: four SyntaxErrors in a row, 2026-12-08."""
+    facts = {"v.csv": FileFacts(sep=";", columns=("Région", "Chiffre d'affaires (EUR)"))}
+    held = {"t": VariableInfo("t", "DataFrame", columns=('Say "hi"', "it's"))}
+    code = """s = df.groupby('Région')['Chiffre d'affaires (EUR)'].sum()
+print(s.idxmax(), s.max())
+print(t["Say "hi""].sum(), t['it's'].mean())"""
+    assert (
+        preflight(code, facts, held)
+        == """s = df.groupby('Région')["Chiffre d'affaires (EUR)"].sum()
+print(s.idxmax(), s.max())
+print(t['Say "hi"'].sum(), t["it's"].mean())"""
+    )
+    # a cell that parses, or that would not parse even so, is left as written
+    for kept in ("""x = "Chiffre d'affaires (EUR)" """, "x = 'Chiffre d'affaires (EUR)' + ("):
+        assert preflight(kept, facts, held) == kept
+    # a quote of a name the data does not have is not guessed at
+    assert preflight("df['Nom d'usage']", facts, held) == "df['Nom d'usage']"
+
+
 @pytest.mark.parametrize(
     "stated",
     [

@@ -12,6 +12,7 @@ import re
 from ...llm.view import render_cell
 from ...prompts import prompt
 from ..answers import decimal_places, numbers_in
+from ..asked_parts import missing_parts
 from ..state import Ask, TaskState
 from .base import AskBudget, Lever
 
@@ -41,6 +42,17 @@ class StatesResult(Lever):
     budget = AskBudget(asks=1, then="accept")
 
     def check_answer(self, state: TaskState, answer: str) -> Ask | None:
+        parts = missing_parts(state.task, answer, set(_all_printed(state)))
+        if parts:
+            return Ask(
+                prompt(
+                    "asked_parts",
+                    count=f"{len(parts)} values" if len(parts) > 1 else "a value",
+                    parts="\n".join(f"- {part}" for part in parts),
+                    printed=(_last_output(state) or "(nothing)")[-1500:],
+                ),
+                notice="the answer leaves out a value the task asks for; asking again",
+            )
         if not _ASKS_FOR_VALUE.search(state.task):
             return None
         last = _last_output(state)

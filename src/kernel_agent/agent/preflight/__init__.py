@@ -41,7 +41,11 @@ writes them into the cell instead, before it runs:
   pandas 3's copy-on-write (a warning, and the mean of the unfilled column): it becomes
   ``df['Age'] = df['Age'].fillna(m)``;
 - **an answer slot written as code**: a line ``@name[expr]`` (Python reads a decorator;
-  the cell cannot parse) becomes the ``print`` that shows it.
+  the cell cannot parse) becomes the ``print`` that shows it;
+- **a name with its own quote in it**: ``df['Chiffre d'affaires (EUR)']`` cannot parse
+  (the model sent it four times, each a ``SyntaxError``); a cell that does not parse has
+  each column name that holds a quote, written between that quote, written as Python
+  writes the name (``"Chiffre d'affaires (EUR)"``), when the cell then parses.
 
 Nothing is guessed: a name with two candidates, a cell that renames columns (or a task
 that did; the strip the preview advises, ``df.columns = df.columns.str.strip()``, is
@@ -92,7 +96,7 @@ def preflight(
 
     ``scipy``: the kernel's scipy version ("" when unknown: only the tests that have taken
     ``nan_policy`` since scipy 1.9 get it)."""
-    code = _slot_lines(code, namespace or {})
+    code = _quoted_names(_slot_lines(code, namespace or {}), facts, namespace or {})
     tree = parse_python(code)
     if tree is None or not facts:
         return code
@@ -177,6 +181,23 @@ def _stripped(file: FileFacts) -> FileFacts:
         whole=names(file.whole),
         values={c.strip(): v for c, v in file.values.items()},
     )
+
+
+# ------------------------------------------------------------------ names with a quote
+def _quoted_names(
+    code: str, facts: Mapping[str, FileFacts], namespace: Mapping[str, VariableInfo]
+) -> str:
+    """A cell that cannot parse, with each column name that holds a quote and is written
+    between that quote (``'d'affaires'``) written as Python writes it, if it then parses."""
+    if ("'" not in code and '"' not in code) or parse_python(code) is not None:
+        return code
+    names = {c for file in facts.values() for c in file.columns}
+    names.update(c for info in namespace.values() for c in info.columns or ())
+    fixed = code
+    for name in sorted(names, key=len, reverse=True):
+        for quote in {"'", '"'} & set(name):
+            fixed = fixed.replace(quote + name + quote, repr(name))
+    return fixed if fixed != code and parse_python(fixed) is not None else code
 
 
 # ------------------------------------------------------------------ answer slots as code
