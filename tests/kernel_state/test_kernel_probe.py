@@ -329,6 +329,40 @@ def test_identifiers_with_a_letter_are_codes_not_numbers_with_a_few_bad(kernel, 
     assert facts.numeric == ("streams",), facts  # preflight converts no code column
 
 
+def test_an_identifier_the_task_counts_that_repeats_gets_nunique(kernel, kernel_workdir):
+    """chipotle: 'How many orders were made?' counts order_id's values, not its lines."""
+    folder = kernel_workdir / "orders"
+    folder.mkdir(exist_ok=True)
+    frame = pd.DataFrame(
+        {
+            "order_id": [1 + i // 3 for i in range(90)],  # three lines an order
+            "InvoiceNo": [str(500 + i) for i in range(90)],  # unique: no line
+            "item_name": ["Chips", "Bowl", "Soda"] * 30,
+            "quantity": [1 + i % 2 for i in range(90)],
+        }
+    )
+    frame.to_csv(folder / "orders.tsv", sep="\t", index=False)
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+
+    def told(task: str) -> str:
+        expression = data_preview_expression(budget_chars=4000, focus=task)
+        result = kernel.execute("", timeout=60, user_expressions={"p": expression})
+        return parse_text_expression(result.user_expressions["p"]) or ""
+
+    out = told("How many orders were made, and how many invoices?")
+    line = "! 'order_id' repeats (30 distinct values in 90 rows): one order has several rows"
+    assert line in out and "count orders with df['order_id'].nunique()" in out, out
+    assert "'InvoiceNo' repeats" not in out
+    fixed = kernel.execute(
+        "import pandas as pd\nprint(pd.read_csv('orders.tsv', sep='\\t')['order_id'].nunique())",
+        timeout=30,
+    )
+    assert stdout(fixed) == "30\n"
+    # a task that counts no orders, or names no identifier, is told nothing of it
+    for task in ("What is the mean quantity?", "How many rows mention Chips?", ""):
+        assert "repeats" not in told(task), task
+
+
 def test_preview_flags_numbers_stored_as_text_and_its_fix_makes_them_numbers(
     kernel, kernel_workdir
 ):
@@ -734,6 +768,11 @@ def test_preview_names_dates_in_two_formats_and_dates_stored_as_numbers(kernel, 
     run += "\nprint((df['Order Date'] == df['date_id']).all(), (df['timestamp'] == df['date_id']).all())"
     check = kernel.execute(run, timeout=30)
     assert stdout(check) == "True True\n", (out, check.outputs)
+    # preflight reads yyyymmdd numbers as text with their format (a fact of the file)
+    asked = {"p": data_preview_expression(facts=True)}
+    found = kernel.execute("", timeout=60, user_expressions=asked).user_expressions["p"]
+    facts = split_facts(parse_text_expression(found) or "")[1]["orders.csv"]
+    assert facts.dates.get("date_id") == "%Y%m%d" and "timestamp" not in facts.dates, facts
 
 
 def test_preview_names_lists_written_as_text_and_its_fix_reads_them(kernel, kernel_workdir):

@@ -172,6 +172,7 @@ def _number_dates(series):
         return ""
     name = repr(str(series.name))
     if known.between(19000101, 21001231).all() and (known // 100 % 100).between(1, 12).all():
+        _NOW.setdefault("dates", {})[str(series.name)] = "%Y%m%d"  # preflight: as text
         return (f"  ! {name} holds dates as numbers (e.g. {int(known.iloc[0])}): df[{name}] = "
                 f"pd.to_datetime(df[{name}].astype(str), format='%Y%m%d')")
     if known.between(315532800, 4102444800).all():  # 1980 to 2100, in seconds
@@ -194,6 +195,10 @@ def _shape_issues(df):
         total = ""
     if total:
         lines.append(total)
+    try:
+        lines += _repeated_ids(df)
+    except Exception:
+        pass
     focus = set(_mentioned(df.columns))
     aside = []
     if spaced:
@@ -375,6 +380,30 @@ def _coded(numbers, odd):
         return False
     width = numbers.str.len().mode().iloc[0]
     return bool((odd.str.count(r"\d") == width).mean() >= 0.8)
+
+
+def _repeated_ids(df):
+    """An identifier column whose things the task counts ('how many orders' on 'order_id',
+    'invoices' on 'InvoiceNo') and whose values repeat: a thing has several rows, so the
+    rows are no count of them (chipotle's 4,622 lines hold 1,834 orders)."""
+    task = FOCUS.lower()
+    lines = []
+    for c in df.columns[:200]:
+        m = re.fullmatch(r"([A-Za-z][A-Za-z ]*?)(?:[ _.-]+(?i:id|no|num|number|code|key)"
+                         r"|ID|Id|No|Num|Number|Code|Key)", str(c).strip())
+        stem = m.group(1).strip().lower() if m else ""
+        counted = (r"(?:\bhow many|\bnumber of|\bcount(?: of| the)?)\s+(?:[a-z-]+\s+){0,2}?"
+                   + re.escape(stem) + r"(?:s|es)?\b|\bper\s+" + re.escape(stem) + r"\b")
+        if len(stem) < 3 or not re.search(counted, task):
+            continue
+        known = df[c].dropna()
+        n, distinct = len(known), int(known.nunique())
+        if 1 < distinct < 0.9 * n:
+            name = _shown(c)
+            lines.append(f"  ! {name} repeats ({distinct} distinct values in {n} rows): one {stem} has "
+                         f"several rows; count {stem}s with df[{name}].nunique() (of the rows "
+                         f"kept: df.loc[mask, {name}].nunique()), not rows")
+    return lines[:2]
 
 
 def _total_row(df):

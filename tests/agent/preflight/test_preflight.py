@@ -415,6 +415,31 @@ def test_to_datetime_of_a_date_column_gets_the_format_that_parses_it():
         assert preflight(kept, FACTS) == kept
 
 
+def test_to_datetime_of_dates_written_as_numbers_reads_them_as_text(kernel):
+    """20190314 as a number is 20190314 ns after 1970: every row on 1970-01-01."""
+    facts = {"s.csv": FileFacts(columns=("date", "revenue"), dates={"date": "%Y%m%d"})}
+    cells = {
+        "df['date'] = pd.to_datetime(df['date'])": "pd.to_datetime(df['date'].astype(str), "
+        "format='%Y%m%d')",
+        "df['date'] = pd.to_datetime(df['date'], format='%Y%m%d')": "pd.to_datetime("
+        "df['date'].astype(str), format='%Y%m%d')",
+    }
+    for code, fixed in cells.items():
+        assert preflight(code, facts) == "df['date'] = " + fixed
+    for kept in (
+        "df['date'] = pd.to_datetime(df['date'].astype(str))",
+        "x = pd.to_datetime(df['date'], unit='s')",
+    ):
+        assert preflight(kept, facts) == kept
+    run = kernel.execute(
+        "import pandas as pd\ndf = pd.DataFrame({'date': [20190314, 20190401]})\n"
+        + preflight("df['date'] = pd.to_datetime(df['date'])", facts)
+        + "\nprint(df['date'].dt.month.tolist())",
+        timeout=30,
+    )
+    assert run.ok and "".join(o.get("text", "") for o in run.outputs) == "[3, 4]\n"
+
+
 def test_an_answer_slot_written_as_code_becomes_its_print():
     code = "m = 2.5\n@mean_mass[m]\n@verdict[significant]\nfor i in [1]:\n    @n[len([1, i])]"
     fixed = preflight(code, {}, {"m": VariableInfo("m", "float")})

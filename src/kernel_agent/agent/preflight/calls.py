@@ -126,16 +126,21 @@ def _date_format_edits(
     wanted = formats.pop()
     keywords = {k.arg: k for k in call.keywords if k.arg}
     given = keywords.get("format")
+    # 20190314 read as a number is 20190314 ns after 1970 unless it is text first
+    as_text = [_Edit(*span(call.args[0]), f"{ast.unparse(call.args[0])}.astype(str)")]
+    if wanted != "%Y%m%d" or keywords.keys() & {"unit", "origin"}:
+        as_text = []
     if given is None:
-        if keywords.keys() & {"dayfirst", "yearfirst", "infer_datetime_format"} or any(
+        if keywords.keys() & {"dayfirst", "yearfirst", "infer_datetime_format", "unit"} or any(
             k.arg is None for k in call.keywords
         ):
             return []
-        return [_added_arguments(call, span, f"format={wanted!r}")]
+        return [*as_text, _added_arguments(call, span, f"format={wanted!r}")]
     value = given.value
     if isinstance(value, ast.Constant) and isinstance(value.value, str):
         if value.value != wanted and value.value not in ("mixed", "ISO8601"):
-            return [_Edit(*span(value), repr(wanted))]
+            return [*as_text, _Edit(*span(value), repr(wanted))]
+        return as_text if value.value == wanted else []
     return []
 
 
