@@ -400,9 +400,9 @@ def _repeated_ids(df):
         n, distinct = len(known), int(known.nunique())
         if 1 < distinct < 0.9 * n:
             name = _shown(c)
-            lines.append(f"  ! {name} repeats ({distinct} distinct values in {n} rows): one {stem} has "
-                         f"several rows; count {stem}s with df[{name}].nunique() (of the rows "
-                         f"kept: df.loc[mask, {name}].nunique()), not rows")
+            lines.append(f"  ! {name} repeats ({distinct} distinct values in {n} rows): one "
+                         f"{stem} has several rows; count {stem}s with df[{name}].nunique() "
+                         f"(of the rows kept: df.loc[mask, {name}].nunique()), not rows")
     return lines[:2]
 
 
