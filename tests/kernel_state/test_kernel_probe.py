@@ -363,6 +363,31 @@ def test_an_identifier_the_task_counts_that_repeats_gets_nunique(kernel, kernel_
         assert "repeats" not in told(task), task
 
 
+def test_header_lines_repeated_inside_a_joined_export_are_named_with_the_drop(
+    kernel, kernel_workdir
+):
+    folder = kernel_workdir / "joined"
+    folder.mkdir(exist_ok=True)
+    chunk = "stamp,device,temp\n" + "".join(
+        f"2023-03-0{1 + i % 9},D{i % 3},2{i % 10}.5\n" for i in range(30)
+    )
+    (folder / "log.csv").write_text(chunk * 3)  # three exports, each with its header
+    twin = "name,kind\nname,a\nb,kind\nc,d\n"  # a value that is its column's name: no header
+    (folder / "twin.csv").write_text(twin)
+    assert kernel.execute(f"import os; os.chdir({str(folder)!r})", timeout=30).ok
+    out = preview(kernel, budget_chars=4000)
+    line = "! 2 rows repeat the header line (files joined together): drop them first: "
+    assert line + "df = df[df['stamp'] != 'stamp'].reset_index(drop=True)" in out, out
+    assert out.count("repeat the header line") == 1, out
+    run = kernel.execute(
+        "import pandas as pd\ndf = pd.read_csv('log.csv')\n"
+        "df = df[df['stamp'] != 'stamp'].reset_index(drop=True)\n"
+        "print(len(df), pd.to_numeric(df['temp']).mean())",
+        timeout=30,
+    )
+    assert stdout(run) == "90 25.0\n", run.outputs
+
+
 def test_preview_flags_numbers_stored_as_text_and_its_fix_makes_them_numbers(
     kernel, kernel_workdir
 ):

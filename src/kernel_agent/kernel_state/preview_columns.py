@@ -196,7 +196,7 @@ def _shape_issues(df):
     if total:
         lines.append(total)
     try:
-        lines += _repeated_ids(df)
+        lines += _header_rows(df) + _repeated_ids(df)
     except Exception:
         pass
     focus = set(_mentioned(df.columns))
@@ -380,6 +380,24 @@ def _coded(numbers, odd):
         return False
     width = numbers.str.len().mode().iloc[0]
     return bool((odd.str.count(r"\d") == width).mean() >= 0.8)
+
+
+def _header_rows(df):
+    """Rows that are the header line again (exports joined together): every value of the
+    row is its column's name. They make every column text and count as rows."""
+    text = [c for c in df.columns[:50] if df[c].dtype == object or str(df[c].dtype) == "str"]
+    if len(text) < 2 or len(text) < len(df.columns[:50]):
+        return []
+    same = None
+    for c in text:
+        hit = df[c].astype(str).str.strip() == str(c).strip()
+        same = hit if same is None else same & hit
+    k = int(same.sum())
+    if not k:
+        return []
+    first = _shown(text[0])
+    return [f"  ! {k} rows repeat the header line (files joined together): drop them first: "
+            f"df = df[df[{first}] != {first}].reset_index(drop=True); then convert the columns"]
 
 
 def _repeated_ids(df):
