@@ -14,6 +14,8 @@ def test_grounding_check_questions_numbers_no_output_shows_once() -> None:
     st = TaskState("sum the evens", cells=[ok("print(2550)", "2550\n")])
     ask = lever.on_answer(st, "The sum is 255.")
     assert ask is not None and "255" in ask.message and ask.notice
+    # a count no cell printed is computed, not restated (2813 "readings", 2026-12-08)
+    assert "write a cell that computes and prints it" in ask.message
     assert lever.on_answer(st, "The sum is 255.") is None
     again = lever.for_task()  # a new task
     assert (

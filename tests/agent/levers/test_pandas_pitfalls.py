@@ -491,6 +491,32 @@ def test_a_groups_share_out_of_every_row_is_noted_with_its_own_count(fake_llm, t
     fake_llm.assert_drained()
 
 
+def test_a_summed_count_for_rows_with_at_least_one_is_noted_with_the_comparison(fake_llm, tmp_path):
+    """On a real kernel: failures per male student for the share with one (scratch,
+    2026-12-08, answered 40.88 for 28.18)."""
+    rows = [("M" if i % 2 else "F", (i * 7) % 4 if i % 3 == 0 else 0) for i in range(60)]
+    body = "sex,failures\n" + "".join(f"{s},{f}\n" for s, f in rows)
+    males = [f for s, f in rows if s == "M"]
+    right = round(100 * sum(f >= 1 for f in males) / len(males), 2)
+    wrong = (
+        "import pandas as pd\ndf = pd.read_csv('students.csv')\nm = df[df['sex'] == 'M']\n"
+        "print(round(m['failures'].sum() / len(m) * 100, 2))"
+    )
+    result = _run_on(
+        fake_llm, tmp_path / "students.csv", body,
+        "What percentage of male students have at least one past failure? Round to 2 decimals.",
+        run_cell(wrong),
+        run_cell("print(round((m['failures'] >= 1).mean() * 100, 2))"),
+        text(f"{right}% of male students have at least one past failure."),
+    )  # fmt: skip
+    seen = fake_llm.requests[1].last_user_text
+    assert "adds up 'failures': a row with 3 counts 3" in seen, seen
+    assert "(m['failures'] >= 1).mean()" in seen
+    assert "adds up" not in fake_llm.requests[2].last_user_text
+    assert result.status == "ok" and str(right) in result.answer
+    fake_llm.assert_drained()
+
+
 RATINGS = "Branch,Rating\n" + "".join(f"{'NS'[i % 2]},{40 + i * 7 % 59}%\n" for i in range(30))
 RATING_MEAN = "What is the mean rating in percent, rounded to 2 decimals?"
 TWICE = (

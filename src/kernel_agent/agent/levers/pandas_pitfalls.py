@@ -6,7 +6,8 @@ correlation, or a group's max where its mean was asked), normality read backward
 ``pd.cut`` edge in the wrong bin, many values in a slot that asks one) and
 :mod:`..every_row`'s (a printed count that is every row of what the cell's condition
 read), :mod:`..group_alignment`'s (a groupby aggregate combined with a column, row against
-group), :mod:`..rate_base`'s (a share of a group out of every row), :mod:`..slot_kind`'s
+group), :mod:`..rate_base`'s (a share of a group out of every row), :mod:`..at_least_one`'s
+(rows with at least one of a thing counted as a sum), :mod:`..slot_kind`'s
 (a number with a fraction in a slot that asks a count),
 :mod:`..missing_rows`' (rows missing any value counted in one column),
 :mod:`..stated_rule`'s (a count or fence the task's outlier rule, recomputed in the
@@ -31,6 +32,7 @@ from ...llm.view import render_cell
 from ...prompts import prompt
 from ...results import CellResult
 from ..answers import FormatSpec
+from ..at_least_one import summed_count
 from ..dated_filter import dated_condition
 from ..empty_filter import empty_filter, filter_probe, refiltered
 from ..empty_value import empty_note, empty_value
@@ -213,6 +215,8 @@ class PandasPitfalls(Lever):
             note = share.note()
             self.noted.update(dict.fromkeys(assigned_by(cell.code, _DIVISION), note))
             return note
+        if summed := summed_count(state.task, cell.code):
+            return summed.note()
         if wrong := not_a_count(state.task, render_cell(cell, budget=4000).text):
             return wrong.note()
         if normality_reversed(state.task, cell):
