@@ -311,9 +311,13 @@ def test_identifiers_with_a_letter_are_codes_not_numbers_with_a_few_bad(kernel, 
     frame = pd.DataFrame(
         {
             "InvoiceNo": [f"C{536400 + i}" if i % 9 == 0 else str(536300 + i) for i in range(n)],
-            "StockCode": [f"{85000 + i}B" if i % 7 == 0 else str(22700 + i) for i in range(n)],
+            "StockCode": [
+                f"{85000 + i}{'ABGF'[i % 4]}" if i % 7 == 0 else str(22700 + i) for i in range(n)
+            ],
             "streams": [str(1_000_000 + i) for i in range(n)],
             "Quantity": list(range(n)),
+            "weight": [f"{50 + i}kg" if i % 4 == 0 else str(50 + i) for i in range(n)],
+            "installs": [f"{100 + i}K" if i % 4 == 0 else str(100 + i) for i in range(n)],
         }
     )
     frame.loc[7, "streams"] = "BPM110KeyAModeMajor"  # one corrupt row is no code
@@ -323,6 +327,8 @@ def test_identifiers_with_a_letter_are_codes_not_numbers_with_a_few_bad(kernel, 
     out = preview(kernel, budget_chars=4000)
     assert "'streams' holds numbers stored as text (2 not numbers" in out, out
     assert "'InvoiceNo' holds" not in out and "'StockCode' holds" not in out, out
+    assert "'weight' holds numbers with text" in out, out  # a unit, written small
+    assert "'installs' holds numbers with a scale letter" in out, out
     asked = {"p": data_preview_expression(facts=True)}
     found = kernel.execute("", timeout=60, user_expressions=asked).user_expressions["p"]
     facts = split_facts(parse_text_expression(found) or "")[1]["retail.csv"]

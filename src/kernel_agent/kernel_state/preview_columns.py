@@ -297,8 +297,8 @@ def _shape_issues(df):
                         ".str.replace(r'[,$€£\\s]', '', regex=True), errors='coerce')")
             continue
         odd = texts[~money]
-        if money.mean() >= 0.8 and _coded(texts[plain], odd):
-            continue  # identifiers ('C536379' among '536365'): no numbers with a few bad
+        if plain.mean() >= 0.5 and _coded(texts[plain], texts[~plain]):
+            continue  # identifiers ('C536379' among '536365'): no numbers with text
         example = ", ".join(repr(v[:30]) for v in written[~money].drop_duplicates().head(2))
         if money.mean() >= 0.8 and (grouped.any() or not plain.all()):
             _NOW.setdefault("numeric", []).append(str(c))
@@ -370,14 +370,17 @@ def _shape_issues(df):
     return lines[:8]
 
 def _coded(numbers, odd):
-    """Identifiers, not numbers with a few bad values: every value that is no number is a
-    number's digits with up to three letters before or after ('C536379' among '536365', a
-    cancelled invoice; '85099B' among '22745'), as many digits as the numbers mostly have,
-    in two values or more. One corrupt row ('BPM110KeyAModeMajor') is no code."""
+    """Identifiers, not numbers with a few bad values or with units: every value that is no
+    number is a number's digits with up to three capitals before or after ('C536379' among
+    '536365', a cancelled invoice; '85099B' among '22745'), as many digits as the numbers
+    mostly have, in two values or more. One corrupt row ('BPM110KeyAModeMajor'), a unit
+    ('50kg') and a scale letter ('350K') are no codes."""
     if odd.nunique() < 2 or not len(numbers) or not numbers.str.fullmatch(r"\d+").all():
         return False
-    if not odd.str.fullmatch(r"[A-Za-z]{1,3}\d+|\d+[A-Za-z]{1,3}").all():
-        return False
+    if not odd.str.fullmatch(r"[A-Z]{1,3}\d+|\d+[A-Z]{1,3}").all():
+        return False  # a unit is written small ('50kg')
+    if set(odd.str.replace(r"\d+", "", regex=True)) <= {"K", "M", "B"}:
+        return False  # a scale letter ('350K')
     width = numbers.str.len().mode().iloc[0]
     return bool((odd.str.count(r"\d") == width).mean() >= 0.8)
 
