@@ -22,6 +22,10 @@ FEMALE = "What percentage of female passengers survived? Round to 1 decimal."
          "df[df.Sex == 'female']"),
         ("What is the survival rate among males?", "print(df.loc[df.Sex == 'male', 'Survived'].sum() / df.Survived.size)",
          "df[df.Sex == 'male']"),
+        # a one-letter code for the word (the scratch student file, 2026-12-08: 12.91 for 28.18)
+        ("What percentage of male students have at least one past failure?",
+         "m = df[(df['sex'] == 'M') & (df['failures'] >= 1)]\nprint(len(m) / len(df) * 100)",
+         "df[df['sex'] == 'M']"),
     ],
 )  # fmt: skip
 def test_a_groups_share_out_of_every_row_is_found(task, code, subset):
@@ -44,6 +48,9 @@ def test_a_groups_share_out_of_every_row_is_found(task, code, subset):
         # another frame's rows
         (FEMALE, "print(df[df.Sex == 'female'].Survived.sum() / len(other))"),
         (FEMALE, "print(df[df.Sex == 'female'].Survived.sum() /"),
+        # a one-letter code that starts no word the share is "of"
+        ("What share of all students are male and failed?",
+         "print(len(df[(df.sex == 'M') & (df.failures > 0)]) / len(df))"),
     ],
 )  # fmt: skip
 def test_a_share_out_of_the_groups_own_rows_or_of_every_row_asked_is_not(task, code):

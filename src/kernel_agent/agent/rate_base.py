@@ -92,12 +92,13 @@ def _subset(
 
 def _share_of(task: str, value: str) -> bool:
     """The task asks a share of ``value``'s rows: "of (the) female passengers", "among
-    women", "rate of males"."""
+    women", "rate of males", or "of male students" for the code 'M'."""
     if not 1 <= len(value) <= 60 or not re.search(r"[^\W\d_]", value):
         return False
+    # a code of one capital stands for a word it starts: 'M' for "of male students"
+    word = rf"{re.escape(value)}\w*" if re.fullmatch(r"[A-Z]", value) else re.escape(value)
     return (
-        re.search(rf"\b(?:of|among)\s+(?:the\s+|all\s+)?{re.escape(value)}(?:e?s)?\b", task, re.I)
-        is not None
+        re.search(rf"\b(?:of|among)\s+(?:the\s+|all\s+)?{word}(?:e?s)?\b", task, re.I) is not None
     )
 
 
