@@ -415,6 +415,28 @@ def test_to_datetime_of_a_date_column_gets_the_format_that_parses_it():
         assert preflight(kept, FACTS) == kept
 
 
+def test_a_numbered_column_of_a_headerless_file_is_not_quoted(kernel, kernel_workdir):
+    """``filtered['0']`` on iris.data read with header=None: KeyError '0', four times."""
+    facts = {"iris.data": FileFacts(headerless=True, columns=("0", "1", "2", "3", "4"))}
+    code = (
+        "df = pd.read_csv('iris.data', header=None)\nwide = df[df[3] > 1.5]\n"
+        "print(len(wide), round(wide['0'].mean(), 2), df.groupby('4')[['1', '2']].mean().shape)"
+    )
+    fixed = preflight(code, facts)
+    assert fixed == code.replace("'0'", "0").replace("'4'", "4").replace("['1', '2']", "[1, 2]")
+    (kernel_workdir / "iris.data").write_text(
+        "5.1,3.5,1.4,0.2,a\n6.3,3.3,6.0,2.5,b\n7.1,3.0,5.9,2.1,b\n"
+    )
+    run = kernel.execute("import pandas as pd\n" + fixed, timeout=30)
+    assert run.ok and "".join(o.get("text", "") for o in run.outputs) == "2 6.7 (2, 2)\n"
+    # a quoted number another file names, or no headerless file: left as written
+    named = {**facts, "b.csv": FileFacts(columns=("0", "x"))}
+    assert preflight("m = df['0'].mean()", named) == "m = df['0'].mean()"
+    assert preflight("m = df['0'].mean()", {"b.csv": FileFacts(columns=("x",))}) == (
+        "m = df['0'].mean()"
+    )
+
+
 def test_to_datetime_of_dates_written_as_numbers_reads_them_as_text(kernel):
     """20190314 as a number is 20190314 ns after 1970: every row on 1970-01-01."""
     facts = {"s.csv": FileFacts(columns=("date", "revenue"), dates={"date": "%Y%m%d"})}

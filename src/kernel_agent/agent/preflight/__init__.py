@@ -42,6 +42,8 @@ writes them into the cell instead, before it runs:
   ``df['Age'] = df['Age'].fillna(m)``;
 - **an answer slot written as code**: a line ``@name[expr]`` (Python reads a decorator;
   the cell cannot parse) becomes the ``print`` that shows it;
+- **a numbered column quoted**: ``df['0']`` of a file the preview read with no header
+  line (its columns are the numbers 0, 1 ...) is ``df[0]``;
 - **a name with its own quote in it**: ``df['Chiffre d'affaires (EUR)']`` cannot parse
   (the model sent it four times, each a ``SyntaxError``); a cell that does not parse has
   each column name that holds a quote, written between that quote, written as Python
@@ -118,6 +120,7 @@ def preflight(
     if stripped:
         facts = {name: _stripped(file) for name, file in facts.items()}
     renames = {name: value for name, value in _column_fixes(tree, code, facts, namespace, earlier)}
+    numbered = _numbered_columns(facts)
     edits: list[_Edit] = []
     for node, name in _column_strings(tree, namespace, stores=True):
         if name in renames:
@@ -133,6 +136,7 @@ def preflight(
     edits += _paired_gaps_edits(tree, span)
     edits += _int_cast_edits(tree, facts, renames, span)
     edits += _date_part_edits(tree, code, facts, namespace or {}, earlier, span)
+    edits += [_Edit(*span(n), v) for n, v in _column_strings(tree, namespace) if v in numbered]
     if not edits:
         return code
     out = encoded
@@ -181,6 +185,16 @@ def _stripped(file: FileFacts) -> FileFacts:
         whole=names(file.whole),
         values={c.strip(): v for c, v in file.values.items()},
     )
+
+
+# ------------------------------------------------------------------ numbered columns
+def _numbered_columns(facts: Mapping[str, FileFacts]) -> frozenset[str]:
+    """'0', '1' ...: the columns of a file read with no header line are the numbers 0, 1 ...,
+    which ``df['0']`` does not find (``KeyError: '0'``, sent four times in a row); empty
+    when another previewed file has a column of that name."""
+    numbered = {str(i) for f in facts.values() if f.headerless for i in range(len(f.columns))}
+    named = {c for f in facts.values() if not f.headerless for c in f.columns}
+    return frozenset(numbered - named) if not numbered & named else frozenset()
 
 
 # ------------------------------------------------------------------ names with a quote
