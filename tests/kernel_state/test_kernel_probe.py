@@ -779,6 +779,7 @@ def test_preview_names_dates_in_two_formats_and_dates_stored_as_numbers(kernel, 
             ],
             "date_id": days.strftime("%Y%m%d").astype(int),
             "timestamp": (days - pd.Timestamp("1970-01-01")) // pd.Timedelta("1s"),
+            "issued_at": (days - pd.Timestamp("1970-01-01")) // pd.Timedelta("1s"),
             "count": range(40),
         }
     )
@@ -788,6 +789,7 @@ def test_preview_names_dates_in_two_formats_and_dates_stored_as_numbers(kernel, 
     assert "'Order Date' holds dates as text (e.g. 'January 13, 2019', '2019-01-14')" in out, out
     assert "'date_id' holds dates as numbers (e.g. 20190113)" in out, out
     assert "'timestamp' holds times as seconds since 1970" in out and "'count' holds" not in out
+    assert "'issued_at' holds times as seconds since 1970" in out  # a name ending in 'at'
     fixes = [
         line.split(": df[", 1)[1]
         for line in out.splitlines()
@@ -803,7 +805,7 @@ def test_preview_names_dates_in_two_formats_and_dates_stored_as_numbers(kernel, 
     asked = {"p": data_preview_expression(facts=True)}
     found = kernel.execute("", timeout=60, user_expressions=asked).user_expressions["p"]
     facts = split_facts(parse_text_expression(found) or "")[1]["orders.csv"]
-    assert facts.dates.get("date_id") == "%Y%m%d" and "timestamp" not in facts.dates, facts
+    assert facts.dates.get("date_id") == "%Y%m%d" and facts.dates.get("issued_at") == "%s", facts
 
 
 def test_preview_names_lists_written_as_text_and_its_fix_reads_them(kernel, kernel_workdir):

@@ -14,6 +14,8 @@ import ast
 import re
 from collections.abc import Mapping
 
+from ..kernel_state.preview_facts import parsed_dates
+
 __all__ = ["dated_condition"]
 
 #: a year and a month, or a full date, as ISO writes them
@@ -35,9 +37,7 @@ def dated_condition(condition: str, column: str, dates: Mapping[str, str]) -> st
     fmt = dates.get(_name(target) or "")
     if not fmt or fmt == "mixed" or fmt.startswith("%Y-%m-%d"):
         return None
-    iso = ast.parse(
-        f"pd.to_datetime({column}, format={fmt!r}).dt.strftime('%Y-%m-%d')", mode="eval"
-    ).body
+    iso = ast.parse(f"{parsed_dates('pd', column, fmt)}.dt.strftime('%Y-%m-%d')", mode="eval").body
     changed = _Swap(column, iso).visit(test)
     text = ast.unparse(changed)
     return text if text != condition else None

@@ -163,9 +163,10 @@ def _other_form(texts):
 
 def _number_dates(series):
     """The fix for whole numbers that are dates: 20190105 (yyyymmdd) or seconds since 1970
-    (1546646400), in a column whose name speaks of time; else ""."""
+    (1546646400), in a column whose name speaks of time ('issued_at' too); else ""."""
     words = re.sub(r"[\W_]+", " ", str(series.name).lower())  # 'obs_date': a date
-    if series.dtype.kind not in "iu" or not _TIME_WORDS.search(words):
+    stamped = re.search(r"\b(?:at|ts|epoch|unix)\s*$", words)  # 'issued_at', 'created_ts'
+    if series.dtype.kind not in "iu" or not (_TIME_WORDS.search(words) or stamped):
         return ""
     known = series.dropna()
     if not len(known):
@@ -176,6 +177,7 @@ def _number_dates(series):
         return (f"  ! {name} holds dates as numbers (e.g. {int(known.iloc[0])}): df[{name}] = "
                 f"pd.to_datetime(df[{name}].astype(str), format='%Y%m%d')")
     if known.between(315532800, 4102444800).all():  # 1980 to 2100, in seconds
+        _NOW.setdefault("dates", {})[str(series.name)] = "%s"  # preflight: unit='s'
         return (f"  ! {name} holds times as seconds since 1970 (e.g. {int(known.iloc[0])}): "
                 f"df[{name}] = pd.to_datetime(df[{name}], unit='s')")
     return ""

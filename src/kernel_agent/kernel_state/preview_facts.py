@@ -20,7 +20,7 @@ from typing import Any
 
 from .kernel_probe import FACTS_MARK
 
-__all__ = ["FileFacts", "split_facts"]
+__all__ = ["FileFacts", "split_facts", "parsed_dates"]
 
 _MAX_FILES = 50
 _MAX_COLUMNS = 500
@@ -33,7 +33,7 @@ _ENCODING = re.compile(r"[A-Za-z0-9_.-]{1,20}")
 #: a text a file writes for a gap ('NA', 'n/a', '-'): no quote, backslash or line break
 _MARK = re.compile(r"[^'\"\\\n\r]{1,20}")
 #: a strftime format of the preview's list: %-codes and separators only
-_DATE_FORMAT = re.compile(r"(?:%[YymdbBHMS]|[-/.:, ]){2,30}")
+_DATE_FORMAT = re.compile(r"(?:%[YymdbBHMS]|[-/.:, ]){2,30}|%s")  # %s: seconds since 1970
 
 
 @dataclass(frozen=True)
@@ -198,3 +198,14 @@ def _named_columns(raw: Any, known: frozenset[str]) -> tuple[str, ...]:
 def _entries(raw: Any) -> list[tuple[Any, Any]]:
     """The first entries of ``raw`` (a mapping, else none): one per column at most."""
     return list(islice(raw.items(), _MAX_COLUMNS)) if isinstance(raw, dict) else []
+
+
+def parsed_dates(module: str, column: str, fmt: str) -> str:
+    """The code that parses ``column`` (an expression) written as ``fmt`` says: seconds
+    since 1970 (``%s``) by their unit, ``yyyymmdd`` numbers as text (as numbers they are
+    nanoseconds after 1970), any other format as it is."""
+    if fmt == "%s":
+        return f"{module}.to_datetime({column}, unit='s')"
+    if fmt == "%Y%m%d":
+        return f"{module}.to_datetime({column}.astype(str), format='%Y%m%d')"
+    return f"{module}.to_datetime({column}, format={fmt!r})"

@@ -453,6 +453,17 @@ def test_to_datetime_of_dates_written_as_numbers_reads_them_as_text(kernel):
         "x = pd.to_datetime(df['date'], unit='s')",
     ):
         assert preflight(kept, facts) == kept
+    # seconds since 1970 get their unit, here and where a part of the date is asked
+    seconds = {"c.csv": FileFacts(columns=("issued_at", "fine"), dates={"issued_at": "%s"})}
+    assert preflight("t = pd.to_datetime(df['issued_at'])", seconds) == (
+        "t = pd.to_datetime(df['issued_at'], unit='s')"
+    )
+    assert preflight(
+        "import pandas as pd\nprint(df.groupby(df['month'])['fine'].sum())", seconds
+    ) == (
+        "import pandas as pd\nprint(df.groupby(pd.to_datetime(df['issued_at'], unit='s').dt.month)"
+        "['fine'].sum())"
+    )
     run = kernel.execute(
         "import pandas as pd\ndf = pd.DataFrame({'date': [20190314, 20190401]})\n"
         + preflight("df['date'] = pd.to_datetime(df['date'])", facts)

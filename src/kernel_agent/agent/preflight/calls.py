@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ...kernel_state.preview_facts import parsed_dates
 from ..code_text import converted_columns, parse_python
 from .edits import (
     _READERS,
@@ -126,6 +127,10 @@ def _date_format_edits(
     wanted = formats.pop()
     keywords = {k.arg: k for k in call.keywords if k.arg}
     given = keywords.get("format")
+    if wanted == "%s":  # seconds since 1970: every row fell on 1970-01-01 read as ns
+        if given is None and not keywords.keys() & {"unit", "origin"}:
+            return [_added_arguments(call, span, "unit='s'")]
+        return []
     # 20190314 read as a number is 20190314 ns after 1970 unless it is text first
     as_text = [_Edit(*span(call.args[0]), f"{ast.unparse(call.args[0])}.astype(str)")]
     if wanted != "%Y%m%d" or keywords.keys() & {"unit", "origin"}:
@@ -189,7 +194,7 @@ def _date_part_edits(
             for arg in _strings(node.args[0]):
                 part = _DATE_PARTS.get(_key(str(arg.value)))
                 if part is not None and receiver is not None:
-                    when = f"{module}.to_datetime({receiver}[{column!r}], format={fmt!r})"
+                    when = parsed_dates(module, f"{receiver}[{column!r}]", fmt)
                     edits.append(_Edit(*span(arg), f"{when}.dt.{part}.rename({arg.value!r})"))
             continue
         if not (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)):
@@ -208,7 +213,7 @@ def _date_part_edits(
         edits.append(
             _Edit(
                 *span(node),
-                f"{module}.to_datetime({frame}[{column!r}], format={fmt!r}).dt.{part}",
+                f"{parsed_dates(module, f'{frame}[{column!r}]', fmt)}.dt.{part}",
             )
         )
     return edits
