@@ -15,7 +15,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from .code_text import column_frame, parse_python
+from .code_text import frame_column, parse_python
 
 __all__ = ["SummedCount", "summed_count"]
 
@@ -61,20 +61,10 @@ def summed_count(task: str, code: str) -> SummedCount | None:
             and not node.args
         ):
             continue
-        summed = node.func.value
-        frame = column_frame(summed)
-        if frame is None:
-            continue
-        name = summed.attr if isinstance(summed, ast.Attribute) else _key(summed)
-        if name and _named(_singular(name.lower()), words):
-            return SummedCount(ast.unparse(node), frame, name)
+        found = frame_column(node.func.value)
+        if found and _named(_singular(found[1].lower()), words):
+            return SummedCount(ast.unparse(node), *found)
     return None
-
-
-def _key(node: ast.expr) -> str:
-    """The column name of ``X['a']`` (column_frame has checked it is a string)."""
-    assert isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
-    return str(node.slice.value)
 
 
 def _named(column: str, words: set[str]) -> bool:

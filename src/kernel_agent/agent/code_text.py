@@ -17,6 +17,7 @@ __all__ = [
     "called_name",
     "column_frame",
     "converted_columns",
+    "frame_column",
     "normalize_code",
     "parse_python",
     "reads_only",
@@ -174,13 +175,19 @@ def converted_columns(tree: ast.Module) -> set[str]:
 
 def column_frame(node: ast.expr) -> str | None:
     """``X`` of a column ``X['a']`` or ``X.a`` of a named frame; else None."""
+    found = frame_column(node)
+    return found[0] if found else None
+
+
+def frame_column(node: ast.expr) -> tuple[str, str] | None:
+    """``(X, 'a')`` of a column ``X['a']`` or ``X.a`` of a named frame; else None."""
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
         key = node.slice
-        return (
-            node.value.id if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
-        )
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            return node.value.id, key.value
+        return None
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        return node.value.id
+        return node.value.id, node.attr
     return None
 
 
